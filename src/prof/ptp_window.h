@@ -1,0 +1,65 @@
+/*
+ * ptp_window.h - the hand-off between the sampler (sampler.c and friends,
+ * which collect and aggregate samples) and the dump side (symbolizer, pprof
+ * encoder, snapshot store). One ptp_window is one interval snapshot.
+ *
+ * Ownership: the sampler owns every array; the dump side reads them only for
+ * the duration of ptp_pprof_encode() and keeps no pointer into them.
+ * Threads: built and consumed on the sampler's consumer thread (or under the
+ * sampler's dump lock); never touched by the signal handler.
+ */
+#ifndef PTP_WINDOW_H
+#define PTP_WINDOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Why a sample was not recorded; each count ends up in the profile's
+ * comments ("dropped samples: ring_full=3 ..."), none is silently lost. */
+enum ptp_drop_cause {
+  PTP_DROP_RING_FULL = 0,   /* handler found no free slot */
+  PTP_DROP_DUMPING,         /* arrived while a dump was encoded and written */
+  PTP_DROP_NO_STACK,        /* thread's stack bounds unknown, PC unreadable */
+  PTP_DROP_REENTRANT,       /* signal nested inside the handler */
+  PTP_DROP__COUNT
+};
+
+/* ptp_sample.flags */
+#define PTP_SAMPLE_TRUNCATED   0x1u  /* the walk stopped early (bad frame, system
+                                        object without unwind info, depth cap);
+                                        the encoder appends a "[truncated]" root */
+#define PTP_SAMPLE_DEPTH_CAP   0x2u  /* stopped at the frame cap */
+
+/* One distinct (thread, stack) with how many timer expirations hit it. */
+typedef struct ptp_sample {
+  uint64_t count;          /* >= 1; expirations incl. si_overrun */
+  uint32_t tid;
+  uint16_t nframes;        /* >= 1 */
+  uint16_t flags;          /* PTP_SAMPLE_* */
+  const uintptr_t *frames; /* frames[0]: interrupted PC (leaf, as is);
+                              frames[i > 0]: return addresses, NOT adjusted:
+                              the encoder uses frames[i] - 1 for callers */
+} ptp_sample;
+
+typedef struct ptp_thread {
+  uint32_t tid;
+  char name[16];           /* NUL-terminated (comm, at most 15 chars) */
+} ptp_thread;
+
+typedef struct ptp_window {
+  int64_t start_ns;        /* CLOCK_REALTIME ns since the epoch: time_nanos */
+  int64_t duration_ns;     /* exact window length: duration_nanos */
+  int64_t period_ns;       /* 1e9 / hz, integer division (99 Hz: 10101010) */
+  int hz;
+  const ptp_sample *samples;
+  size_t nsamples;
+  const ptp_thread *threads;  /* names for the tids seen in samples */
+  size_t nthreads;
+  uint64_t drops[PTP_DROP__COUNT];
+  int64_t blind_ns;        /* length of the blind period (previous dump's
+                              encode + write) just before start_ns; 0 if none */
+  const char *const *comments;  /* extra comment lines, may be NULL */
+  size_t ncomments;
+} ptp_window;
+
+#endif
