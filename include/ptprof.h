@@ -1,9 +1,51 @@
 /*
  * ptprof.h - CPU sampler writing gzip-compressed pprof interval snapshots.
  *
- * DRAFT CONTRACT (owned by the sampler work; see docs/profiling.md).
- * A usable-by-any-C-program library: opaque handle, _new/_del pair, functions
- * return 0 or a negative error code (ptprof_strerror names it).
+ * A library any C program can use (static libptprof.a or shared
+ * libptprof.so, pkg-config `ptprof`), and a preload mode that profiles an
+ * unmodified program (LD_PRELOAD=libptprof.so, see "Preload mode" below).
+ *
+ * How it samples (details and reasons: docs/sampler.md):
+ *  - one POSIX timer per thread on that thread's CPU-time clock
+ *    (timer_create + SIGEV_THREAD_ID, signal SIGPROF), so every thread is
+ *    sampled in proportion to the CPU it uses; expirations the kernel merged
+ *    (si_overrun) count as extra weight;
+ *  - threads started later get their own timer before their start routine
+ *    runs (the library interposes pthread_create), with a random first
+ *    expiry; a /proc/self/task sweep once a second covers threads made some
+ *    other way;
+ *  - the SIGPROF handler only walks the stack (frame pointers, plus unwind
+ *    tables for libc/ld.so/libgcc/vdso prepared outside the handler) into a
+ *    pre-allocated ring; a consumer thread aggregates; dumps encode one
+ *    interval (the "window") each.
+ *
+ * Process-wide resources: SIGPROF (its handler stays installed once a sampler
+ * has started, and ignores signals not sent by our timers), and the
+ * pthread_create interposition (which only records each new thread's stack
+ * bounds while no sampler runs). At most ONE ptprof may be started at a time
+ * in a process (ptprof_start returns -EBUSY otherwise).
+ *
+ * Errors: every int-returning function returns 0 or a negative errno-style
+ * code; ptprof_strerror() describes it in this library's terms.
+ *
+ * Fork: a forked child never writes the parent's window. In the child every
+ * call on a ptprof created by the parent returns PTPROF_E_FORKED, except
+ * ptprof_del (which frees the child's copy without touching files) and
+ * ptprof_stats. The child samples nothing unless it starts a new ptprof.
+ * (Preload mode starts a fresh sampler in the child; see below.)
+ *
+ * Preload mode: a constructor that exists only in libptprof.so starts a
+ * sampler when the environment has PTPROF_DIR, configured by
+ *   PTPROF_DIR       snapshot directory (created if missing; required)
+ *   PTPROF_PREFIX    file name prefix (default "profile-")
+ *   PTPROF_HZ        samples per CPU second per thread (default 99)
+ *   PTPROF_INTERVAL  seconds between periodic snapshots, decimals allowed
+ *                    (default 0 = only the final one)
+ *   PTPROF_KEEP      snapshots of this prefix kept (default 8)
+ * and writes a final snapshot at exit (atexit). The first process uses
+ * PTPROF_PREFIX as is; forked children and programs exec'd below it use
+ * "<PTPROF_PREFIX>pid<PID>-" so processes never rotate each other's files.
+ * Errors go to stderr with a "ptprof:" prefix.
  */
 #ifndef PTPROF_H
 #define PTPROF_H
@@ -13,12 +55,121 @@
 
 #ifdef __cplusplus
 extern "C" {
-#ifdef __cplusplus
-}
 #endif
+
+#if defined(__GNUC__)
+#define PTPROF_API __attribute__((visibility("default")))
+#else
+#define PTPROF_API
 #endif
 
 typedef struct ptprof ptprof;
+
+/* Error codes beyond plain errno values (still negative ints). Plain errno
+ * values also occur: -EINVAL (bad argument), -ENOMEM, -EBUSY (another
+ * sampler is started in this process, or a foreign SIGPROF handler is
+ * installed), -EALREADY (already started), -ENOTCONN (not started),
+ * -EDESTADDRREQ (no directory set), and I/O errors of the snapshot store
+ * (-ENOSPC, -EROFS, -ENOENT, -EACCES, -EIO, ...). */
+#define PTPROF_E_FORKED   (-10001) /* called in a forked child on the parent's sampler */
+
+/* Log levels passed to the log callback. */
+#define PTPROF_LOG_ERROR 0
+#define PTPROF_LOG_WARN  1
+#define PTPROF_LOG_INFO  2
+
+/* Called for one-time messages (the first snapshot write error after a good
+ * one, a failed timer, ...), never from the signal handler. It may run on the
+ * consumer thread or on the thread calling ptprof_dump/ptprof_stop; it must
+ * not call back into this ptprof. msg is valid only during the call. */
+typedef void (*ptprof_log_fn)(int level, const char *msg, void *ctx);
+
+typedef struct ptprof_options {
+  int hz;                  /* 1..10000; 0 = default 99 */
+  const char *dir;         /* snapshot directory (copied); NULL = none yet:
+                              ptprof_set_dir must give one before a dump */
+  const char *prefix;      /* file name prefix (copied); NULL = "profile-";
+                              must not contain '/' */
+  int keep;                /* newest snapshots kept; 0 = default 8 */
+  int64_t interval_ms;     /* periodic snapshot interval; 0 = none */
+  ptprof_log_fn log;       /* may be NULL (messages are then dropped) */
+  void *log_ctx;
+} ptprof_options;
+
+/* Cumulative counters since ptprof_new (all windows). */
+typedef struct ptprof_stats {
+  uint64_t samples;        /* timer expirations recorded into windows */
+  uint64_t drops[4];       /* by cause, indexed like enum ptp_drop_cause:
+                              0 ring full, 1 dumping, 2 no stack, 3 reentrant */
+  uint64_t truncated;      /* recorded expirations whose stack is truncated */
+  uint64_t dumps;          /* snapshot files written */
+  uint64_t dump_errors;    /* dumps that failed (encode or write) */
+  uint64_t timers_created; /* per-thread timers created */
+  uint64_t timers_deleted; /* ... and deleted (exited threads, stop) */
+  uint64_t timer_errors;   /* timer_create/settime failures */
+  uint64_t threads_flushed;/* exiting threads whose pending expiration was
+                              accounted at exit (see docs/sampler.md) */
+  int64_t  last_window_ns; /* duration of the last window dumped */
+  int64_t  last_blind_ns;  /* blind period before the current window */
+} ptprof_stats;
+
+/* Fills *opt with the defaults (hz 99, prefix "profile-", keep 8, no
+ * interval, no dir, no log). */
+PTPROF_API void ptprof_options_init(ptprof_options *opt);
+
+/* Creates a sampler (not started). opt may be NULL (defaults). Copies what
+ * it needs from opt. Creates the snapshot directory when opt->dir is set
+ * (mkdir -p) and removes leftover temp files of this prefix there.
+ * Returns 0 and *out, or -EINVAL (bad option), -ENOMEM, or a store error.
+ * Any thread. */
+PTPROF_API int ptprof_new(ptprof **out, const ptprof_options *opt);
+
+/* Starts sampling every thread of the process, current and future: builds
+ * the unwind tables of the system libraries (a few ms), installs the SIGPROF
+ * handler, starts the consumer thread (which itself is not sampled), arms
+ * one timer per thread. The first window starts now.
+ * Returns 0, -EALREADY, -EBUSY (another ptprof runs in this process or a
+ * foreign SIGPROF handler is installed), -ENOMEM, or a system error.
+ * Thread-safe against the other calls on the same ptprof. */
+PTPROF_API int ptprof_start(ptprof *p);
+
+/* Manual dump: closes the current window, writes it as a snapshot, starts a
+ * fresh window. Samples arriving while the snapshot is encoded and written
+ * are dropped (counted as "dumping" in the next window), never rolled into
+ * the next window. path_out (may be NULL) receives the file's path,
+ * truncated to cap bytes (NUL-terminated). Blocks for the encode and write
+ * (typically a few ms). Returns 0, -ENOTCONN (not started), -EDESTADDRREQ (no
+ * directory; the window keeps running), PTPROF_E_FORKED, or the encoder's or
+ * store's error (the window is then lost, older snapshots stay, and the
+ * first such error after a success is logged). Thread-safe; dumps are
+ * serialized. */
+PTPROF_API int ptprof_dump(ptprof *p, char *path_out, size_t cap);
+
+/* Later snapshots go to dir (copied; created if missing). The current window
+ * is not cut. Returns 0, -EINVAL, or the store's error (the old directory then
+ * stays in use). Thread-safe. */
+PTPROF_API int ptprof_set_dir(ptprof *p, const char *dir);
+
+/* Stops sampling: deletes every timer, stops the consumer thread. With
+ * final_dump != 0, writes the last window (from the previous dump to now)
+ * and returns its path in path_out like ptprof_dump (a final dump error is
+ * returned, sampling is stopped anyway). May be started again later (a new
+ * window). Returns 0, -ENOTCONN (not started), or the dump's error.
+ * Thread-safe; must not be called from a thread the sampler is stopping
+ * (i.e. not from the log callback). */
+PTPROF_API int ptprof_stop(ptprof *p, int final_dump, char *path_out, size_t cap);
+
+/* Stops (without a final dump) if started, and frees everything. NULL is a
+ * no-op. No other call on p may run concurrently or follow. */
+PTPROF_API void ptprof_del(ptprof *p);
+
+/* Copies the counters. Any thread, lock-free reads (values may be a few
+ * samples apart from each other). */
+PTPROF_API void ptprof_get_stats(const ptprof *p, ptprof_stats *out);
+
+/* A static English description of an error code returned by this library
+ * (including plain negative errno values). Never NULL; thread-safe. */
+PTPROF_API const char *ptprof_strerror(int err);
 
 #ifdef __cplusplus
 }

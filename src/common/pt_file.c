@@ -1,0 +1,136 @@
+/* pt_file.c - careful file helpers. See pt_file.h. */
+#include "common/pt_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int pt_mkdir_p(const char *path, mode_t mode) {
+  char buf[PATH_MAX];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof buf) return -ENAMETOOLONG;
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] != '/' && buf[i] != 0) continue;
+    char c = buf[i];
+    buf[i] = 0;
+    if (mkdir(buf, mode) != 0 && errno != EEXIST) return -errno;
+    struct stat st;
+    if (stat(buf, &st) != 0) return -errno;
+    if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
+    buf[i] = c;
+  }
+  return 0;
+}
+
+int pt_fsync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  int r = fsync(fd) == 0 ? 0 : -errno;
+  close(fd);
+  return r;
+}
+
+static int write_all(int fd, const char *p, size_t len) {
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    if (w == 0) return -EIO;
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+int pt_write_atomic(const char *path, const void *data, size_t len, mode_t mode) {
+  char tmp[PATH_MAX], dir[PATH_MAX];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+    return -ENAMETOOLONG;
+  snprintf(dir, sizeof dir, "%s", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return -errno;
+  int r = write_all(fd, data, len);
+  if (r == 0 && fsync(fd) != 0) r = -errno;
+  if (close(fd) != 0 && r == 0) r = -errno;
+  if (r == 0 && rename(tmp, path) != 0) r = -errno;
+  if (r != 0) {
+    unlink(tmp);
+    return r;
+  }
+  return pt_fsync_dir(dirname(dir));
+}
+
+int pt_read_all(const char *path, size_t max, char **out, size_t *len) {
+  *out = NULL;
+  *len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  struct stat st;
+  if (fstat(fd, &st) != 0) { int e = -errno; close(fd); return e; }
+  if (!S_ISREG(st.st_mode)) { close(fd); return -EINVAL; }
+  if ((size_t)st.st_size > max) { close(fd); return -EFBIG; }
+  size_t cap = (size_t)st.st_size + 1, n = 0;
+  char *b = malloc(cap);
+  if (!b) { close(fd); return -ENOMEM; }
+  for (;;) {
+    if (n + 1 >= cap) {
+      /* the file grew while we read it */
+      if (cap > max) { free(b); close(fd); return -EFBIG; }
+      char *nb = realloc(b, cap * 2);
+      if (!nb) { free(b); close(fd); return -ENOMEM; }
+      b = nb;
+      cap *= 2;
+    }
+    ssize_t r = read(fd, b + n, cap - n - 1);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      int e = -errno;
+      free(b);
+      close(fd);
+      return e;
+    }
+    if (r == 0) break;
+    n += (size_t)r;
+  }
+  close(fd);
+  if (n > max) { free(b); return -EFBIG; }
+  b[n] = 0;
+  *out = b;
+  *len = n;
+  return 0;
+}
+
+static pt_append_fault_fn g_fault;
+
+void pt_append_set_fault(pt_append_fault_fn fn) { g_fault = fn; }
+
+int pt_append_durable(int fd, const char *path, const void *data, size_t len) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return -errno;
+  off_t before = st.st_size;
+  int r;
+  int fault = g_fault ? g_fault(path) : 0;
+  if (fault > 0) {
+    /* Simulate a device that fills up mid-line: half the bytes land, then
+     * the write fails. Exercises the truncate-back path below for real. */
+    (void)write_all(fd, data, len / 2);
+    r = -fault;
+  } else {
+    r = write_all(fd, data, len);
+    if (r == 0 && fdatasync(fd) != 0) r = -errno;
+  }
+  if (r == 0) return 0;
+  /* Roll back to the previous length so the file never ends mid-line. */
+  if (ftruncate(fd, before) != 0) return r;
+  (void)fdatasync(fd);
+  return r;
+}

@@ -1,0 +1,52 @@
+/*
+ * pt_file.h - small, careful file helpers shared by daemon and CLI:
+ * directory creation, atomic replacement, durable appends of whole lines,
+ * and reading files with a size cap.
+ *
+ * All functions are synchronous and may block on disk I/O (fsync); call them
+ * where that is acceptable (the daemon calls them on its loop thread: state
+ * files are small and fsync of a few KB is the price of not losing a turn).
+ * Thread-safe as far as the underlying syscalls are (no shared state).
+ * Every function returns 0 or a negative errno.
+ */
+#ifndef PT_FILE_H
+#define PT_FILE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* mkdir -p with `mode` for each created component. Existing directories are
+ * fine; an existing non-directory gives -ENOTDIR. */
+int pt_mkdir_p(const char *path, mode_t mode);
+
+/* fsyncs a directory (after creating, renaming or removing entries in it). */
+int pt_fsync_dir(const char *dir);
+
+/* Atomically replaces `path` with `len` bytes of `data`: writes
+ * "<path>.tmp.<pid>" in the same directory, fsyncs it, renames it over path,
+ * fsyncs the directory. On failure the old file is untouched and the
+ * temporary is removed. mode: permissions of the new file. */
+int pt_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+/* Reads a whole regular file into a malloc'd, NUL-terminated buffer (*out,
+ * caller frees; *len without the NUL). Files larger than max bytes give
+ * -EFBIG; missing files -ENOENT. */
+int pt_read_all(const char *path, size_t max, char **out, size_t *len);
+
+/* Test hook used by pt_append_durable (see below). Returns 0 for a normal
+ * write, or a positive errno to simulate after writing a part of the data.
+ * NULL (default) = no fault injection. The daemon installs one that reads
+ * POLYTOKEN_FAULT_TRANSCRIPT_WRITE; nothing else should. */
+typedef int (*pt_append_fault_fn)(const char *path);
+void pt_append_set_fault(pt_append_fault_fn fn);
+
+/* Appends `len` bytes (normally one '\n'-terminated line) to the file open
+ * as `fd` (opened O_WRONLY|O_APPEND by the caller; `path` only names it in
+ * the fault hook), then fdatasyncs. All or nothing: if any write or the
+ * sync fails, the file is truncated back to its previous length (and synced)
+ * so no partial line is ever left behind, and the write error is returned
+ * (e.g. -ENOSPC, -EIO). If even the truncate fails, returns that error
+ * too (the file may then end in a partial line; readers must check). */
+int pt_append_durable(int fd, const char *path, const void *data, size_t len);
+
+#endif

@@ -1,0 +1,858 @@
+/*
+ * pd_catalog.c - artifact catalog (see pd_catalog.h for the contract).
+ *
+ * Invariants:
+ *  - c->entries is the list served by the last successful refresh; a refresh
+ *    builds a new list aside and swaps it in only when complete.
+ *  - c->generation only ever increases; it is bumped when the fingerprint of
+ *    the new list differs from the stored one, and persisted right away.
+ *  - The hash cache holds exactly the files seen by the last refresh, keyed
+ *    by (dev, ino, size, mtime_ns); a file whose key is unchanged is not
+ *    re-read.
+ * Threads: loop thread only (see header).
+ */
+#include "daemon/pd_catalog.h"
+
+#include "pt_config.h"
+#include "common/pt_sha256.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __has_include
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#define PD_HAVE_OPENAT2_H 1
+#endif
+#endif
+
+#define DAEMON_PREFIX "daemon-profile-"
+#define TUI_PREFIX "tui-profile-"
+#define PROFILE_SUFFIX ".pb.gz"
+#define MAX_SNAPSHOTS 256 /* per kind; the store keeps 8, this is a safety cap */
+
+typedef struct hash_cache_ent {
+  dev_t dev;
+  ino_t ino;
+  uint64_t size;
+  int64_t mtime_ns;
+  char sha256[65];
+} hash_cache_ent;
+
+struct pd_catalog {
+  char *home;
+  char *session_dir; /* from the hook; NULL: read <home>/active_session */
+  pd_catalog_entry *entries;
+  size_t n_entries;
+  uint64_t generation;
+  char fingerprint[65];
+  hash_cache_ent *cache;
+  size_t n_cache;
+  pd_catalog_stats stats;
+};
+
+/* ---------- small helpers ---------- */
+
+static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xasprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  int r = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  return r < 0 ? NULL : s;
+}
+
+static int64_t stat_mtime_ns(const struct stat *st) {
+  return (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+}
+
+static void fmt_rfc3339(int64_t t, char out[32]) {
+  time_t tt = (time_t)t;
+  struct tm tm;
+  gmtime_r(&tt, &tm);
+  strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void entry_free(pd_catalog_entry *e) {
+  free(e->label);
+  free(e->path);
+}
+
+static void entries_free(pd_catalog_entry *v, size_t n) {
+  for (size_t i = 0; i < n; i++) entry_free(&v[i]);
+  free(v);
+}
+
+/* Atomic write: temp file in the same directory, fsync, rename, fsync dir. */
+static int write_atomic(const char *dir, const char *name, const char *data, size_t len) {
+  char *tmp = xasprintf("%s/.%s.tmp.%ld", dir, name, (long)getpid());
+  char *dst = xasprintf("%s/%s", dir, name);
+  int r = 0, fd = -1;
+  if (!tmp || !dst) { r = -ENOMEM; goto out; }
+  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) { r = -errno; goto out; }
+  size_t off = 0;
+  while (off < len) {
+    ssize_t n = write(fd, data + off, len - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      r = -errno;
+      goto fail_unlink;
+    }
+    off += (size_t)n;
+  }
+  if (fsync(fd) != 0) { r = -errno; goto fail_unlink; }
+  if (close(fd) != 0) { fd = -1; r = -errno; goto fail_unlink; }
+  fd = -1;
+  if (rename(tmp, dst) != 0) { r = -errno; goto fail_unlink; }
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    if (fsync(dfd) != 0) r = -errno;
+    close(dfd);
+  }
+  goto out;
+fail_unlink:
+  if (fd >= 0) close(fd);
+  fd = -1;
+  unlink(tmp);
+out:
+  if (fd >= 0) close(fd);
+  free(tmp);
+  free(dst);
+  return r;
+}
+
+static int persist(pd_catalog *c) {
+  json_t *o = json_pack("{s:i, s:I, s:s}", "schema", PD_CATALOG_SCHEMA, "generation",
+                        (json_int_t)c->generation, "fingerprint", c->fingerprint);
+  if (!o) return -ENOMEM;
+  char *s = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  if (!s) return -ENOMEM;
+  size_t len = strlen(s);
+  char *line = realloc(s, len + 2);
+  if (!line) { free(s); return -ENOMEM; }
+  line[len] = '\n';
+  line[len + 1] = '\0';
+  int r = write_atomic(c->home, "catalog.json", line, len + 1);
+  free(line);
+  return r;
+}
+
+static void load_persisted(pd_catalog *c) {
+  char *path = xasprintf("%s/catalog.json", c->home);
+  if (!path) return;
+  json_error_t jerr;
+  json_t *o = json_load_file(path, 0, &jerr);
+  int missing = access(path, F_OK) != 0 && errno == ENOENT;
+  free(path);
+  json_t *g = o ? json_object_get(o, "generation") : NULL;
+  json_t *f = o ? json_object_get(o, "fingerprint") : NULL;
+  if (g && json_is_integer(g) && json_integer_value(g) >= 0 && f && json_is_string(f)) {
+    c->generation = (uint64_t)json_integer_value(g);
+    snprintf(c->fingerprint, sizeof c->fingerprint, "%s", json_string_value(f));
+  } else if (!missing) {
+    /* Damaged: we cannot know the last generation. Milliseconds since the
+     * epoch exceed any count of content changes, so clients never see it
+     * go back. The fingerprint stays empty: the first refresh bumps. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    c->generation = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+  }
+  json_decref(o);
+}
+
+/* ---------- public: lifecycle ---------- */
+
+int pd_catalog_new(pd_catalog **out, const char *home) {
+  *out = NULL;
+  if (!home || !*home) return -EINVAL;
+  pd_catalog *c = calloc(1, sizeof *c);
+  if (!c) return -ENOMEM;
+  c->home = strdup(home);
+  if (!c->home) { free(c); return -ENOMEM; }
+  load_persisted(c);
+  *out = c;
+  return 0;
+}
+
+void pd_catalog_del(pd_catalog *c) {
+  if (!c) return;
+  entries_free(c->entries, c->n_entries);
+  free(c->cache);
+  free(c->session_dir);
+  free(c->home);
+  free(c);
+}
+
+int pd_catalog_set_session(pd_catalog *c, const char *session_dir) {
+  char *d = NULL;
+  if (session_dir && !(d = strdup(session_dir))) return -ENOMEM;
+  free(c->session_dir);
+  c->session_dir = d;
+  return 0;
+}
+
+uint64_t pd_catalog_generation(const pd_catalog *c) { return c->generation; }
+size_t pd_catalog_count(const pd_catalog *c) { return c->n_entries; }
+
+const pd_catalog_entry *pd_catalog_entry_at(const pd_catalog *c, size_t i) {
+  return i < c->n_entries ? &c->entries[i] : NULL;
+}
+
+static int valid_id(const char *id) {
+  if (!id || strlen(id) != 16) return 0;
+  for (int i = 0; i < 16; i++)
+    if (!isxdigit((unsigned char)id[i]) || isupper((unsigned char)id[i])) return 0;
+  return 1;
+}
+
+const pd_catalog_entry *pd_catalog_find(const pd_catalog *c, const char *id) {
+  if (!valid_id(id)) return NULL;
+  for (size_t i = 0; i < c->n_entries; i++)
+    if (strcmp(c->entries[i].id, id) == 0) return &c->entries[i];
+  return NULL;
+}
+
+void pd_catalog_get_stats(const pd_catalog *c, pd_catalog_stats *out) { *out = c->stats; }
+
+/* ---------- safe open ---------- */
+
+int pd_catalog_open_beneath(int dirfd, const char *relpath) {
+  if (!relpath || !*relpath || relpath[0] == '/') return -EINVAL;
+  /* Reject every "." / ".." / empty component up front, whatever the kernel
+   * would do with them: an entry path is always plain names. */
+  const char *p = relpath;
+  while (*p) {
+    const char *s = strchr(p, '/');
+    size_t n = s ? (size_t)(s - p) : strlen(p);
+    if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+      return -EINVAL;
+    if (!s) break;
+    p = s + 1;
+    if (!*p) return -EINVAL; /* trailing slash */
+  }
+#if defined(PD_HAVE_OPENAT2_H) && defined(SYS_openat2)
+  struct open_how how;
+  memset(&how, 0, sizeof how);
+  how.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long ofd = syscall(SYS_openat2, dirfd, relpath, &how, sizeof how);
+  if (ofd >= 0) return (int)ofd;
+  if (errno != ENOSYS && errno != EPERM) return -errno; /* EPERM: seccomp filters */
+#endif
+  /* Fallback: one component at a time, never following a symlink. */
+  char *copy = strdup(relpath);
+  if (!copy) return -ENOMEM;
+  int cur = dirfd, r = 0;
+  char *save = NULL;
+  char *comp = strtok_r(copy, "/", &save);
+  while (comp) {
+    char *next = strtok_r(NULL, "/", &save);
+    int flags = next ? (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                     : (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = openat(cur, comp, flags);
+    int e = errno;
+    if (cur != dirfd) close(cur);
+    if (fd < 0) {
+      /* O_PATH|O_NOFOLLOW on a symlink with O_DIRECTORY gives ENOTDIR. */
+      r = (e == ENOTDIR && next) ? -ELOOP : -e;
+      cur = -1;
+      break;
+    }
+    cur = fd;
+    comp = next;
+  }
+  free(copy);
+  if (r < 0) return r;
+  return cur;
+}
+
+/* ---------- refresh ---------- */
+
+static const char *cache_lookup(pd_catalog *c, const struct stat *st, uint64_t size) {
+  for (size_t i = 0; i < c->n_cache; i++) {
+    hash_cache_ent *h = &c->cache[i];
+    if (h->dev == st->st_dev && h->ino == st->st_ino && h->size == size &&
+        h->mtime_ns == stat_mtime_ns(st))
+      return h->sha256;
+  }
+  return NULL;
+}
+
+typedef struct snap {
+  char name[256];
+  int64_t t;     /* from the filename, else mtime seconds */
+  uint64_t seq;
+  int64_t mtime_ns;
+} snap;
+
+static int snap_cmp_newest_first(const void *a, const void *b) {
+  const snap *x = a, *y = b;
+  if (x->t != y->t) return x->t > y->t ? -1 : 1;
+  if (x->seq != y->seq) return x->seq > y->seq ? -1 : 1;
+  if (x->mtime_ns != y->mtime_ns) return x->mtime_ns > y->mtime_ns ? -1 : 1;
+  return strcmp(y->name, x->name);
+}
+
+/* Parses "<prefix>yyyymmddThhmmssZ-<seq>.pb.gz"; returns 1 when it matches. */
+static int parse_snapshot_name(const char *rest, int64_t *t, uint64_t *seq) {
+  struct tm tm;
+  memset(&tm, 0, sizeof tm);
+  const char *e = strptime(rest, "%Y%m%dT%H%M%SZ", &tm);
+  if (!e) return 0;
+  *t = (int64_t)timegm(&tm);
+  *seq = 0;
+  if (*e == '-') *seq = strtoull(e + 1, NULL, 10);
+  return 1;
+}
+
+typedef struct builder {
+  pd_catalog_entry *v;
+  size_t n, cap;
+  hash_cache_ent *cache;
+  size_t n_cache, cap_cache;
+} builder;
+
+static pd_catalog_entry *builder_add(builder *b) {
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 16;
+    pd_catalog_entry *v = realloc(b->v, cap * sizeof *v);
+    if (!v) return NULL;
+    b->v = v;
+    b->cap = cap;
+  }
+  pd_catalog_entry *e = &b->v[b->n++];
+  memset(e, 0, sizeof *e);
+  return e;
+}
+
+static int builder_cache(builder *b, const pd_catalog_entry *e) {
+  if (b->n_cache == b->cap_cache) {
+    size_t cap = b->cap_cache ? b->cap_cache * 2 : 16;
+    hash_cache_ent *v = realloc(b->cache, cap * sizeof *v);
+    if (!v) return -ENOMEM;
+    b->cache = v;
+    b->cap_cache = cap;
+  }
+  hash_cache_ent *h = &b->cache[b->n_cache++];
+  h->dev = e->dev;
+  h->ino = e->ino;
+  h->size = e->size;
+  h->mtime_ns = e->mtime_ns;
+  memcpy(h->sha256, e->sha256, sizeof h->sha256);
+  return 0;
+}
+
+/* Stable id: hash of what identifies this file (not its content, so that
+ * listing needs no hash to name it): kind, root, path, device, inode, and for
+ * immutable files their size and mtime (a rewritten snapshot is a new id). */
+static int make_id(pd_catalog_entry *e) {
+  char key[1024];
+  if (e->append_only)
+    snprintf(key, sizeof key, "%s|%d|%s|%ju|%ju", e->kind, (int)e->root, e->path,
+             (uintmax_t)e->dev, (uintmax_t)e->ino);
+  else
+    snprintf(key, sizeof key, "%s|%d|%s|%ju|%ju|%" PRIu64 "|%" PRId64, e->kind, (int)e->root,
+             e->path, (uintmax_t)e->dev, (uintmax_t)e->ino, e->size, e->mtime_ns);
+  char hex[PT_SHA256_HEX];
+  int r = pt_sha256_hex(key, strlen(key), hex);
+  if (r < 0) return r;
+  memcpy(e->id, hex, 16);
+  e->id[16] = '\0';
+  return 0;
+}
+
+/* Adds the file `name` in directory fd `dirfd` (path `relpath` from root) if
+ * it is a regular file. Returns 0 (added or skipped) or -ENOMEM. */
+static int add_file(pd_catalog *c, builder *b, int dirfd, const char *name, const char *relpath,
+                    pd_catalog_root root, const char *kind, const char *source, int append_only,
+                    char *label /* stolen */, int64_t created) {
+  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) { free(label); return 0; } /* gone, symlink, unreadable: not listed */
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { close(fd); free(label); return 0; }
+  pd_catalog_entry *e = builder_add(b);
+  if (!e) { close(fd); free(label); return -ENOMEM; }
+  e->kind = kind;
+  e->source = source;
+  e->label = label;
+  e->path = strdup(relpath);
+  e->root = root;
+  e->append_only = append_only;
+  e->size = (uint64_t)st.st_size;
+  e->dev = st.st_dev;
+  e->ino = st.st_ino;
+  e->mtime_ns = stat_mtime_ns(&st);
+  e->created_unix = created ? created : (int64_t)st.st_mtim.tv_sec;
+  fmt_rfc3339(e->created_unix, e->created);
+  if (!e->path || !e->label) { close(fd); b->n--; entry_free(e); return -ENOMEM; }
+  const char *cached = cache_lookup(c, &st, e->size);
+  int r = 0;
+  if (cached) {
+    memcpy(e->sha256, cached, sizeof e->sha256);
+    c->stats.cache_hits++;
+  } else {
+    size_t got = 0;
+    /* Hash exactly st_size bytes: an append-only file that grows meanwhile
+     * is described by this prefix, which is what fetch serves. */
+    r = pt_sha256_fd(fd, (size_t)e->size, e->sha256, &got);
+    c->stats.files_hashed++;
+    if (r == 0 && got != e->size) r = -EIO; /* shrank under us: skip it */
+  }
+  close(fd);
+  if (r == 0) r = make_id(e);
+  if (r == 0) r = builder_cache(b, e);
+  if (r < 0) {
+    b->n--;
+    entry_free(e);
+    return r == -ENOMEM ? r : 0;
+  }
+  return 0;
+}
+
+static void fmt_label_time(int64_t t, char *out, size_t cap) {
+  time_t tt = (time_t)t;
+  struct tm tm;
+  gmtime_r(&tt, &tm);
+  strftime(out, cap, "%Y-%m-%d %H:%M:%S UTC", &tm);
+}
+
+static int scan_profiles(pd_catalog *c, builder *b, int profdir, const char *prefix,
+                         const char *kind, const char *source, const char *newest_label,
+                         const char *older_label) {
+  int dfd = dup(profdir);
+  if (dfd < 0) return 0;
+  DIR *d = fdopendir(dfd);
+  if (!d) { close(dfd); return 0; }
+  /* dup() shares the file offset: a previous scan of the same directory
+   * left it at the end. */
+  rewinddir(d);
+  snap *snaps = NULL;
+  size_t n = 0, cap = 0;
+  int r = 0;
+  struct dirent *de;
+  size_t plen = strlen(prefix), slen = strlen(PROFILE_SUFFIX);
+  while ((de = readdir(d))) {
+    size_t len = strlen(de->d_name);
+    if (len >= sizeof snaps->name || len <= plen + slen) continue;
+    if (strncmp(de->d_name, prefix, plen) != 0) continue;
+    if (strcmp(de->d_name + len - slen, PROFILE_SUFFIX) != 0) continue;
+    struct stat st;
+    if (fstatat(profdir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (n == cap) {
+      size_t ncap = cap ? cap * 2 : 16;
+      snap *v = realloc(snaps, ncap * sizeof *v);
+      if (!v) { r = -ENOMEM; break; }
+      snaps = v;
+      cap = ncap;
+    }
+    snap *s = &snaps[n++];
+    snprintf(s->name, sizeof s->name, "%s", de->d_name);
+    s->mtime_ns = stat_mtime_ns(&st);
+    if (!parse_snapshot_name(de->d_name + plen, &s->t, &s->seq)) {
+      s->t = (int64_t)st.st_mtim.tv_sec;
+      s->seq = 0;
+    }
+  }
+  closedir(d);
+  if (r == 0 && n) {
+    qsort(snaps, n, sizeof *snaps, snap_cmp_newest_first);
+    size_t first = b->n;
+    for (size_t i = 0; i < n && i < MAX_SNAPSHOTS && r == 0; i++) {
+      char when[64];
+      fmt_label_time(snaps[i].t, when, sizeof when);
+      /* The newest label is assigned after the loop: a file that vanished
+       * between readdir and open must not take the "newest" label away. */
+      char *label = xasprintf("%s, %s", older_label, when);
+      char *rel = xasprintf("profiling/%s", snaps[i].name);
+      if (!label || !rel) { free(label); free(rel); r = -ENOMEM; break; }
+      r = add_file(c, b, profdir, snaps[i].name, rel, PD_CATALOG_ROOT_SESSION, kind, source, 0,
+                   label, snaps[i].t);
+      free(rel);
+    }
+    if (r == 0 && b->n > first) {
+      char *l = strdup(newest_label);
+      if (!l) r = -ENOMEM;
+      else { free(b->v[first].label); b->v[first].label = l; }
+    }
+  }
+  free(snaps);
+  return r;
+}
+
+/* The active session's directory: the hook's value, else
+ * <home>/sessions/<id> with id read from <home>/active_session (plain id or
+ * a JSON object with "id"). Returns malloc'd path or NULL. */
+static char *session_dir(pd_catalog *c) {
+  if (c->session_dir) return strdup(c->session_dir);
+  char *p = xasprintf("%s/active_session", c->home);
+  if (!p) return NULL;
+  FILE *f = fopen(p, "re");
+  free(p);
+  if (!f) return NULL;
+  char buf[512];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char id[80] = "";
+  if (buf[0] == '{') {
+    json_t *o = json_loads(buf, 0, NULL);
+    json_t *v = o ? json_object_get(o, "id") : NULL;
+    if (v && json_is_string(v)) snprintf(id, sizeof id, "%s", json_string_value(v));
+    json_decref(o);
+  } else {
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < sizeof id - 1; i++) {
+      if (isspace((unsigned char)buf[i])) break;
+      id[k++] = buf[i];
+    }
+    id[k] = '\0';
+  }
+  /* Only plain names: the id becomes a path component. */
+  if (!id[0]) return NULL;
+  for (char *q = id; *q; q++)
+    if (!isalnum((unsigned char)*q) && *q != '-' && *q != '_') return NULL;
+  return xasprintf("%s/sessions/%s", c->home, id);
+}
+
+static int compute_fingerprint(const builder *b, char out[65]) {
+  pt_sha256 *h = pt_sha256_new();
+  if (!h) return -ENOMEM;
+  for (size_t i = 0; i < b->n; i++) {
+    const pd_catalog_entry *e = &b->v[i];
+    char line[2048];
+    int n = snprintf(line, sizeof line, "%s\t%s\t%s\t%s\t%d\t%s\t%" PRIu64 "\t%s\t%s\n", e->id,
+                     e->kind, e->source, e->label, (int)e->root, e->path, e->size, e->created,
+                     e->sha256);
+    if (n < 0) n = 0;
+    if ((size_t)n >= sizeof line) n = sizeof line - 1;
+    pt_sha256_update(h, line, (size_t)n);
+  }
+  int r = pt_sha256_final(h, out);
+  pt_sha256_del(h);
+  return r;
+}
+
+int pd_catalog_refresh(pd_catalog *c) {
+  builder b;
+  memset(&b, 0, sizeof b);
+  int r = 0;
+  c->stats.refreshes++;
+
+  /* Profiles of the active session. */
+  char *sdir = session_dir(c);
+  if (sdir) {
+    int sfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int pfd = sfd >= 0 ? openat(sfd, "profiling", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                       : -1;
+    if (pfd >= 0) {
+      r = scan_profiles(c, &b, pfd, DAEMON_PREFIX, "cpu-profile", "daemon",
+                        "CPU profile (pprof)", "CPU profile (pprof)");
+#if PT_PROFILING
+      /* TUI snapshots only in a profiling daemon: a normal build refreshes no
+       * TUI profile artifacts (brief: restart the daemon with the profiling
+       * build to see the TUI dump). */
+      if (r == 0)
+        r = scan_profiles(c, &b, pfd, TUI_PREFIX, "tui-cpu-profile", "tui",
+                          "TUI CPU profile (pprof)", "TUI CPU profile (pprof)");
+#endif
+      close(pfd);
+    }
+    if (sfd >= 0) close(sfd);
+    free(sdir);
+  }
+
+  /* Daemon log and telemetry below the state root. */
+  int hfd = open(c->home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (hfd >= 0 && r == 0) {
+    int lfd = openat(hfd, "logs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (lfd >= 0) {
+      char *label = strdup("Daemon log");
+      r = label ? add_file(c, &b, lfd, "daemon.log", "logs/daemon.log", PD_CATALOG_ROOT_STATE,
+                           "daemon-log", "daemon", 1, label, 0)
+                : -ENOMEM;
+      close(lfd);
+    }
+    int tfd = r == 0 ? openat(hfd, "telemetry", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                     : -1;
+    if (tfd >= 0) {
+      int dfd = dup(tfd);
+      DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+      if (!d && dfd >= 0) close(dfd);
+      /* Sorted by name so the list (and fingerprint) is deterministic. */
+      char **names = NULL;
+      size_t nn = 0;
+      struct dirent *de;
+      while (d && (de = readdir(d)) && r == 0) {
+        size_t len = strlen(de->d_name);
+        if (de->d_name[0] == '.' || len < 7 || strcmp(de->d_name + len - 6, ".jsonl") != 0)
+          continue;
+        char **v = realloc(names, (nn + 1) * sizeof *v);
+        if (!v) { r = -ENOMEM; break; }
+        names = v;
+        if (!(names[nn] = strdup(de->d_name))) { r = -ENOMEM; break; }
+        nn++;
+      }
+      if (d) closedir(d);
+      for (size_t i = 0; i < nn; i++)
+        for (size_t j = i + 1; j < nn; j++)
+          if (strcmp(names[i], names[j]) > 0) { char *t = names[i]; names[i] = names[j]; names[j] = t; }
+      for (size_t i = 0; i < nn; i++) {
+        if (r == 0) {
+          char *label = xasprintf("Telemetry (%s)", names[i]);
+          char *rel = xasprintf("telemetry/%s", names[i]);
+          if (!label || !rel) { free(label); r = -ENOMEM; }
+          else r = add_file(c, &b, tfd, names[i], rel, PD_CATALOG_ROOT_STATE, "telemetry",
+                            "daemon", 1, label, 0);
+          free(rel);
+        }
+        free(names[i]);
+      }
+      free(names);
+      close(tfd);
+    }
+  }
+  if (hfd >= 0) close(hfd);
+
+  char fp[65];
+  if (r == 0) r = compute_fingerprint(&b, fp);
+  if (r < 0) {
+    entries_free(b.v, b.n);
+    free(b.cache);
+    return r;
+  }
+  entries_free(c->entries, c->n_entries);
+  c->entries = b.v;
+  c->n_entries = b.n;
+  free(c->cache);
+  c->cache = b.cache;
+  c->n_cache = b.n_cache;
+  if (strcmp(fp, c->fingerprint) != 0) {
+    c->generation++;
+    memcpy(c->fingerprint, fp, sizeof fp);
+    c->stats.persist_error = persist(c);
+  }
+  return 0;
+}
+
+/* ---------- fetch ---------- */
+
+int pd_catalog_read(pd_catalog *c, const char *id, uint64_t offset, size_t max_len,
+                    uint8_t **data, size_t *len) {
+  *data = NULL;
+  *len = 0;
+  const pd_catalog_entry *e = pd_catalog_find(c, id);
+  if (!e) return -ENOENT;
+  if (e->size > PD_CATALOG_FETCH_MAX) return -EFBIG;
+  if (offset > e->size) return -EINVAL;
+  char *base = NULL;
+  if (e->root == PD_CATALOG_ROOT_SESSION) base = session_dir(c);
+  else base = strdup(c->home);
+  if (!base) return -ENOENT;
+  int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  free(base);
+  if (bfd < 0) return -ENOENT;
+  int fd = pd_catalog_open_beneath(bfd, e->path);
+  close(bfd);
+  if (fd < 0) return fd == -EXDEV ? -ELOOP : fd;
+  struct stat st;
+  int r = 0;
+  uint8_t *buf = NULL;
+  if (fstat(fd, &st) != 0) { r = -errno; goto out; }
+  if (!S_ISREG(st.st_mode) || st.st_dev != e->dev || st.st_ino != e->ino) { r = -ESTALE; goto out; }
+  if (e->append_only ? (uint64_t)st.st_size < e->size
+                     : ((uint64_t)st.st_size != e->size || stat_mtime_ns(&st) != e->mtime_ns)) {
+    r = -ESTALE;
+    goto out;
+  }
+  if (offset == 0) {
+    /* Re-hash the served range: the bytes must be the ones listed. */
+    char hex[PT_SHA256_HEX];
+    size_t got = 0;
+    r = pt_sha256_fd(fd, (size_t)e->size, hex, &got);
+    if (r < 0) goto out;
+    if (got != e->size || strcmp(hex, e->sha256) != 0) { r = -ESTALE; goto out; }
+  }
+  size_t want = max_len < PD_CATALOG_CHUNK_MAX ? max_len : PD_CATALOG_CHUNK_MAX;
+  if (want > e->size - offset) want = (size_t)(e->size - offset);
+  buf = malloc(want ? want : 1);
+  if (!buf) { r = -ENOMEM; goto out; }
+  size_t got = 0;
+  while (got < want) {
+    ssize_t n = pread(fd, buf + got, want - got, (off_t)(offset + got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      r = -errno;
+      goto out;
+    }
+    if (n == 0) { r = -ESTALE; goto out; }
+    got += (size_t)n;
+  }
+  *data = buf;
+  *len = got;
+  buf = NULL;
+out:
+  free(buf);
+  close(fd);
+  return r;
+}
+
+/* ---------- IPC ---------- */
+
+const char *pd_catalog_errcode(int err) {
+  switch (err) {
+  case -ENOENT: case -ESTALE: case -ELOOP: case -ENOTDIR: return "not_found";
+  case -EINVAL: return "bad_request";
+  case -ENOSYS: return "unknown_method";
+  case -ENOMEM: return "internal";
+  default: return "io_error";
+  }
+}
+
+static char *base64(const uint8_t *d, size_t n) {
+  static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  char *out = malloc((n + 2) / 3 * 4 + 1);
+  if (!out) return NULL;
+  size_t o = 0, i = 0;
+  for (; i + 2 < n; i += 3) {
+    uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 | d[i + 2];
+    out[o++] = tbl[v >> 18];
+    out[o++] = tbl[(v >> 12) & 63];
+    out[o++] = tbl[(v >> 6) & 63];
+    out[o++] = tbl[v & 63];
+  }
+  if (i < n) {
+    uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0);
+    out[o++] = tbl[v >> 18];
+    out[o++] = tbl[(v >> 12) & 63];
+    out[o++] = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
+    out[o++] = '=';
+  }
+  out[o] = '\0';
+  return out;
+}
+
+static json_t *entry_json(const pd_catalog_entry *e) {
+  return json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:I, s:s, s:s, s:s}", "id", e->id, "kind",
+                   e->kind, "label", e->label, "source", e->source, "size", (json_int_t)e->size,
+                   "created", e->created, "created_unix", (json_int_t)e->created_unix, "sha256",
+                   e->sha256, "path", e->path, "root",
+                   e->root == PD_CATALOG_ROOT_SESSION ? "session" : "state");
+}
+
+static int fail(int r, const char **code, char *msg, size_t msglen, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int fail(int r, const char **code, char *msg, size_t msglen, const char *fmt, ...) {
+  *code = pd_catalog_errcode(r);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, msglen, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+static int only_keys(json_t *params, const char *const *allowed, const char **bad) {
+  const char *k;
+  json_t *v;
+  json_object_foreach(params, k, v) {
+    int ok = 0;
+    for (const char *const *a = allowed; *a; a++) ok |= strcmp(*a, k) == 0;
+    if (!ok) { *bad = k; return 0; }
+  }
+  return 1;
+}
+
+int pd_catalog_call(pd_catalog *c, const char *method, json_t *params, json_t **result,
+                    const char **code, char *msg, size_t msglen) {
+  *result = NULL;
+  if (params && !json_is_object(params))
+    return fail(-EINVAL, code, msg, msglen, "params must be an object");
+  const char *bad = NULL;
+  if (strcmp(method, "artifacts.list") == 0) {
+    static const char *const keys[] = {"since_generation", NULL};
+    if (params && !only_keys(params, keys, &bad))
+      return fail(-EINVAL, code, msg, msglen, "artifacts.list: unknown parameter \"%s\"", bad);
+    json_t *since = params ? json_object_get(params, "since_generation") : NULL;
+    if (since && !json_is_null(since) && (!json_is_integer(since) || json_integer_value(since) < 0))
+      return fail(-EINVAL, code, msg, msglen, "since_generation must be a non-negative integer");
+    int r = pd_catalog_refresh(c);
+    if (r < 0) return fail(r, code, msg, msglen, "catalog refresh failed: %s", strerror(-r));
+    int changed = !since || json_is_null(since) ||
+                  (uint64_t)json_integer_value(since) != c->generation;
+    json_t *o = json_pack("{s:i, s:I, s:b}", "schema", PD_CATALOG_SCHEMA, "generation",
+                          (json_int_t)c->generation, "changed", changed);
+    if (!o) return fail(-ENOMEM, code, msg, msglen, "out of memory");
+    if (changed) {
+      json_t *arr = json_array();
+      for (size_t i = 0; arr && i < c->n_entries; i++) {
+        json_t *ej = entry_json(&c->entries[i]);
+        if (!ej || json_array_append_new(arr, ej) != 0) { json_decref(arr); arr = NULL; }
+      }
+      if (!arr || json_object_set_new(o, "entries", arr) != 0) {
+        json_decref(o);
+        return fail(-ENOMEM, code, msg, msglen, "out of memory");
+      }
+    }
+    *result = o;
+    return 0;
+  }
+  if (strcmp(method, "artifacts.fetch") == 0) {
+    static const char *const keys[] = {"id", "offset", "length", NULL};
+    if (!params) return fail(-EINVAL, code, msg, msglen, "artifacts.fetch needs {\"id\"}");
+    if (!only_keys(params, keys, &bad))
+      return fail(-EINVAL, code, msg, msglen,
+                  "artifacts.fetch: unknown parameter \"%s\" (artifacts are named by id only)", bad);
+    json_t *jid = json_object_get(params, "id");
+    json_t *joff = json_object_get(params, "offset");
+    json_t *jlen = json_object_get(params, "length");
+    if (!jid || !json_is_string(jid))
+      return fail(-EINVAL, code, msg, msglen, "artifacts.fetch: \"id\" must be a string");
+    if ((joff && (!json_is_integer(joff) || json_integer_value(joff) < 0)) ||
+        (jlen && (!json_is_integer(jlen) || json_integer_value(jlen) <= 0)))
+      return fail(-EINVAL, code, msg, msglen,
+                  "artifacts.fetch: offset must be >= 0 and length > 0 integers");
+    const char *id = json_string_value(jid);
+    uint64_t off = joff ? (uint64_t)json_integer_value(joff) : 0;
+    size_t want = jlen ? (size_t)json_integer_value(jlen) : PD_CATALOG_CHUNK_MAX;
+    const pd_catalog_entry *e = pd_catalog_find(c, id);
+    if (!e) return fail(-ENOENT, code, msg, msglen, "no artifact with id \"%.40s\" (list again)", id);
+    if (e->size > PD_CATALOG_FETCH_MAX)
+      return fail(-EFBIG, code, msg, msglen, "artifact %s is %" PRIu64 " bytes, over the %" PRIu64
+                  " MiB fetch limit", e->id, e->size, PD_CATALOG_FETCH_MAX >> 20);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    int r = pd_catalog_read(c, id, off, want, &data, &len);
+    if (r == -ESTALE || r == -ELOOP || r == -ENOENT)
+      return fail(r, code, msg, msglen,
+                  "artifact %s changed or disappeared since it was listed; list again", e->id);
+    if (r == -EINVAL)
+      return fail(r, code, msg, msglen, "offset %" PRIu64 " is past the end (%" PRIu64 " bytes)",
+                  off, e->size);
+    if (r < 0) return fail(r, code, msg, msglen, "reading artifact %s: %s", e->id, strerror(-r));
+    char *b64 = base64(data, len);
+    free(data);
+    if (!b64) return fail(-ENOMEM, code, msg, msglen, "out of memory");
+    json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:I, s:b, s:s}", "id", e->id, "size",
+                          (json_int_t)e->size, "sha256", e->sha256, "offset", (json_int_t)off,
+                          "length", (json_int_t)len, "eof", off + len >= e->size, "data_base64",
+                          b64);
+    free(b64);
+    if (!o) return fail(-ENOMEM, code, msg, msglen, "out of memory");
+    *result = o;
+    return 0;
+  }
+  return fail(-ENOSYS, code, msg, msglen, "unknown method %s", method);
+}

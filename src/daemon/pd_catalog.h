@@ -1,0 +1,149 @@
+/*
+ * pd_catalog.h - the daemon's versioned artifact catalog: what a user can
+ * attach to feedback (docs/feedback.md).
+ *
+ * Entries: the active session's CPU profile snapshots
+ * (`<session>/profiling/daemon-profile-*.pb.gz`, kind "cpu-profile", and in a
+ * profiling build only, `tui-profile-*.pb.gz`, kind "tui-cpu-profile"), the
+ * daemon log (`<home>/logs/daemon.log`, kind "daemon-log") and telemetry
+ * (the `.jsonl` files in `<home>/telemetry/`, kind "telemetry"). The newest daemon snapshot
+ * is labelled exactly "CPU profile (pprof)", the newest TUI snapshot
+ * "TUI CPU profile (pprof)"; older snapshots carry their time in the label.
+ *
+ * Generation: a counter that increases whenever the catalog's content (the
+ * ordered list of entries with their hashes) changes. It is persisted with a
+ * fingerprint of the content in `<home>/catalog.json` (atomic write), so it
+ * never goes backwards across daemon restarts.
+ *
+ * Paths: clients never name a path. An entry's path is relative to the
+ * session directory (profiles) or the state root (log, telemetry), and the
+ * daemon opens it with openat + O_NOFOLLOW on every component, checks that
+ * the file is the regular file that was listed and that its bytes still hash
+ * to the listed SHA-256. Append-only files (log, telemetry) are served as the
+ * prefix of `size` bytes that was hashed at listing time.
+ *
+ * Threads: a pd_catalog is used from the daemon's loop thread only (no
+ * locking). Refresh and fetch do blocking file I/O on that thread: artifacts
+ * are small (profiles are tens of KiB; fetch is capped) and listing happens
+ * when a user opens the picker, not on a hot path.
+ *
+ * Errors: functions return 0 or a negative errno-style code;
+ * pd_catalog_errcode() maps one to the IPC error code.
+ */
+#ifndef PD_CATALOG_H
+#define PD_CATALOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <jansson.h>
+
+#define PD_CATALOG_SCHEMA 1
+/* Largest artifact artifacts.fetch serves (whole artifact). */
+#define PD_CATALOG_FETCH_MAX ((uint64_t)64 << 20)
+/* Largest chunk one artifacts.fetch reply carries: 512 KiB of data is
+ * ~700 KB of base64, which keeps the reply line under the protocol's 1 MiB. */
+#define PD_CATALOG_CHUNK_MAX ((size_t)512 << 10)
+
+typedef struct pd_catalog pd_catalog;
+
+typedef enum pd_catalog_root {
+  PD_CATALOG_ROOT_SESSION = 0, /* path relative to the session directory */
+  PD_CATALOG_ROOT_STATE = 1,   /* path relative to the state root */
+} pd_catalog_root;
+
+/* One entry. Owned by the catalog; valid until the next refresh or del. */
+typedef struct pd_catalog_entry {
+  char id[17];            /* 16 lowercase hex chars, stable for the same file */
+  const char *kind;       /* "cpu-profile", "tui-cpu-profile", "daemon-log", "telemetry" */
+  const char *source;     /* "daemon" or "tui" */
+  char *label;
+  char *path;             /* relative to root; never absolute, never ".." */
+  pd_catalog_root root;
+  uint64_t size;          /* bytes served (the hashed prefix for append-only files) */
+  char created[32];       /* RFC 3339 UTC: snapshot time, or last write for logs */
+  int64_t created_unix;   /* the same in seconds since the epoch */
+  char sha256[65];
+  int append_only;        /* log/telemetry: grows; served as its first `size` bytes */
+  dev_t dev;
+  ino_t ino;
+  int64_t mtime_ns;
+} pd_catalog_entry;
+
+/* Counters for tests and the log. */
+typedef struct pd_catalog_stats {
+  uint64_t refreshes;
+  uint64_t files_hashed;   /* hash computations (cache misses) */
+  uint64_t cache_hits;
+  int persist_error;       /* last error writing catalog.json (0 = none) */
+} pd_catalog_stats;
+
+/* Creates a catalog for the state root `home` (copied) and loads
+ * `<home>/catalog.json` (missing: generation starts at 0; damaged: the
+ * generation restarts from the current time in ms, which is above any
+ * generation a counter could have reached, so it still never goes back).
+ * Does not scan yet. Returns 0, -EINVAL (home NULL/empty) or -ENOMEM. */
+int pd_catalog_new(pd_catalog **out, const char *home);
+
+/* Frees the catalog. NULL ok. */
+void pd_catalog_del(pd_catalog *c);
+
+/* Sets the active session's directory (copied; NULL: none). Normally called
+ * from the daemon's active-session hook. Without it, refresh reads
+ * `<home>/active_session` to find the session. Returns 0 or -ENOMEM. */
+int pd_catalog_set_session(pd_catalog *c, const char *session_dir);
+
+/* Rescans the artifacts, hashing only files whose (dev, ino, size, mtime)
+ * changed since the last refresh, rebuilds the entry list and bumps the
+ * generation (persisting it) if the content changed. A missing profiling
+ * directory, log or telemetry directory just means no such entries.
+ * Returns 0 or -ENOMEM (the previous list is kept then). A failure to
+ * persist catalog.json does not fail the refresh (see stats.persist_error). */
+int pd_catalog_refresh(pd_catalog *c);
+
+uint64_t pd_catalog_generation(const pd_catalog *c);
+size_t pd_catalog_count(const pd_catalog *c);
+/* Entry i (0-based) or NULL; borrowed, valid until the next refresh. */
+const pd_catalog_entry *pd_catalog_entry_at(const pd_catalog *c, size_t i);
+/* Entry by id or NULL (ids that are not 16 hex chars never match). */
+const pd_catalog_entry *pd_catalog_find(const pd_catalog *c, const char *id);
+void pd_catalog_get_stats(const pd_catalog *c, pd_catalog_stats *out);
+
+/* Reads bytes [offset, offset + min(max_len, PD_CATALOG_CHUNK_MAX)) of entry
+ * `id` (clamped at its size) into a malloc'd buffer (*data, caller frees;
+ * non-NULL even for 0 bytes) of *len bytes. The file is opened beneath its
+ * root with no symlink anywhere on the path, must be a regular file with the
+ * listed device/inode (and, unless append-only, the listed size and mtime),
+ * and a read at offset 0 re-hashes the whole served range and compares it
+ * with the listed SHA-256.
+ * Returns 0; -ENOENT (no such id, or the file is gone); -ESTALE (the file
+ * changed or was replaced since listing); -ELOOP (a symlink on the path);
+ * -EFBIG (artifact over PD_CATALOG_FETCH_MAX); -EINVAL (offset past the end);
+ * -ENOMEM; or another negative errno of open/read. */
+int pd_catalog_read(pd_catalog *c, const char *id, uint64_t offset, size_t max_len,
+                    uint8_t **data, size_t *len);
+
+/* Opens `relpath` beneath directory fd `dirfd` for reading, refusing
+ * absolute paths, empty, "." and ".." components, and symlinks in any
+ * component (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS where the kernel has
+ * it, else a walk with O_NOFOLLOW per component). Returns an fd (>= 0,
+ * O_CLOEXEC, caller closes) or -EINVAL / -ELOOP / negative errno. */
+int pd_catalog_open_beneath(int dirfd, const char *relpath);
+
+/* The IPC methods. method: "artifacts.list" or "artifacts.fetch"; params
+ * BORROWED (NULL ok). On success returns 0 and *result (NEW reference). On
+ * failure returns a negative code, *result = NULL, and *code / msg describe
+ * the IPC error (code is a static string; msg gets a one-line message).
+ *   artifacts.list {since_generation?} ->
+ *     {schema, generation, changed, entries?:[{id, kind, label, source, size,
+ *      created, created_unix, sha256, path, root:"session"|"state"}]}
+ *     (refreshes first; entries omitted when since_generation == generation)
+ *   artifacts.fetch {id, offset?, length?} ->
+ *     {id, size, sha256, offset, length, eof, data_base64} */
+int pd_catalog_call(pd_catalog *c, const char *method, json_t *params, json_t **result,
+                    const char **code, char *msg, size_t msglen);
+
+/* IPC error code for a negative code from this module. */
+const char *pd_catalog_errcode(int err);
+
+#endif

@@ -1,0 +1,337 @@
+/*
+ * pd_daemon.c - daemon lifecycle. See pd_daemon.h; shutdown order in
+ * pd_shutdown.h and docs/daemon.md.
+ *
+ * The shutdown is a small state machine driven by one uv_async
+ * ("daemon.shutdown" task): signal and daemon.stop callbacks only request
+ * it, completions of other units (turns finished, clients closed, a
+ * deadline) only set a flag and send the async, so every phase runs in the
+ * shutdown task's own callback, never nested in another task's poll.
+ */
+#include "daemon/pd_daemon.h"
+#include "daemon/pd_ipc.h"
+#include "daemon/pd_log.h"
+#include "daemon/pd_loop.h"
+#include "daemon/pd_shutdown.h"
+#include "daemon/pd_telemetry.h"
+#include "daemon/pd_turn.h"
+#include "common/pt_file.h"
+#include "common/pt_version.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#define TURN_DEADLINE_MS 5000
+#define CLIENT_FLUSH_MS 1000
+
+enum { PH_RUNNING, PH_TURNS, PH_CLIENTS, PH_DONE };
+
+static struct {
+  uv_loop_t *loop;
+  char *home;
+  int lock_fd;
+  pd_store *store;
+  uint64_t start_ms;
+  uv_signal_t sigterm, sigint;
+  pt_task sig_task; /* "signals" */
+  uv_async_t stop_async;
+  pt_task stop_task; /* "daemon.shutdown" */
+  uv_timer_t turn_deadline;
+  int phase, stop_requested, turns_done, turns_timed_out, clients_done;
+  int exit_code;
+} d = {.lock_fd = -1};
+
+uv_loop_t *pd_daemon_loop(void) { return d.loop; }
+pd_store *pd_daemon_store(void) { return d.store; }
+const char *pd_daemon_home(void) { return d.home; }
+int pd_daemon_stopping(void) { return d.stop_requested; }
+uint64_t pd_daemon_uptime_ms(void) { return uv_now(d.loop) - d.start_ms; }
+
+char *pd_default_home(void) {
+  const char *h = getenv("POLYTOKEN_HOME");
+  if (h && *h) return strdup(h);
+  char buf[4096];
+  const char *x = getenv("XDG_STATE_HOME");
+  if (x && *x) {
+    snprintf(buf, sizeof buf, "%s/polytoken", x);
+    return strdup(buf);
+  }
+  const char *home = getenv("HOME");
+  if (!home || !*home) return NULL;
+  snprintf(buf, sizeof buf, "%s/.local/state/polytoken", home);
+  return strdup(buf);
+}
+
+/* ---- lock ---- */
+
+static int take_lock(const char *home, char *err, size_t errlen) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/daemon.lock", home);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    int e = errno;
+    snprintf(err, errlen, "polytokend: cannot open %s: %s", path, strerror(e));
+    return -e;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    if (e == EWOULDBLOCK) {
+      char pid[32] = "";
+      ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+      pid[n > 0 ? n : 0] = 0;
+      pid[strcspn(pid, "\n")] = 0;
+      snprintf(err, errlen, "polytokend: already running (pid %s) for %s", pid[0] ? pid : "?",
+               home);
+      close(fd);
+      return -EALREADY;
+    }
+    snprintf(err, errlen, "polytokend: cannot lock %s: %s", path, strerror(e));
+    close(fd);
+    return -e;
+  }
+  char pid[32];
+  int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+    int e = errno;
+    snprintf(err, errlen, "polytokend: cannot write %s: %s", path, strerror(e));
+    close(fd);
+    return -e;
+  }
+  (void)fsync(fd);
+  d.lock_fd = fd;
+  return 0;
+}
+
+static void release_lock(void) {
+  if (d.lock_fd < 0) return;
+  /* empty the pid so nobody reads a stale one; the lock goes with close */
+  if (ftruncate(d.lock_fd, 0) != 0) { /* nothing useful to do */ }
+  close(d.lock_fd);
+  d.lock_fd = -1;
+}
+
+/* ---- built-in shutdown steps ---- */
+
+static void step_state(void *ctx) {
+  (void)ctx;
+  pd_store_del(d.store);
+  d.store = NULL;
+}
+
+static void step_telemetry(void *ctx) {
+  (void)ctx;
+  pd_telemetry_close();
+}
+
+static void step_log(void *ctx) {
+  (void)ctx;
+  pd_log_close();
+}
+
+/* ---- telemetry source ---- */
+
+static size_t tel_sessions(void) { return d.store ? pd_store_count(d.store) : 0; }
+static size_t tel_clients(void) { return pd_ipc_client_count(); }
+
+/* ---- shutdown state machine ---- */
+
+static void on_turns_done(void *ctx) {
+  (void)ctx;
+  d.turns_done = 1;
+  uv_async_send(&d.stop_async);
+}
+
+static void on_clients_done(void *ctx) {
+  (void)ctx;
+  d.clients_done = 1;
+  uv_async_send(&d.stop_async);
+}
+
+static void turn_deadline_cb(uv_timer_t *t) {
+  (void)t;
+  PD_POLL(&d.stop_task);
+  pd_task_wake(&d.stop_task);
+  pd_task_disarm(&d.stop_task);
+  d.turns_timed_out = 1;
+  uv_async_send(&d.stop_async);
+}
+
+static void close_walk_cb(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(h)) {
+    pd_debug("shutdown: closing leftover handle of type %s", uv_handle_type_name(h->type));
+    uv_close(h, NULL);
+  }
+}
+
+static void on_stop_async_closed(uv_handle_t *h) {
+  (void)h;
+  PD_TASK_END(&d.stop_task);
+}
+
+static void on_sig_closed(uv_handle_t *h) {
+  if (h == (uv_handle_t *)&d.sigint) PD_TASK_END(&d.sig_task);
+}
+
+static void stop_async_cb(uv_async_t *a) {
+  (void)a;
+  PD_POLL(&d.stop_task);
+  pd_task_wake(&d.stop_task);
+  for (;;) {
+    int before = d.phase;
+    if (d.phase == PH_RUNNING && d.stop_requested) {
+      pd_ipc_set_shutting_down();
+      pd_info("shutdown: step stop-accepting");
+      pd_ipc_stop_accepting();
+      pd_info("shutdown: step cancel-turns (%zu running)", pd_turn_running());
+      d.phase = PH_TURNS;
+      uv_timer_start(&d.turn_deadline, turn_deadline_cb, TURN_DEADLINE_MS, 0);
+      pd_task_arm(&d.stop_task);
+      pd_turn_cancel_all(d.store, on_turns_done, NULL);
+    } else if (d.phase == PH_TURNS && (d.turns_done || d.turns_timed_out)) {
+      uv_timer_stop(&d.turn_deadline);
+      pd_task_disarm(&d.stop_task);
+      if (!d.turns_done)
+        pd_warn("shutdown: %zu turn(s) still running after %d ms; going on", pd_turn_running(),
+                TURN_DEADLINE_MS);
+      pd_info("shutdown: step close-clients (%zu connected)", pd_ipc_client_count());
+      d.phase = PH_CLIENTS;
+      pd_ipc_close_all(CLIENT_FLUSH_MS, on_clients_done, NULL);
+    } else if (d.phase == PH_CLIENTS && d.clients_done) {
+      d.phase = PH_DONE;
+      pd_shutdown_run_steps(); /* ... telemetry, then log close: the last step */
+      uv_close((uv_handle_t *)&d.turn_deadline, NULL);
+      uv_close((uv_handle_t *)&d.sigterm, on_sig_closed);
+      uv_close((uv_handle_t *)&d.sigint, on_sig_closed);
+      uv_close((uv_handle_t *)&d.stop_async, on_stop_async_closed);
+      pd_ipc_fini();
+      /* anything else still open (a turn past its deadline) must not keep
+       * the process alive */
+      uv_walk(d.loop, close_walk_cb, NULL);
+      return;
+    }
+    if (d.phase == before) break;
+  }
+}
+
+void pd_daemon_request_stop(const char *why) {
+  if (d.stop_requested) {
+    pd_info("shutdown already in progress (%s)", why);
+    return;
+  }
+  d.stop_requested = 1;
+  pd_info("shutdown: requested (%s)", why);
+  uv_async_send(&d.stop_async);
+}
+
+static void signal_cb(uv_signal_t *s, int signum) {
+  (void)s;
+  PD_POLL(&d.sig_task);
+  pd_task_wake(&d.sig_task);
+  pd_daemon_request_stop(signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* ---- lifecycle ---- */
+
+int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) {
+  d.loop = loop;
+  d.home = strdup(home);
+  if (!d.home) return -ENOMEM;
+  int r = pt_mkdir_p(home, 0700);
+  if (r < 0) {
+    snprintf(err, errlen, "polytokend: cannot create %s: %s", home, strerror(-r));
+    return r;
+  }
+  r = take_lock(home, err, errlen);
+  if (r < 0) return r;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/logs", home);
+  r = pt_mkdir_p(path, 0700);
+  if (r == 0) {
+    snprintf(path, sizeof path, "%s/logs/daemon.log", home);
+    r = pd_log_open(path);
+  }
+  if (r < 0) {
+    snprintf(err, errlen, "polytokend: cannot open the log in %s/logs: %s", home, strerror(-r));
+    goto fail_lock;
+  }
+  pd_info("polytokend %s starting (pid %ld, home %s)", pt_version(), (long)getpid(), home);
+  /* A client that vanishes mid-write must give EPIPE, not kill us. */
+  signal(SIGPIPE, SIG_IGN);
+  pd_transcript_install_fault_hook();
+  r = pd_store_open(home, &d.store);
+  if (r < 0) {
+    snprintf(err, errlen, "polytokend: cannot load sessions in %s: %s", home, strerror(-r));
+    goto fail_log;
+  }
+  d.start_ms = uv_now(loop);
+  snprintf(path, sizeof path, "%s/telemetry", home);
+  pd_telemetry_source src = {tel_sessions, tel_clients, pd_turn_total, pd_turn_running};
+  r = pd_telemetry_start(loop, path, &src);
+  if (r < 0) {
+    snprintf(err, errlen, "polytokend: cannot open telemetry in %s: %s", path, strerror(-r));
+    goto fail_store;
+  }
+  r = pd_methods_register();
+  if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_STATE, "close session store", step_state, NULL);
+  if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_TELEMETRY, "close telemetry", step_telemetry, NULL);
+  if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_LOG, "close log", step_log, NULL);
+  if (r < 0) {
+    snprintf(err, errlen, "polytokend: internal registration failed: %s", strerror(-r));
+    goto fail_store;
+  }
+  uv_async_init(loop, &d.stop_async, stop_async_cb);
+  PD_TASK_START(&d.stop_task, "daemon.shutdown");
+  uv_timer_init(loop, &d.turn_deadline);
+  uv_signal_init(loop, &d.sigterm);
+  uv_signal_init(loop, &d.sigint);
+  PD_TASK_START(&d.sig_task, "signals");
+  uv_signal_start(&d.sigterm, signal_cb, SIGTERM);
+  uv_signal_start(&d.sigint, signal_cb, SIGINT);
+  pd_task_arm(&d.sig_task);
+  return 0;
+fail_store:
+  pd_store_del(d.store);
+  d.store = NULL;
+fail_log:
+  pd_log_close();
+fail_lock:
+  release_lock();
+  return r;
+}
+
+int pd_daemon_listen(char *err, size_t errlen) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/daemon.sock", d.home);
+  int r = pd_ipc_listen(d.loop, path);
+  if (r < 0) {
+    snprintf(err, errlen, "polytokend: cannot listen on %s: %s", path,
+             r == -ENAMETOOLONG ? "path too long for a Unix socket" : uv_strerror(r));
+    return r;
+  }
+  pd_info("listening on %s", path);
+  return 0;
+}
+
+int pd_daemon_run(void) {
+  uv_run(d.loop, UV_RUN_DEFAULT);
+  if (d.store) {
+    /* the loop ended without a shutdown (should not happen) */
+    pd_store_del(d.store);
+    d.store = NULL;
+  }
+  /* after the log is closed: stderr only */
+  fprintf(stderr, "polytokend: stopped\n");
+  release_lock();
+  int r = uv_loop_close(d.loop);
+  if (r != 0) fprintf(stderr, "polytokend: loop still had handles at exit (%s)\n", uv_strerror(r));
+  free(d.home);
+  d.home = NULL;
+  return d.exit_code;
+}

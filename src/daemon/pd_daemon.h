@@ -1,0 +1,50 @@
+/*
+ * pd_daemon.h - the daemon as a whole: state root, lock, log, store,
+ * telemetry, signals, IPC server and the orderly shutdown (pd_shutdown.h).
+ * One daemon per process (the seams are process-global).
+ *
+ * Startup (main.c): pd_daemon_init -> [pd_profiling_init] -> pd_daemon_listen
+ * -> pd_daemon_run. Threads: loop thread only.
+ */
+#ifndef PD_DAEMON_H
+#define PD_DAEMON_H
+
+#include <stddef.h>
+#include <uv.h>
+
+#include "daemon/pd_store.h"
+
+/* Resolves the state root: $POLYTOKEN_HOME, else
+ * ${XDG_STATE_HOME:-$HOME/.local/state}/polytoken. Returns a malloc'd path
+ * or NULL when none of the variables is set. */
+char *pd_default_home(void);
+
+/* Creates the state root, takes the lock ($home/daemon.lock, flock, our pid
+ * written in it), opens the log, loads the store, starts telemetry,
+ * registers the built-in methods and shutdown steps, installs signal
+ * watchers. Returns 0; -EALREADY when another daemon holds the lock (err
+ * then reads "polytokend: already running (pid N) for <home>"); other
+ * negative errors with a one-line reason in err. */
+int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen);
+
+/* Binds $home/daemon.sock and starts accepting: from then on clients can
+ * connect (the CLI waits for this). 0 or a negative error (reason in err). */
+int pd_daemon_listen(char *err, size_t errlen);
+
+/* Runs the loop until the shutdown finished. Returns the exit status. */
+int pd_daemon_run(void);
+
+/* Starts the orderly shutdown (idempotent). why: for the log. The work
+ * happens in later callbacks of the "daemon.shutdown" task. */
+void pd_daemon_request_stop(const char *why);
+int pd_daemon_stopping(void);
+
+uv_loop_t *pd_daemon_loop(void);
+pd_store *pd_daemon_store(void);
+const char *pd_daemon_home(void);
+uint64_t pd_daemon_uptime_ms(void);
+
+/* Registers the built-in IPC methods (pd_methods.c). */
+int pd_methods_register(void);
+
+#endif

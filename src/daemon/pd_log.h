@@ -1,0 +1,35 @@
+/*
+ * pd_log.h - the daemon log: $POLYTOKEN_HOME/logs/daemon.log, one line per
+ * message: "2026-11-29T21:33:05.123Z LEVEL message", mirrored to stderr.
+ *
+ * Threads: callable from any thread (a mutex serialises lines, so lines from
+ * the uv work threads never interleave). Not async-signal-safe: never call
+ * from a signal handler (the daemon handles signals with uv_signal, i.e. on
+ * the loop thread). DEBUG lines are written only when POLYTOKEN_DEBUG is set
+ * (and not "0"). Before pd_log_open and after pd_log_close, messages go
+ * to stderr only.
+ */
+#ifndef PD_LOG_H
+#define PD_LOG_H
+
+typedef enum { PD_LOG_DEBUG, PD_LOG_INFO, PD_LOG_WARN, PD_LOG_ERROR } pd_log_level;
+
+/* Opens (appends to) the log file at path. Returns 0 or -errno (then the
+ * log keeps going to stderr only). */
+int pd_log_open(const char *path);
+
+/* Flushes and closes the log file; later messages go to stderr only. */
+void pd_log_close(void);
+
+void pd_log(pd_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define pd_info(...) pd_log(PD_LOG_INFO, __VA_ARGS__)
+#define pd_warn(...) pd_log(PD_LOG_WARN, __VA_ARGS__)
+#define pd_error(...) pd_log(PD_LOG_ERROR, __VA_ARGS__)
+#define pd_debug(...) pd_log(PD_LOG_DEBUG, __VA_ARGS__)
+
+/* Writes the current UTC time as RFC 3339 with milliseconds,
+ * "YYYY-MM-DDTHH:MM:SS.mmmZ" (24 chars + NUL), into buf (>= 32 bytes). */
+void pd_time_rfc3339(char *buf, unsigned long size);
+
+#endif

@@ -1,0 +1,306 @@
+/*
+ * pd_profiling.c - the profiling build inside the daemon (compiled only with
+ * -Dprofiling=true; main.c calls pd_profiling_init inside #if PT_PROFILING).
+ *
+ * DESIGN
+ *  - One sampler (include/ptprof.h) for the whole process, started here, so
+ *    the daemon is sampled from start. Its snapshots ("daemon-profile-*")
+ *    go to the active session's profiling/ directory; until a session is
+ *    active they go to $POLYTOKEN_HOME/profiling/ (docs/profiling.md).
+ *  - Periodic dumps are a timer job on the loop ("timer.profile_snapshot")
+ *    that hands the encode+write to a uv work thread, as a console task of
+ *    its own ("profile.snapshot_writer"), so the loop never waits for a
+ *    dump and the writer shows up in the task console. `profile.dump` uses
+ *    the same writer and replies when the file is written. At most one
+ *    writer runs at a time; a tick that finds one running is skipped (the
+ *    window just grows until the next tick).
+ *  - The final dump runs in the shutdown slot PD_SHUTDOWN_FINAL_PROFILE,
+ *    i.e. after turns and clients are gone and before telemetry and the log
+ *    close; it stops the sampler and logs the file it wrote.
+ *  - The task console server (127.0.0.1:6669 or POLYTOKEN_CONSOLE_DAEMON_BIND)
+ *    runs on its own thread; if it cannot start (port taken, bad address)
+ *    the daemon logs one line and runs on without it. It is torn down in
+ *    PD_SHUTDOWN_STATE, after the final profile.
+ *
+ * Threads: everything here runs on the loop thread except writer_work (uv
+ * threadpool) and log_from_prof (sampler's consumer thread or the caller of
+ * ptprof_dump). ptprof_* calls are thread-safe (ptprof.h).
+ */
+#include "daemon/pd_profiling.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/pd_daemon.h"
+#include "daemon/pd_ipc.h"
+#include "daemon/pd_log.h"
+#include "daemon/pd_loop.h"
+#include "daemon/pd_shutdown.h"
+#include "daemon/pd_store.h"
+#include "ptprof.h"
+#include "ptprof_console.h"
+
+#define PD_PROF_DEFAULT_INTERVAL_MS 60000
+#define PD_CONSOLE_DEFAULT_BIND "127.0.0.1:6669"
+
+typedef struct pd_writer_job {
+  uv_work_t work;
+  pt_task task;          /* "profile.snapshot_writer" */
+  pd_call *call;         /* profile.dump request to answer, or NULL */
+  int rc;
+  char path[PATH_MAX];
+} pd_writer_job;
+
+static struct {
+  ptprof *prof;
+  ptcon_server *console;
+  uv_timer_t timer;
+  pt_task timer_task;    /* "timer.profile_snapshot" */
+  int64_t interval_ms;
+  int writer_busy;       /* a pd_writer_job is queued or running */
+  int stopped;           /* final dump done: no more writers */
+  char fallback_dir[PATH_MAX];
+} g;
+
+/* Reads a positive number from the environment (decimals allowed); returns
+ * def when unset, and logs and returns def when malformed. */
+static double env_num(const char *name, double def, double min, double max) {
+  const char *s = getenv(name);
+  if (!s || !*s) return def;
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || !end || *end || v < min || v > max) {
+    pd_warn("profiling: ignoring %s=%s (expected a number from %g to %g)", name, s, min, max);
+    return def;
+  }
+  return v;
+}
+
+static void log_from_prof(int level, const char *msg, void *ctx) {
+  (void)ctx;
+  pd_log(level == PTPROF_LOG_ERROR ? PD_LOG_ERROR
+         : level == PTPROF_LOG_WARN ? PD_LOG_WARN : PD_LOG_INFO,
+         "profiling: %s", msg);
+}
+
+static void log_from_console(void *ud, const char *line) {
+  (void)ud;
+  pd_info("console: %s", line);
+}
+
+/* ---- snapshot writer (uv threadpool) ---- */
+
+static void writer_work(uv_work_t *w) {
+  pd_writer_job *job = w->data;
+  PD_POLL(&job->task);
+  job->rc = ptprof_dump(g.prof, job->path, sizeof job->path);
+}
+
+static void writer_done(uv_work_t *w, int status) {
+  pd_writer_job *job = w->data;
+  {
+    PD_POLL(&job->task);
+    if (status == UV_ECANCELED) job->rc = -ECANCELED;
+    if (job->rc == 0) {
+      pd_info("profiling: wrote %s", job->path);
+    } else if (job->rc != -EDESTADDRREQ) {
+      /* The sampler itself logs the first write error after a success;
+       * this line names the trigger. */
+      pd_debug("profiling: dump failed: %s", ptprof_strerror(job->rc));
+    }
+    if (job->call) {
+      if (job->rc == 0)
+        pd_call_reply(job->call, json_pack("{s:s}", "path", job->path));
+      else
+        pd_call_error(job->call, "io_error", "profile dump failed: %s",
+                      ptprof_strerror(job->rc));
+    }
+    g.writer_busy = 0;
+  }
+  PD_TASK_END(&job->task);
+  free(job);
+}
+
+/* Queues one dump on the threadpool. Returns 0, -EBUSY (one is running) or
+ * a negative error; on error the call (if any) is NOT completed. */
+static int writer_start(pd_call *call) {
+  if (g.stopped) return -ESHUTDOWN;
+  if (g.writer_busy) return -EBUSY;
+  pd_writer_job *job = calloc(1, sizeof *job);
+  if (!job) return -ENOMEM;
+  job->work.data = job;
+  job->call = call;
+  PD_TASK_START(&job->task, "profile.snapshot_writer");
+  int rc = uv_queue_work(pd_daemon_loop(), &job->work, writer_work, writer_done);
+  if (rc != 0) {
+    PD_TASK_END(&job->task);
+    free(job);
+    return rc;
+  }
+  pd_task_wake(&job->task);
+  g.writer_busy = 1;
+  return 0;
+}
+
+static void timer_cb(uv_timer_t *t) {
+  (void)t;
+  PD_POLL(&g.timer_task);
+  pd_task_wake(&g.timer_task);
+  int rc = writer_start(NULL);
+  if (rc == -EBUSY) pd_debug("profiling: periodic snapshot skipped, a dump is running");
+  else if (rc != 0 && rc != -ESHUTDOWN)
+    pd_warn("profiling: cannot queue a snapshot: %s", strerror(-rc));
+}
+
+/* profile.dump: a manual interval snapshot; replies {path} once written. */
+static void method_profile_dump(pd_call *call, json_t *params, void *ctx) {
+  (void)params;
+  (void)ctx;
+  int rc = writer_start(call);
+  if (rc == -EBUSY)
+    pd_call_error(call, "busy", "a profile dump is already being written; try again");
+  else if (rc == -ESHUTDOWN)
+    pd_call_error(call, "shutting_down", "the profiler has stopped");
+  else if (rc != 0)
+    pd_call_error(call, "internal", "cannot start a profile dump: %s", strerror(-rc));
+}
+
+/* ---- session directory ---- */
+
+static void on_active_session(const char *session_dir, void *ctx) {
+  (void)ctx;
+  char dir[PATH_MAX];
+  if (snprintf(dir, sizeof dir, "%s/profiling", session_dir) >= (int)sizeof dir) {
+    pd_error("profiling: session path too long: %s", session_dir);
+    return;
+  }
+  int rc = ptprof_set_dir(g.prof, dir);
+  if (rc != 0)
+    pd_error("profiling: cannot use %s for snapshots: %s (keeping the previous directory)",
+             dir, ptprof_strerror(rc));
+  else
+    pd_info("profiling: snapshots now go to %s", dir);
+}
+
+/* ---- shutdown steps ---- */
+
+static void final_profile_step(void *ctx) {
+  (void)ctx;
+  uv_timer_stop(&g.timer);
+  pd_task_disarm(&g.timer_task);
+  g.stopped = 1;
+  /* A queued periodic writer may still be running on the threadpool: the
+   * sampler serializes dumps, so ptprof_stop simply waits for it. */
+  char path[PATH_MAX];
+  int rc = ptprof_stop(g.prof, 1, path, sizeof path);
+  if (rc == 0)
+    pd_info("profiling: final snapshot %s", path);
+  else
+    pd_error("profiling: final snapshot failed: %s", ptprof_strerror(rc));
+  ptprof_stats st;
+  ptprof_get_stats(g.prof, &st);
+  pd_info("profiling: %llu samples, %llu snapshots, %llu dump errors, drops ring_full=%llu "
+          "dumping=%llu no_stack=%llu reentrant=%llu",
+          (unsigned long long)st.samples, (unsigned long long)st.dumps,
+          (unsigned long long)st.dump_errors, (unsigned long long)st.drops[0],
+          (unsigned long long)st.drops[1], (unsigned long long)st.drops[2],
+          (unsigned long long)st.drops[3]);
+}
+
+static void timer_closed(uv_handle_t *h) {
+  (void)h;
+  PD_TASK_END(&g.timer_task);
+}
+
+static void release_step(void *ctx) {
+  (void)ctx;
+  if (!uv_is_closing((uv_handle_t *)&g.timer)) uv_close((uv_handle_t *)&g.timer, timer_closed);
+  if (g.console) {
+    ptcon_server_del(g.console);
+    g.console = NULL;
+    pd_info("console: stopped");
+  }
+  /* g.prof is freed at exit by the OS: a writer job that was cancelled may
+   * still reference it until the loop's last run. */
+}
+
+/* ---- init ---- */
+
+static void console_start(void) {
+  const char *bind = getenv("POLYTOKEN_CONSOLE_DAEMON_BIND");
+  if (!bind || !*bind) bind = PD_CONSOLE_DEFAULT_BIND;
+  ptcon_server_options o;
+  ptcon_server_options_init(&o);
+  o.bind = bind;
+  o.log = log_from_console;
+  int rc = ptcon_server_new(&g.console, &o);
+  if (rc != 0) {
+    g.console = NULL;
+    pd_warn("console: not serving on %s: %s; the daemon runs on without a task console", bind,
+            strerror(rc < 0 ? -rc : rc));
+    return;
+  }
+}
+
+int pd_profiling_init(uv_loop_t *loop) {
+  ptprof_options o;
+  ptprof_options_init(&o);
+  o.hz = (int)env_num("POLYTOKEN_PROFILE_HZ", 99, 1, 10000);
+  o.keep = (int)env_num("POLYTOKEN_PROFILE_KEEP", 8, 1, 100000);
+  g.interval_ms = (int64_t)(env_num("POLYTOKEN_PROFILE_INTERVAL",
+                                    PD_PROF_DEFAULT_INTERVAL_MS / 1000.0, 0.05, 86400) * 1000);
+  o.prefix = "daemon-profile-";
+  o.interval_ms = 0; /* the loop's timer job drives periodic dumps */
+  o.log = log_from_prof;
+  snprintf(g.fallback_dir, sizeof g.fallback_dir, "%s/profiling", pd_daemon_home());
+  o.dir = g.fallback_dir;
+
+  int rc = ptprof_new(&g.prof, &o);
+  if (rc != 0) {
+    pd_error("profiling: cannot create the sampler: %s", ptprof_strerror(rc));
+    return rc;
+  }
+  /* Before starting: the hook is called right away for an active session,
+   * so the first window's snapshot already lands in its directory. */
+  rc = pd_on_active_session(on_active_session, NULL);
+  if (rc != 0) goto fail_prof;
+  rc = ptprof_start(g.prof);
+  if (rc != 0) {
+    pd_error("profiling: cannot start the sampler: %s", ptprof_strerror(rc));
+    goto fail_prof;
+  }
+  pd_info("profiling: sampling at %d Hz, a snapshot every %lld ms, keeping %d", o.hz,
+          (long long)g.interval_ms, o.keep);
+
+  rc = uv_timer_init(loop, &g.timer);
+  if (rc != 0) goto fail_started;
+  PD_TASK_START(&g.timer_task, "timer.profile_snapshot");
+  rc = uv_timer_start(&g.timer, timer_cb, (uint64_t)g.interval_ms, (uint64_t)g.interval_ms);
+  if (rc != 0) goto fail_timer;
+  pd_task_arm(&g.timer_task);
+  uv_unref((uv_handle_t *)&g.timer); /* never keeps the loop alive by itself */
+
+  if ((rc = pd_ipc_register_method("profile.dump", method_profile_dump, NULL)) != 0 ||
+      (rc = pd_shutdown_register(PD_SHUTDOWN_FINAL_PROFILE, "final profile dump",
+                                 final_profile_step, NULL)) != 0 ||
+      (rc = pd_shutdown_register(PD_SHUTDOWN_STATE, "profiler and console release",
+                                 release_step, NULL)) != 0)
+    goto fail_timer;
+
+  console_start();
+  return 0;
+
+fail_timer:
+  uv_timer_stop(&g.timer);
+  uv_close((uv_handle_t *)&g.timer, timer_closed);
+fail_started:
+  ptprof_stop(g.prof, 0, NULL, 0);
+fail_prof:
+  ptprof_del(g.prof);
+  g.prof = NULL;
+  return rc;
+}

@@ -1,0 +1,118 @@
+/*
+ * pd_store.h - sessions on disk and in memory.
+ *
+ * Layout under the state root (docs/daemon.md):
+ *   sessions/<id>/session.json     {"name","created","last_activity"}, replaced
+ *                                  atomically (temp + fsync + rename + fsync dir)
+ *   sessions/<id>/transcript.jsonl one JSON object per line:
+ *                                  {"turn_id","role","text","ts"[,"status"]},
+ *                                  append-only, each line fdatasync'd
+ *   sessions/<id>/profiling/       created with the session, filled by the
+ *                                  profiling build
+ *   active_session                 id of the most recently attached session
+ *
+ * The store is loaded once at start (pd_store_open); from then on memory is
+ * authoritative and every change is written through before it is reported.
+ * A session whose session.json or transcript.jsonl cannot be read or parsed
+ * is "skipped": listed with its error, never touched (not deleted, not
+ * rewritten, no new files created in it).
+ *
+ * Threads: loop thread only, except pd_transcript_read, which only reads
+ * files and may run on any thread.
+ * Errors: negative errno (-ENOENT, -ENOSPC, -EIO, ...).
+ */
+#ifndef PD_STORE_H
+#define PD_STORE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define PD_SESSION_ID_LEN 12
+#define PD_SESSION_NAME_MAX 200  /* bytes of UTF-8 */
+#define PD_TRANSCRIPT_MAX ((size_t)64 << 20) /* larger transcripts are "damaged" */
+
+struct pd_turn;
+
+typedef struct pd_session {
+  char id[PD_SESSION_ID_LEN + 1];
+  char *name;              /* owned */
+  char created[32];        /* RFC 3339 UTC */
+  char last_activity[32];  /* RFC 3339 UTC */
+  int turns;               /* highest turn_id in the transcript */
+  char *dir;               /* owned: <home>/sessions/<id> */
+  int transcript_fd;       /* O_APPEND, opened lazily; -1 when closed */
+  struct pd_turn *running; /* the running turn (pd_turn.c), NULL when idle */
+  struct pd_session *next;
+} pd_session;
+
+typedef struct pd_store pd_store;
+
+/* Loads (creating the directories if needed) the store under `home`.
+ * Damaged sessions are logged and kept in the skipped list. Returns 0 and a
+ * new store in *out (free with pd_store_del), or -errno if the sessions
+ * directory cannot be created or read. */
+int pd_store_open(const char *home, pd_store **out);
+void pd_store_del(pd_store *st);
+
+const char *pd_store_home(const pd_store *st);
+size_t pd_store_count(const pd_store *st);  /* valid sessions */
+pd_session *pd_store_find(pd_store *st, const char *id);  /* NULL if unknown */
+pd_session *pd_store_first(pd_store *st);   /* iteration: s->next */
+
+/* Creates a session (name NULL = "Session N"). Returns 0 and the session
+ * (owned by the store) in *out, -EINVAL for a bad name, or -errno. */
+int pd_store_create(pd_store *st, const char *name, pd_session **out);
+/* Renames; -EINVAL for a bad name; -errno if session.json cannot be written
+ * (the old name is kept then). */
+int pd_store_rename(pd_store *st, pd_session *s, const char *name);
+/* Removes the session directory (after renaming it out of the way, so a
+ * crash never leaves half a session under its id). The caller checks that
+ * no turn is running. If it was active, the active session becomes none. */
+int pd_store_delete(pd_store *st, pd_session *s);
+/* Sets last_activity to now and rewrites session.json. */
+int pd_store_touch(pd_store *st, pd_session *s);
+
+/* {id,name,created,last_activity,turns} (new reference). */
+json_t *pd_session_json(const pd_session *s);
+/* {"sessions":[...newest first...],"skipped":[{"id","error"}]} */
+json_t *pd_store_list_json(pd_store *st);
+
+/* Active session: the one most recently attached, persisted in
+ * <home>/active_session (atomically). NULL clears it. Calls the
+ * pd_on_active_session hooks when it changes. */
+int pd_store_set_active(pd_store *st, pd_session *s);
+pd_session *pd_store_active(pd_store *st);
+
+/* Hook for the profiling build (seam 4): cb(session_dir, ctx) is called now
+ * if a session is active, and whenever the active session changes;
+ * session_dir is NULL when no session is active any more (deleted). Up to 8
+ * hooks. Loop thread only. Returns 0 or -ENOSPC when full. The string is
+ * only valid during the call. May be called before the store is open (the
+ * hook then first fires when the store loads an active session). */
+int pd_on_active_session(void (*cb)(const char *session_dir, void *ctx), void *ctx);
+
+/* Validates a session name: 1..PD_SESSION_NAME_MAX bytes, no control
+ * characters. Returns 0 or -EINVAL. */
+int pd_session_name_ok(const char *name);
+
+/* ---- transcript ---- */
+
+/* Reads and validates a transcript file; returns 0 and a new JSON array of
+ * entries in *out (may be NULL if not wanted) and the highest turn_id in
+ * *max_turn (may be NULL). -EBADMSG with a reason in err for a damaged file
+ * (bad JSON, bad fields, missing final newline). Any thread. */
+int pd_transcript_read(const char *path, json_t **out, int *max_turn, char *err, size_t errlen);
+
+/* Appends one entry {turn_id, role, text, ts[, status]} as a line, durably
+ * (pt_append_durable: all or nothing). status may be NULL. Returns 0, or
+ * -errno (-ENOSPC...) with the transcript unchanged. */
+int pd_transcript_append(pd_session *s, int turn_id, const char *role, const char *text,
+                         const char *status);
+
+/* Installs the fault-injection hook for transcript appends: honours
+ * POLYTOKEN_FAULT_TRANSCRIPT_WRITE = "ENOSPC" | "EIO" | "<ERRNAME>:<N>" (fail
+ * every append after the first N in this process). Tests only; no effect
+ * when the variable is unset. */
+void pd_transcript_install_fault_hook(void);
+
+#endif

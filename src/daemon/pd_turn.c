@@ -1,0 +1,284 @@
+/* pd_turn.c - turns. See pd_turn.h. */
+#include "daemon/pd_turn.h"
+#include "daemon/pd_log.h"
+#include "daemon/pd_loop.h"
+#include "daemon/pd_responder.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct piece {
+  struct piece *next;
+  size_t len;
+  char text[];
+} piece;
+
+struct pd_turn {
+  pt_task task; /* "turn" */
+  uv_async_t async;
+  uv_loop_t *loop;
+  pd_store *st;
+  pd_session *s;
+  int turn_id;
+  pd_conn *sender;        /* held; NULL if none */
+  char *user_text;
+  const pd_responder_vt *vt;
+  void *handle;           /* responder state until done */
+  int started;            /* turn.started sent and responder running */
+  int cancel_requested;
+  /* queued by the responder callbacks, consumed by async_cb */
+  piece *head, *tail;
+  int done_pending;
+  pd_resp_status status;
+  char *error;
+  /* the reply so far */
+  char *reply;
+  size_t reply_len, reply_cap;
+  int finished;
+};
+
+static size_t g_running;
+static uint64_t g_total;
+static void (*g_idle_cb)(void *);
+static void *g_idle_ctx;
+
+size_t pd_turn_running(void) { return g_running; }
+uint64_t pd_turn_total(void) { return g_total; }
+
+static void on_async_closed(uv_handle_t *h) {
+  pd_turn *t = h->data;
+  PD_TASK_END(&t->task);
+  while (t->head) {
+    piece *p = t->head;
+    t->head = p->next;
+    free(p);
+  }
+  free(t->user_text);
+  free(t->error);
+  free(t->reply);
+  free(t);
+}
+
+/* ---- responder sink: runs inside the responder's callbacks ---- */
+
+static void sink_delta(void *ctx, const char *text, size_t len) {
+  pd_turn *t = ctx;
+  piece *p = malloc(sizeof *p + len + 1);
+  if (!p) return; /* the reply loses a piece; the transcript gets what was sent */
+  p->next = NULL;
+  p->len = len;
+  memcpy(p->text, text, len);
+  p->text[len] = 0;
+  if (t->tail) t->tail->next = p;
+  else t->head = p;
+  t->tail = p;
+  pd_task_wake(&t->task);
+  uv_async_send(&t->async);
+}
+
+static void sink_done(void *ctx, pd_resp_status st, const char *error) {
+  pd_turn *t = ctx;
+  t->handle = NULL; /* the responder frees itself now */
+  t->done_pending = 1;
+  t->status = st;
+  if (error) t->error = strdup(error);
+  pd_task_wake(&t->task);
+  uv_async_send(&t->async);
+}
+
+/* ---- the turn's own callback ---- */
+
+static json_t *build_messages(pd_turn *t) {
+  char path[4096], err[256];
+  snprintf(path, sizeof path, "%s/transcript.jsonl", t->s->dir);
+  json_t *entries = NULL;
+  if (pd_transcript_read(path, &entries, NULL, err, sizeof err) < 0) {
+    pd_warn("session %s: reading transcript for the responder: %s", t->s->id, err);
+    entries = json_array();
+    json_array_append_new(entries, json_pack("{s:s, s:s}", "role", "user", "text", t->user_text));
+  }
+  json_t *msgs = json_array();
+  size_t i;
+  json_t *e;
+  json_array_foreach(entries, i, e) {
+    const char *role = json_string_value(json_object_get(e, "role"));
+    if (!role || strcmp(role, "error") == 0) continue; /* errors are not conversation */
+    json_array_append_new(msgs, json_pack("{s:s, s:O}", "role", role, "text",
+                                          json_object_get(e, "text")));
+  }
+  json_decref(entries);
+  return msgs;
+}
+
+static void append_reply(pd_turn *t, const char *text, size_t len) {
+  if (t->reply_len + len + 1 > t->reply_cap) {
+    size_t nc = t->reply_cap ? t->reply_cap : 256;
+    while (nc < t->reply_len + len + 1) nc *= 2;
+    char *n = realloc(t->reply, nc);
+    if (!n) return;
+    t->reply = n;
+    t->reply_cap = nc;
+  }
+  memcpy(t->reply + t->reply_len, text, len);
+  t->reply_len += len;
+  t->reply[t->reply_len] = 0;
+}
+
+static void finish(pd_turn *t) {
+  const char *status = "ok";
+  char msg[1024] = "";
+  if (t->status == PD_RESP_CANCELLED) status = "cancelled";
+  else if (t->status == PD_RESP_ERROR) status = "error";
+  const char *reply = t->reply ? t->reply : "";
+  int r = 0;
+  if (t->status == PD_RESP_OK) {
+    r = pd_transcript_append(t->s, t->turn_id, "assistant", reply, NULL);
+  } else if (t->status == PD_RESP_CANCELLED) {
+    r = pd_transcript_append(t->s, t->turn_id, "assistant", reply, "cancelled");
+  } else {
+    snprintf(msg, sizeof msg, "%s", t->error ? t->error : "responder failed");
+    if (t->reply_len) r = pd_transcript_append(t->s, t->turn_id, "assistant", reply, "incomplete");
+    int r2 = pd_transcript_append(t->s, t->turn_id, "error", msg, NULL);
+    if (r == 0) r = r2;
+  }
+  if (r < 0) {
+    /* The outcome could not be recorded: say so to the user. The transcript
+     * is unchanged by the failed append (pt_append_durable rolls back). */
+    pd_error("session %s turn %d: saving the outcome failed: %s", t->s->id, t->turn_id,
+             strerror(-r));
+    char m2[1200];
+    snprintf(m2, sizeof m2, "could not save the reply to the transcript: %s%s%s", strerror(-r),
+             msg[0] ? "; " : "", msg);
+    size_t l = strnlen(m2, sizeof msg - 1);
+    memcpy(msg, m2, l);
+    msg[l] = 0;
+    status = "error";
+  }
+  int tr = pd_store_touch(t->st, t->s);
+  if (tr < 0) pd_warn("session %s: updating session.json: %s", t->s->id, strerror(-tr));
+  pd_info("session %s turn %d: %s%s%s", t->s->id, t->turn_id, status, msg[0] ? ": " : "", msg);
+  json_t *p = json_pack("{s:s, s:i, s:s}", "session", t->s->id, "turn_id", t->turn_id, "status",
+                        status);
+  if (msg[0]) json_object_set_new(p, "error", json_string(msg));
+  pd_ipc_broadcast(t->s->id, t->sender, "turn.done", p);
+  t->finished = 1;
+  t->s->running = NULL;
+  if (t->sender) {
+    pd_conn_release(t->sender);
+    t->sender = NULL;
+  }
+  g_running--;
+  uv_close((uv_handle_t *)&t->async, on_async_closed);
+  if (g_running == 0 && g_idle_cb) {
+    void (*cb)(void *) = g_idle_cb;
+    g_idle_cb = NULL;
+    cb(g_idle_ctx);
+  }
+}
+
+static void async_cb(uv_async_t *a) {
+  pd_turn *t = a->data;
+  PD_POLL(&t->task);
+  if (t->finished) return;
+  if (!t->started) {
+    t->started = 1;
+    pd_ipc_broadcast(t->s->id, t->sender, "turn.started",
+                     json_pack("{s:s, s:i}", "session", t->s->id, "turn_id", t->turn_id));
+    if (t->cancel_requested) {
+      t->done_pending = 1;
+      t->status = PD_RESP_CANCELLED;
+    } else {
+      json_t *msgs = build_messages(t);
+      pd_resp_request req = {t->s->id, msgs, t->user_text, t->turn_id};
+      pd_resp_sink sink = {sink_delta, sink_done, t};
+      t->vt = pd_responder_select();
+      int r = t->vt->start(t->loop, &req, &sink, &t->handle);
+      json_decref(msgs);
+      if (r < 0) {
+        t->done_pending = 1;
+        t->status = PD_RESP_ERROR;
+        char e[256];
+        snprintf(e, sizeof e, "cannot start the %s responder: %s", t->vt->name,
+                 r > -1000 ? strerror(-r) : uv_strerror(r));
+        t->error = strdup(e);
+      } else {
+        pd_task_arm(&t->task); /* waiting for the responder */
+      }
+    }
+  }
+  while (t->head) {
+    piece *p = t->head;
+    t->head = p->next;
+    if (!t->head) t->tail = NULL;
+    append_reply(t, p->text, p->len);
+    pd_ipc_broadcast(t->s->id, t->sender, "turn.delta",
+                     json_pack("{s:s, s:i, s:s%}", "session", t->s->id, "turn_id", t->turn_id,
+                               "text", p->text, p->len));
+    free(p);
+  }
+  if (t->done_pending) {
+    pd_task_disarm(&t->task);
+    finish(t);
+  }
+}
+
+int pd_turn_start(uv_loop_t *loop, pd_store *st, pd_session *s, pd_conn *sender,
+                  const char *text, int *turn_id) {
+  if (s->running) return -EBUSY;
+  pd_turn *t = calloc(1, sizeof *t);
+  if (!t) return -ENOMEM;
+  t->user_text = strdup(text);
+  if (!t->user_text) {
+    free(t);
+    return -ENOMEM;
+  }
+  int id = s->turns + 1;
+  int r = pd_transcript_append(s, id, "user", text, NULL);
+  if (r < 0) {
+    free(t->user_text);
+    free(t);
+    return r;
+  }
+  r = pd_store_touch(st, s);
+  if (r < 0) pd_warn("session %s: updating session.json: %s", s->id, strerror(-r));
+  t->loop = loop;
+  t->st = st;
+  t->s = s;
+  t->turn_id = id;
+  t->sender = sender ? pd_conn_hold(sender) : NULL;
+  uv_async_init(loop, &t->async, async_cb);
+  t->async.data = t;
+  PD_TASK_START(&t->task, "turn");
+  s->running = t;
+  g_running++;
+  g_total++;
+  pd_info("session %s turn %d: started (%zu bytes of text)", s->id, id, strlen(text));
+  pd_task_wake(&t->task);
+  uv_async_send(&t->async);
+  *turn_id = id;
+  return 0;
+}
+
+int pd_turn_cancel(pd_session *s) {
+  pd_turn *t = s->running;
+  if (!t || t->finished) return -ENOENT;
+  if (t->cancel_requested) return 0;
+  t->cancel_requested = 1;
+  pd_info("session %s turn %d: cancel requested", s->id, t->turn_id);
+  if (t->handle) t->vt->cancel(t->handle);
+  return 0;
+}
+
+void pd_turn_cancel_all(pd_store *st, void (*done)(void *), void *ctx) {
+  g_idle_cb = NULL;
+  if (g_running == 0) {
+    if (done) done(ctx);
+    return;
+  }
+  g_idle_cb = done;
+  g_idle_ctx = ctx;
+  /* the store's session list is the registry of running turns */
+  for (pd_session *s = pd_store_first(st); s; s = s->next)
+    if (s->running) pd_turn_cancel(s);
+}

@@ -1,0 +1,46 @@
+/*
+ * pd_turn.h - one turn of a conversation: the user's text is appended to
+ * the transcript, a responder produces the reply, the reply streams to the
+ * sender and every connection attached to the session (turn.started,
+ * turn.delta..., turn.done), and the outcome is appended to the transcript.
+ *
+ * Each turn is its own unit of work (task "turn") driven by its own
+ * uv_async: the responder's callbacks (task "responder.*") only queue
+ * pieces and wake the turn; the turn's callback sends them. So polls of the
+ * two tasks never nest.
+ *
+ * One running turn per session (session->running). Threads: loop only.
+ */
+#ifndef PD_TURN_H
+#define PD_TURN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "daemon/pd_ipc.h"
+#include "daemon/pd_store.h"
+
+typedef struct pd_turn pd_turn;
+
+/* Starts a turn: appends the user entry (durably) and schedules the
+ * responder. Returns 0 and the turn id in *turn_id; the caller replies
+ * {turn_id} right away, and turn.started follows from a later callback.
+ * Errors: -EBUSY (a turn is running), -ENOSPC/-EIO/... (the user entry could
+ * not be saved: nothing was started, transcript unchanged), -ENOMEM.
+ * sender may be NULL. */
+int pd_turn_start(uv_loop_t *loop, pd_store *st, pd_session *s, pd_conn *sender,
+                  const char *text, int *turn_id);
+
+/* Cancels the session's running turn (its turn.done will say "cancelled").
+ * Returns 0, or -ENOENT if no turn is running. */
+int pd_turn_cancel(pd_session *s);
+
+/* Cancels every running turn; done() runs (from a later callback, or
+ * immediately if none is running) once no turn is running. */
+void pd_turn_cancel_all(pd_store *st, void (*done)(void *), void *ctx);
+
+size_t pd_turn_running(void);   /* turns running now */
+uint64_t pd_turn_total(void);   /* turns started since the daemon started */
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * ptp_preload.c - preload mode: LD_PRELOAD=libptprof.so profiles an
+ * unmodified program, configured by PTPROF_* environment variables (see
+ * include/ptprof.h), with a final snapshot at exit.
+ *
+ * Only the shared library activates this. The file defines no global
+ * symbol, so a static link of libptprof.a never extracts it (archive
+ * members are pulled only to resolve undefined symbols): the daemon and TUI
+ * never auto-start a sampler, whatever their environment says. As a second
+ * guard the constructor does nothing when its own code lies in the main
+ * executable (a --whole-archive link).
+ *
+ * Processes: the first process to start the preload sampler exports
+ * PTPROF_ROOT_PID=<its pid> and uses PTPROF_PREFIX as is. Any other process
+ * (a forked child, a program exec'd below it with the environment inherited)
+ * uses "<PTPROF_PREFIX>pid<PID>-", so each process rotates only its own
+ * files (the store matches "<prefix><timestamp>-<seq>.pb.gz" exactly).
+ *
+ * Fork: the child's copy of the parent's sampler is abandoned (never
+ * written, its memory not freed: the parent's other threads may have held
+ * its locks at fork time), and the child starts a fresh sampler with its own
+ * prefix from the pthread_atfork child handler. If the child then execs, the
+ * new image's constructor starts over (the child's short window before exec
+ * is not written).
+ */
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ptprof.h"
+
+static ptprof *g_pre;
+static pid_t g_pre_pid;
+static ptprof_options g_opt;
+static char g_base_prefix[80];
+static char g_prefix[112];
+static char *g_dir;             /* a copy: the environment may change later */
+
+static void log_stderr(int level, const char *msg, void *ctx) {
+  (void)level;
+  (void)ctx;
+  fprintf(stderr, "%s\n", msg);
+}
+
+/* Nonzero if addr lies in the main executable's loaded segments. */
+typedef struct where { uintptr_t addr; int in_main; } where;
+
+static int where_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  where *w = arg;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (w->addr >= lo && w->addr < lo + ph->p_memsz) w->in_main = 1;
+  }
+  return 1;                               /* the first entry is the main program */
+}
+
+static int parse_num(const char *name, double lo, double hi, double *out) {
+  const char *v = getenv(name);
+  if (!v || !*v) return 0;
+  char *end;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (errno || *end || d < lo || d > hi) {
+    fprintf(stderr, "ptprof: %s=%s is not a number in [%g, %g]; profiler not started\n", name, v, lo, hi);
+    return -1;
+  }
+  *out = d;
+  return 1;
+}
+
+static void start_preload(void) {
+  pid_t pid = getpid();
+  const char *root = getenv("PTPROF_ROOT_PID");
+  char pidbuf[24];
+  snprintf(pidbuf, sizeof pidbuf, "%d", (int)pid);
+  if (!root || !*root) {
+    setenv("PTPROF_ROOT_PID", pidbuf, 1);
+    snprintf(g_prefix, sizeof g_prefix, "%s", g_base_prefix);
+  } else if (strcmp(root, pidbuf) == 0) {
+    snprintf(g_prefix, sizeof g_prefix, "%s", g_base_prefix);
+  } else {
+    snprintf(g_prefix, sizeof g_prefix, "%spid%d-", g_base_prefix, (int)pid);
+  }
+  g_opt.prefix = g_prefix;
+  ptprof *p;
+  int rc = ptprof_new(&p, &g_opt);
+  if (rc < 0) {
+    fprintf(stderr, "ptprof: cannot create the profiler (dir %s, prefix %s): %s\n", g_opt.dir,
+            g_prefix, ptprof_strerror(rc));
+    return;
+  }
+  rc = ptprof_start(p);
+  if (rc < 0) {
+    fprintf(stderr, "ptprof: cannot start the profiler: %s\n", ptprof_strerror(rc));
+    ptprof_del(p);
+    return;
+  }
+  g_pre = p;
+  g_pre_pid = pid;
+}
+
+static void preload_at_exit(void) {
+  if (!g_pre || g_pre_pid != getpid()) return;
+  char path[4096];
+  int rc = ptprof_stop(g_pre, 1, path, sizeof path);
+  if (rc < 0)
+    fprintf(stderr, "ptprof: final snapshot not written: %s\n", ptprof_strerror(rc));
+  /* Not freed: other threads and later atexit handlers may still run; the
+   * process is ending. */
+}
+
+static void preload_child(void) {
+  if (!g_pre) return;
+  g_pre = NULL;                           /* the parent's: abandoned, see top */
+  start_preload();
+}
+
+__attribute__((constructor)) static void ptp_preload_init(void) {
+  const char *dir = getenv("PTPROF_DIR");
+  if (!dir || !*dir) return;
+  where w = { (uintptr_t)&ptp_preload_init, 0 };
+  dl_iterate_phdr(where_cb, &w);
+  if (w.in_main) return;                  /* statically linked: never auto-start */
+  ptprof_options_init(&g_opt);
+  if (!(g_dir = strdup(dir))) return;
+  g_opt.dir = g_dir;
+  g_opt.log = log_stderr;
+  double d;
+  int r;
+  if ((r = parse_num("PTPROF_HZ", 1, 10000, &d)) < 0) return;
+  if (r) g_opt.hz = (int)d;
+  if ((r = parse_num("PTPROF_KEEP", 1, 1000000, &d)) < 0) return;
+  if (r) g_opt.keep = (int)d;
+  if ((r = parse_num("PTPROF_INTERVAL", 0, 1e7, &d)) < 0) return;
+  if (r) g_opt.interval_ms = (int64_t)(d * 1000.0 + 0.5);
+  const char *prefix = getenv("PTPROF_PREFIX");
+  if (prefix && *prefix) {
+    if (strlen(prefix) >= 48 || strchr(prefix, '/') || prefix[0] == '.') {
+      fprintf(stderr, "ptprof: PTPROF_PREFIX=%s is invalid (at most 47 bytes, no '/', not starting "
+              "with '.'); profiler not started\n", prefix);
+      return;
+    }
+    snprintf(g_base_prefix, sizeof g_base_prefix, "%s", prefix);
+  } else {
+    snprintf(g_base_prefix, sizeof g_base_prefix, "profile-");
+  }
+  start_preload();
+  if (!g_pre) return;
+  atexit(preload_at_exit);
+  pthread_atfork(NULL, NULL, preload_child);
+}

@@ -1,0 +1,66 @@
+/*
+ * ptp_store.h - the snapshot store: atomic, named, rotated .pb.gz files.
+ *
+ * File names: <dir>/<prefix><UTC yyyymmddThhmmssZ>-<seq>.pb.gz, seq a
+ * zero-padded (6 digits) counter that is monotonic per store and starts
+ * after the highest seq of this prefix already in the directory, so names
+ * sort by time and never collide with an earlier process's files.
+ *
+ * Writes are atomic: the bytes go to a temp file ".<prefix>...pb.gz.tmp" in
+ * the same directory, fsync, rename (never replacing an existing file),
+ * fsync of the directory. A reader listing the directory sees either no new
+ * file or the complete one.
+ *
+ * Retention: after each successful write only the newest `keep` files whose
+ * names match exactly this prefix's pattern remain; nothing else in the
+ * directory is ever touched (another prefix sharing the directory, e.g.
+ * daemon-profile- vs tui-profile-, or unrelated files).
+ *
+ * Threads: a ptp_store is not thread-safe; the caller serializes (the
+ * sampler's dump lock). Never call from a signal handler. Errors: negative
+ * errno values.
+ */
+#ifndef PTP_STORE_H
+#define PTP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PTP_STORE_PREFIX_MAX 64   /* bytes, without NUL */
+
+typedef struct ptp_store ptp_store;
+
+/* dir is created if missing (mkdir -p, mode 0755). Leftover temp files of
+ * this prefix are removed. prefix: 1..PTP_STORE_PREFIX_MAX bytes, no '/',
+ * not starting with '.'; keep >= 1. Copies dir and prefix.
+ * Returns 0 and *out, -EINVAL (bad arguments), -ENOMEM, or the errno of
+ * mkdir/opendir (-EACCES, -ENOTDIR, -EROFS, ...). */
+int ptp_store_new(ptp_store **out, const char *dir, const char *prefix, int keep);
+
+/* Later writes go to dir (created if missing; leftover temp files of this
+ * prefix removed there). On error the store keeps its old directory.
+ * Returns 0, -EINVAL, -ENOMEM or the errno of mkdir. */
+int ptp_store_set_dir(ptp_store *st, const char *dir);
+
+/* Atomically writes data as a new snapshot, then applies retention. The
+ * file's full path goes to path_out (may be NULL), truncated to path_cap
+ * bytes and always NUL-terminated when path_cap > 0.
+ * On error nothing partial is visible (the temp file is removed), older
+ * snapshots stay, and the error is returned: -ENOSPC (full disk), -ENOENT
+ * (directory removed), -ENOTDIR (a file in place of the directory),
+ * -EROFS, -EACCES, -EIO, -EDQUOT, ... Retention errors after a successful
+ * write are ignored (the snapshot is there; the next write retries). */
+int ptp_store_write(ptp_store *st, const uint8_t *data, size_t len, char *path_out, size_t path_cap);
+
+/* The directory and prefix in use (owned by st). */
+const char *ptp_store_dir(const ptp_store *st);
+const char *ptp_store_prefix(const ptp_store *st);
+
+/* Frees the handle; files stay. NULL is fine. */
+void ptp_store_del(ptp_store *st);
+
+/* Whether name (a directory entry, no '/') is a snapshot of prefix, i.e.
+ * exactly <prefix>YYYYMMDDTHHMMSSZ-<digits>.pb.gz. 1 or 0. */
+int ptp_store_name_matches(const char *name, const char *prefix);
+
+#endif

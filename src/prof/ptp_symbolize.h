@@ -1,0 +1,85 @@
+/*
+ * ptp_symbolize.h - in-process symbolization of sampled PCs at dump time,
+ * with elfutils libdwfl/libdw (DWARF: names, files, lines, columns, start
+ * lines, inline chains) and ELF symbol tables as fallback (.symtab/.dynsym,
+ * e.g. a stripped libc without debug info still names `malloc`).
+ *
+ * Mappings come from dl_iterate_phdr (every object with an executable
+ * PT_LOAD, plus the vDSO as "[vdso]"), GNU build ids are read from the loaded
+ * PT_NOTE segments in memory. Debug info is looked up ONLY locally (the file
+ * itself, /usr/lib/debug/.build-id/xx/yyyy.debug, .gnu_debuglink next to the
+ * file, in .debug/ or below /usr/lib/debug): our own find_debuginfo callback
+ * never calls debuginfod, whatever DEBUGINFOD_URLS says.
+ *
+ * Caches (per-module sorted symbol tables, per-compile-unit function/inline
+ * range indexes, a PC -> frames cache) are kept across dumps and refreshed
+ * when dl_iterate_phdr's dlpi_adds/dlpi_subs counters change.
+ *
+ * Threads: a ptp_symbolizer is not thread-safe; one user at a time (the
+ * sampler's dump path). NEVER call any of this from a signal handler: it
+ * takes the loader lock (dl_iterate_phdr), opens files, and allocates.
+ * Errors: 0 or a negative errno.
+ */
+#ifndef PTP_SYMBOLIZE_H
+#define PTP_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ptp_symbolizer ptp_symbolizer;
+
+/* Creates a symbolizer and takes the first snapshot of the loaded objects.
+ * Never touches the network; ignores DEBUGINFOD_URLS. Returns 0, -ENOMEM. */
+int ptp_symbolizer_new(ptp_symbolizer **out);
+/* Frees everything (NULL is fine). Pointers returned by lookups die here. */
+void ptp_symbolizer_del(ptp_symbolizer *s);
+/* Re-reads the list of loaded objects if anything was dlopen'ed/dlclose'd
+ * since the last call (cheap otherwise: one dl_iterate_phdr callback). When
+ * the set changed, the PC cache and the mapping list are rebuilt, modules
+ * still loaded keep their symbol and DWARF caches. Invalidates pointers
+ * returned by earlier lookups and ptp_symbolizer_mappings.
+ * Returns 0 or -ENOMEM. */
+int ptp_symbolizer_refresh(ptp_symbolizer *s);
+
+/* ---- the seam used by the pprof encoder (and tests) ---- */
+
+/* One executable segment of a loaded object, as a pprof Mapping. */
+typedef struct ptp_sym_mapping {
+  uint64_t start, limit, offset;   /* [start, limit) page-rounded; file offset */
+  const char *file;                /* path, or "[vdso]"; never NULL */
+  const char *build_id;            /* lowercase hex, "" if none; never NULL */
+  bool is_main;                    /* the main executable (index 0 if present) */
+  /* Set once a lookup touched the object (what was found there): */
+  bool has_functions, has_filenames, has_line_numbers, has_inline_frames;
+} ptp_sym_mapping;
+
+/* One (possibly inlined) function at an address. */
+typedef struct ptp_sym_frame {
+  const char *name;          /* never NULL, never "" */
+  const char *system_name;   /* linkage name, or name; never NULL */
+  const char *file;          /* source file of the function; "" if unknown */
+  int64_t start_line;        /* DW_AT_decl_line, 0 if unknown */
+  int64_t line;              /* line of this frame at the address, 0 if unknown */
+  int64_t column;            /* 0 if unknown */
+} ptp_sym_frame;
+
+typedef struct ptp_sym_result {
+  int mapping;                 /* index into ptp_symbolizer_mappings(), -1: none */
+  uint32_t nframes;            /* 0: nothing known; else callee first, the
+                                  physical function last */
+  const ptp_sym_frame *frames; /* owned by s; valid until the next
+                                  lookup/refresh/del */
+} ptp_sym_result;
+
+/* Symbolizes addr as is (callers pass return address - 1 themselves).
+ * Results are cached. Returns 0 (even when nothing is known: nframes 0,
+ * mapping -1) or -ENOMEM. Note: frames may move on the next lookup (the
+ * cache grows); copy what you need first. */
+int ptp_symbolizer_lookup(ptp_symbolizer *s, uint64_t addr, ptp_sym_result *out);
+
+/* The current mappings (main executable first). Valid until the next
+ * refresh/del; the has_* flags change as lookups load objects. */
+size_t ptp_symbolizer_mappings(ptp_symbolizer *s, const ptp_sym_mapping **out);
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * ptp_unwind.c - the stack walker run inside the SIGPROF handler.
+ *
+ * ASYNC-SIGNAL-SAFE FILE: everything here runs in a signal handler. Only
+ * arithmetic, reads of the interrupted thread's stack (each one checked
+ * against its bounds first) and reads of an immutable ptp_cfi_set. No libc
+ * call, no allocation, no lock, no global state.
+ *
+ * Stack reads are exempt from AddressSanitizer: the walker deliberately reads
+ * other frames' slots, which ASan's stack redzones would report.
+ */
+#include "prof/ptp_unwind.h"
+#include "prof/ptp_window.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PTP_NO_ASAN __attribute__((no_sanitize_address))
+#else
+#define PTP_NO_ASAN
+#endif
+
+/* Reads one word of the stack if [a, a + 8) lies within [lo, hi) and a is
+ * aligned; returns 0 otherwise (the caller ends the walk). */
+PTP_NO_ASAN static inline int stack_read(uintptr_t a, uintptr_t lo, uintptr_t hi, uintptr_t *v) {
+  if (a < lo || hi < 8 || a > hi - 8 || (a & 7u)) return 0;
+  *v = *(const volatile uintptr_t *)a;
+  return 1;
+}
+
+const ptp_cfi_row *ptp_cfi_lookup(const ptp_cfi_set *cfi, uintptr_t pc) {
+  size_t lo = 0, hi = cfi->nrows;
+  /* last row with start <= pc */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (cfi->rows[mid].start <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return NULL;
+  const ptp_cfi_row *row = &cfi->rows[lo - 1];
+  return pc - row->start < row->len ? row : NULL;
+}
+
+int ptp_cfi_in_system(const ptp_cfi_set *cfi, uintptr_t pc) {
+  for (size_t i = 0; i < cfi->nobjs; i++)
+    if (pc >= cfi->objs[i].lo && pc < cfi->objs[i].hi) return 1;
+  return 0;
+}
+
+PTP_NO_ASAN int ptp_unwind(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
+                           const ptp_cfi_set *cfi, uintptr_t *frames, int max, uint16_t *flags) {
+  *flags = 0;
+  if (r->pc == 0 || max < 1) return 0;
+  frames[0] = r->pc;
+  int n = 1;
+  uintptr_t pc = r->pc, sp = r->sp, fp = r->fp;
+  /* Unknown bounds, or the thread runs on another stack (a signal stack, a
+   * fiber): keep the leaf only, marked truncated, so the CPU time still
+   * counts. */
+  if (stack_hi == 0 || sp < stack_lo || sp >= stack_hi) {
+    *flags |= PTP_SAMPLE_TRUNCATED;
+    return 1;
+  }
+  /* Nothing below the interrupted sp is part of any caller's frame; only
+   * [sp, top) is read (and it is mapped: it is this thread's live stack). */
+  const uintptr_t lo = sp, hi = stack_hi;
+  int fp_known = 1;   /* fp holds the real rbp of the current frame */
+  int leaf = 1;       /* pc is an interrupted PC, not a return address */
+  for (;;) {
+    uintptr_t npc, nsp, nfp;
+    if (n >= max) {
+      *flags |= PTP_SAMPLE_TRUNCATED | PTP_SAMPLE_DEPTH_CAP;
+      break;
+    }
+    if (cfi && ptp_cfi_in_system(cfi, pc)) {
+      /* A return address points after the call; pc - 1 is inside it (and
+       * inside the right function when the call was the last instruction). */
+      const ptp_cfi_row *row = ptp_cfi_lookup(cfi, leaf ? pc : pc - 1);
+      if (!row || row->kind == PTP_CFI_NORULE) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
+      if (row->kind == PTP_CFI_END) break;             /* outermost frame: complete */
+      uintptr_t cfa;
+      if (row->kind == PTP_CFI_RSP) {
+        cfa = sp + (intptr_t)row->cfa_off;
+      } else {
+        if (!fp_known) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
+        cfa = fp + (intptr_t)row->cfa_off;
+      }
+      if (!stack_read(cfa + (intptr_t)row->ra_off, lo, hi, &npc)) {
+        *flags |= PTP_SAMPLE_TRUNCATED;
+        break;
+      }
+      if (row->rbp_off == PTP_RBP_SAME) {
+        nfp = fp;
+      } else if (row->rbp_off == PTP_RBP_UNKNOWN) {
+        nfp = 0;
+        fp_known = 0;
+      } else if (!stack_read(cfa + (intptr_t)row->rbp_off, lo, hi, &nfp)) {
+        *flags |= PTP_SAMPLE_TRUNCATED;
+        break;
+      } else {
+        fp_known = 1;
+      }
+      nsp = cfa;
+    } else {
+      /* Frame pointer: [fp] = caller's rbp, [fp + 8] = return address. */
+      if (fp_known && fp == 0) break;                   /* end of the chain */
+      if (!fp_known || fp < sp ||
+          !stack_read(fp, lo, hi, &nfp) || !stack_read(fp + 8, lo, hi, &npc)) {
+        *flags |= PTP_SAMPLE_TRUNCATED;
+        break;
+      }
+      nsp = fp + 16;
+      fp_known = 1;
+    }
+    if (nsp <= sp) { *flags |= PTP_SAMPLE_TRUNCATED; break; }  /* no progress */
+    if (npc == 0) break;                                /* end of the chain */
+    frames[n++] = npc;
+    pc = npc;
+    sp = nsp;
+    fp = nfp;
+    leaf = 0;
+  }
+  return n;
+}

@@ -1,0 +1,348 @@
+/* cli_feedback.c - artifacts and feedback subcommands (see cli_feedback.h). */
+#include "tui/cli_feedback.h"
+
+#include "common/pt_client.h"
+#include "common/pt_feedback.h"
+#include "common/pt_feedback_pprof.h"
+#include "tui/tui_cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CALL_TIMEOUT_MS 30000
+
+const char cli_feedback_notice[] =
+    "Attachments are sent raw and unsanitized, exactly as shown here. A CPU profile can "
+    "contain symbolized stack frames with build-machine paths and internal symbol names; "
+    "a log or telemetry file contains what the daemon recorded. Review them before sending "
+    "(docs/feedback.md).";
+
+static int is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
+
+static const char *jstr(json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static pt_client *connect_cli(void) {
+  pt_client *c = pt_client_new(NULL, "polytoken-cli");
+  if (!c) {
+    tui_cli_fail("cannot determine the state directory (set POLYTOKEN_HOME or HOME)");
+    return NULL;
+  }
+  pt_client_error err;
+  if (pt_client_connect(c, 1, CALL_TIMEOUT_MS, &err) < 0) {
+    tui_cli_fail("%s", err.message);
+    pt_client_del(c);
+    return NULL;
+  }
+  return c;
+}
+
+static json_t *list_catalog(pt_client *c) {
+  json_t *res = NULL;
+  pt_client_error err;
+  if (pt_client_call(c, "artifacts.list", json_object(), CALL_TIMEOUT_MS, &res, &err) < 0) {
+    tui_cli_fail("artifacts.list: %s", err.message);
+    return NULL;
+  }
+  if (!json_is_array(json_object_get(res, "entries"))) {
+    tui_cli_fail("artifacts.list: the daemon's reply has no entries");
+    json_decref(res);
+    return NULL;
+  }
+  return res;
+}
+
+/* ---- review text ---- */
+
+typedef struct sbuf {
+  char *s;
+  size_t n, cap;
+  int oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  if (b->oom) return;
+  va_list ap;
+  va_start(ap, fmt);
+  char tmp[1024];
+  int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (k < 0) return;
+  size_t len = (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1;
+  if (b->n + len + 1 > b->cap) {
+    size_t cap = (b->cap ? b->cap * 2 : 1024) + len;
+    char *s = realloc(b->s, cap);
+    if (!s) { b->oom = 1; return; }
+    b->s = s;
+    b->cap = cap;
+  }
+  memcpy(b->s + b->n, tmp, len);
+  b->n += len;
+  b->s[b->n] = '\0';
+}
+
+char *cli_feedback_describe(json_t *entry, const uint8_t *data, size_t len) {
+  sbuf b = {0};
+  char size[32];
+  pt_feedback_fmt_size(len, size, sizeof size);
+  const char *kind = jstr(entry, "kind");
+  sb_printf(&b, "%s\n", jstr(entry, "label"));
+  sb_printf(&b, "  kind:    %s (from the %s)\n", kind, jstr(entry, "source"));
+  sb_printf(&b, "  file:    %s\n", jstr(entry, "path"));
+  sb_printf(&b, "  size:    %s (%zu bytes)\n", size, len);
+  sb_printf(&b, "  created: %s\n", jstr(entry, "created"));
+  sb_printf(&b, "  sha256:  %s\n", jstr(entry, "sha256"));
+  if (strcmp(kind, "cpu-profile") == 0 || strcmp(kind, "tui-cpu-profile") == 0) {
+    pt_pprof_summary s;
+    int r = pt_pprof_summarize(data, len, 5, &s);
+    if (r == 0) {
+      double dur = (double)s.duration_ns / 1e9;
+      double cpu = (double)s.samples * (double)s.period / 1e9;
+      sb_printf(&b, "  samples: %" PRId64 " (%.2f s of CPU) in %zu stacks\n", s.samples, cpu,
+                s.n_stacks);
+      sb_printf(&b, "  duration: %.2f s\n", dur);
+      sb_printf(&b, "  top functions (samples where the function is the leaf):\n");
+      for (size_t i = 0; i < s.n_top; i++) {
+        double pct = s.samples ? 100.0 * (double)s.top[i].flat / (double)s.samples : 0.0;
+        sb_printf(&b, "    %6" PRId64 " %5.1f%%  %s\n", s.top[i].flat, pct, s.top[i].name);
+      }
+      if (s.n_top == 0) sb_printf(&b, "    (no samples)\n");
+      pt_pprof_summary_clear(&s);
+    } else {
+      sb_printf(&b, "  (cannot decode this profile: %s)\n",
+                r == -EFBIG ? "too large" : "not a valid gzip'd pprof file");
+    }
+  } else {
+    /* Logs and telemetry: the last lines give an idea of the content. */
+    size_t start = len, lines = 0;
+    while (start > 0 && lines < 4) {
+      start--;
+      if (data[start] == '\n' && start + 1 < len) lines++;
+    }
+    if (lines == 4) start++;
+    sb_printf(&b, "  last lines:\n");
+    size_t i = start;
+    while (i < len) {
+      size_t j = i;
+      while (j < len && data[j] != '\n') j++;
+      char line[160];
+      size_t k = 0;
+      for (size_t x = i; x < j && k < sizeof line - 1; x++)
+        line[k++] = (data[x] >= 0x20 && data[x] < 0x7f) ? (char)data[x] : '?';
+      line[k] = '\0';
+      sb_printf(&b, "    %s\n", line);
+      i = j + 1;
+    }
+  }
+  if (strcmp(kind, "cpu-profile") == 0 || strcmp(kind, "tui-cpu-profile") == 0)
+    sb_printf(&b, "  Sent raw and unsanitized: can contain symbolized stack frames with\n"
+                  "  build-machine paths and internal symbol names.\n");
+  else
+    sb_printf(&b, "  Sent raw and unsanitized: everything the daemon recorded in it\n"
+                  "  (paths, session ids, client names, metrics).\n");
+  if (b.oom) { free(b.s); return NULL; }
+  return b.s;
+}
+
+/* ---- artifacts ---- */
+
+static void artifacts_usage(void) {
+  printf("usage: polytoken artifacts [--json]\n"
+         "  Lists what the daemon's artifact catalog offers as feedback attachments\n"
+         "  (CPU profile snapshots of the active session, daemon log, telemetry).\n"
+         "  --json  print the daemon's artifacts.list reply as JSON\n");
+}
+
+int cli_artifacts_main(int argc, char **argv) {
+  int json = 0;
+  for (int i = 2; i < argc; i++) {
+    if (is_help(argv[i])) { artifacts_usage(); return 0; }
+    if (strcmp(argv[i], "--json") == 0) json = 1;
+    else { tui_cli_fail("artifacts: unknown argument %s (see --help)", argv[i]); return 2; }
+  }
+  pt_client *c = connect_cli();
+  if (!c) return 1;
+  json_t *res = list_catalog(c);
+  pt_client_del(c);
+  if (!res) return 1;
+  if (json) {
+    char *s = json_dumps(res, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (s) printf("%s\n", s);
+    free(s);
+  } else {
+    json_t *entries = json_object_get(res, "entries");
+    printf("catalog generation %" JSON_INTEGER_FORMAT ", %zu artifacts\n",
+           json_integer_value(json_object_get(res, "generation")), json_array_size(entries));
+    size_t i;
+    json_t *e;
+    int64_t now = (int64_t)time(NULL);
+    json_array_foreach(entries, i, e) {
+      char size[32], age[32];
+      pt_feedback_fmt_size((uint64_t)json_integer_value(json_object_get(e, "size")), size,
+                           sizeof size);
+      pt_feedback_fmt_age(json_integer_value(json_object_get(e, "created_unix")), now, age,
+                          sizeof age);
+      printf("%s  %-16s %10s  %-12s %s\n", jstr(e, "id"), jstr(e, "kind"), size, age,
+             jstr(e, "label"));
+    }
+  }
+  json_decref(res);
+  return 0;
+}
+
+/* ---- feedback ---- */
+
+static void feedback_usage(void) {
+  printf("usage: polytoken feedback send --message TEXT [--attach KIND_OR_ID]...\n"
+         "       polytoken feedback show KIND_OR_ID\n"
+         "  send   writes a feedback bundle to $POLYTOKEN_HOME/feedback/outbox/<id>/ with\n"
+         "         the message and each attachment as the daemon's catalog serves it,\n"
+         "         and POSTs it to $POLYTOKEN_FEEDBACK_URL when that is set.\n"
+         "         KIND_OR_ID: an artifact id from `polytoken artifacts`, or a kind\n"
+         "         (cpu-profile, tui-cpu-profile, daemon-log, telemetry) meaning the\n"
+         "         newest artifact of that kind.\n"
+         "  show   prints what an attachment contains (the review screen, as text).\n"
+         "Attachments are sent raw and unsanitized: see docs/feedback.md.\n");
+}
+
+static int cmd_show(int argc, char **argv) {
+  if (argc != 4) { tui_cli_fail("feedback show: needs exactly one KIND_OR_ID (see --help)"); return 2; }
+  pt_client *c = connect_cli();
+  if (!c) return 1;
+  json_t *res = list_catalog(c);
+  int rc = 1;
+  if (res) {
+    json_t *e = pt_feedback_pick(json_object_get(res, "entries"), argv[3]);
+    if (!e) {
+      tui_cli_fail("no artifact matches %s (see polytoken artifacts)", argv[3]);
+    } else {
+      uint8_t *data = NULL;
+      size_t len = 0;
+      pt_client_error err;
+      if (pt_feedback_fetch(c, e, &data, &len, &err) < 0) {
+        tui_cli_fail("fetching %s: %s", jstr(e, "id"), err.message);
+      } else {
+        char *text = cli_feedback_describe(e, data, len);
+        if (text) { fputs(text, stdout); rc = 0; }
+        else tui_cli_fail("out of memory");
+        free(text);
+        free(data);
+      }
+    }
+  }
+  json_decref(res);
+  pt_client_del(c);
+  return rc;
+}
+
+static int cmd_send(int argc, char **argv) {
+  const char *message = NULL;
+  const char *attach[PT_FEEDBACK_MAX_ATTACHMENTS];
+  size_t nattach = 0;
+  for (int i = 3; i < argc; i++) {
+    if (is_help(argv[i])) { feedback_usage(); return 0; }
+    if (strcmp(argv[i], "--message") == 0 && i + 1 < argc) {
+      message = argv[++i];
+    } else if (strcmp(argv[i], "--attach") == 0 && i + 1 < argc) {
+      if (nattach == PT_FEEDBACK_MAX_ATTACHMENTS) {
+        tui_cli_fail("feedback send: at most %d attachments", PT_FEEDBACK_MAX_ATTACHMENTS);
+        return 2;
+      }
+      attach[nattach++] = argv[++i];
+    } else {
+      tui_cli_fail("feedback send: unexpected argument %s (see --help)", argv[i]);
+      return 2;
+    }
+  }
+  if (!message) { tui_cli_fail("feedback send: --message TEXT is required"); return 2; }
+  pt_feedback *fb = NULL;
+  if (pt_feedback_new(&fb, message) < 0) {
+    tui_cli_fail("feedback send: the message is longer than %zu bytes", PT_FEEDBACK_MAX_MESSAGE);
+    return 2;
+  }
+  pt_client *c = connect_cli();
+  if (!c) { pt_feedback_del(fb); return 1; }
+  json_t *res = nattach ? list_catalog(c) : NULL;
+  int rc = 1;
+  if (nattach && !res) goto out;
+  for (size_t i = 0; i < nattach; i++) {
+    json_t *e = pt_feedback_pick(json_object_get(res, "entries"), attach[i]);
+    if (!e) {
+      tui_cli_fail("no artifact matches %s (see polytoken artifacts)", attach[i]);
+      goto out;
+    }
+    pt_client_error err;
+    if (pt_feedback_fetch_add(fb, c, e, &err) < 0) {
+      tui_cli_fail("attaching %s (%s): %s", jstr(e, "label"), jstr(e, "id"), err.message);
+      goto out;
+    }
+  }
+  char *home = pt_client_home();
+  char dir[4096], msg[512];
+  if (!home) { tui_cli_fail("cannot determine the state directory"); goto out; }
+  int r = pt_feedback_write(fb, home, dir, sizeof dir, msg, sizeof msg);
+  if (r < 0) {
+    tui_cli_fail("writing the feedback bundle: %s", msg);
+    free(home);
+    goto out;
+  }
+  printf("bundle: %s\n", dir);
+  for (size_t i = 0; i < pt_feedback_count(fb); i++) {
+    json_t *e = pt_feedback_entry(fb, i);
+    size_t len = 0;
+    pt_feedback_data(fb, i, &len);
+    printf("attached: %s (%s, %zu bytes, sha256 %s)\n", jstr(e, "label"), jstr(e, "id"), len,
+           jstr(e, "sha256"));
+  }
+  if (nattach) printf("note: attachments are sent raw and unsanitized (docs/feedback.md)\n");
+  pt_feedback_upload_opts o;
+  pt_feedback_upload_opts_from_env(&o);
+  if (!o.url) {
+    printf("upload: skipped (POLYTOKEN_FEEDBACK_URL is not set); the bundle stays in the outbox\n");
+    rc = 0;
+  } else {
+    pt_feedback_upload_result ur;
+    fflush(stdout);
+    r = pt_feedback_upload(home, dir, &o, &ur);
+    if (r == 0) {
+      printf("upload: sent (HTTP %ld after %d attempt%s); bundle moved to %s\n", ur.http_status,
+             ur.attempts, ur.attempts == 1 ? "" : "s", ur.dir);
+      rc = 0;
+    } else {
+      tui_cli_fail("upload failed after %d attempt%s: %s; the bundle stays in %s", ur.attempts,
+                   ur.attempts == 1 ? "" : "s", ur.error, ur.dir);
+    }
+  }
+  free(home);
+out:
+  json_decref(res);
+  pt_client_del(c);
+  pt_feedback_del(fb);
+  return rc;
+}
+
+int cli_feedback_main(int argc, char **argv) {
+  if (argc < 3) {
+    tui_cli_fail("feedback: missing subcommand (send, show; see --help)");
+    return 2;
+  }
+  if (is_help(argv[2])) {
+    feedback_usage();
+    return 0;
+  }
+  if (strcmp(argv[2], "send") == 0) return cmd_send(argc, argv);
+  if (strcmp(argv[2], "show") == 0) {
+    if (argc > 3 && is_help(argv[3])) { feedback_usage(); return 0; }
+    return cmd_show(argc, argv);
+  }
+  tui_cli_fail("feedback: unknown subcommand %s (send, show)", argv[2]);
+  return 2;
+}

@@ -1,0 +1,50 @@
+/*
+ * tui_app.h - the interactive TUI: session picker and conversation screen on
+ * ncurses, driven by a libuv loop (stdin poll, daemon connection poll,
+ * SIGWINCH, a coalescing render timer).
+ *
+ * Seams for the profiling build (docs/tui.md):
+ *  - "conversation screen reached": on_reached(session_id, session_dir, ud)
+ *    is called once per process, the first time the conversation screen is
+ *    shown (drawn) for a session. session_dir is $POLYTOKEN_HOME/sessions/<id>.
+ *  - "final profile" slot: after_teardown(ud) runs when the TUI quits
+ *    normally, AFTER endwin() restored the terminal, before tui_app_run
+ *    returns.
+ *  - event loop: every unit of work goes through tui_loop.h (pt_task seam).
+ *
+ * Threads: everything runs on the calling (main) thread.
+ */
+#ifndef TUI_APP_H
+#define TUI_APP_H
+
+#include <uv.h>
+#include "common/pt_client.h"
+
+typedef struct tui_app tui_app;
+
+typedef void (*tui_reached_fn)(const char *session_id, const char *session_dir, void *ud);
+typedef void (*tui_teardown_fn)(void *ud);
+
+/* Creates the app around a CONNECTED client (ownership of `client` passes to
+ * the app, also on failure). Returns NULL on out of memory / libuv failure. */
+tui_app *tui_app_new(pt_client *client);
+void tui_app_del(tui_app *app);
+
+/* The loop the app runs on (for tui_profiling_init). Borrowed. */
+uv_loop_t *tui_app_loop(tui_app *app);
+
+/* Installs the seam callbacks (each may be NULL). */
+void tui_app_set_hooks(tui_app *app, tui_reached_fn on_reached, tui_teardown_fn after_teardown,
+                       void *ud);
+
+/* Starts on the conversation screen of a session instead of the picker.
+ * attach_result: the sessions.attach result (BORROWED; copied). Returns 0 or
+ * -EINVAL if it lacks a session. */
+int tui_app_start_attached(tui_app *app, json_t *attach_result);
+
+/* Sets up the terminal, runs until the user quits, tears the terminal down,
+ * runs the after-teardown slot. Returns the process exit code (0 normal), or
+ * a negative code when the terminal could not be set up (message in errbuf). */
+int tui_app_run(tui_app *app, char *errbuf, size_t errlen);
+
+#endif

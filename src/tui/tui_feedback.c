@@ -1,0 +1,476 @@
+/* tui_feedback.c - the TUI feedback flow (see tui_feedback.h). */
+#include "tui/tui_feedback.h"
+
+#include "common/pt_feedback.h"
+#include "tui/cli_feedback.h"
+#include "tui/tui_lineedit.h"
+#include "tui/tui_loop.h"
+#include "tui/tui_text.h"
+
+#include <curses.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define KEY_CTRL(c) ((c) & 0x1f)
+#define FETCH_TIMEOUT_MS 30000
+
+typedef enum { ST_CLOSED, ST_MESSAGE, ST_PICK, ST_REVIEW, ST_SENDING, ST_DONE } fb_state;
+
+typedef struct upload_job {
+  uv_work_t req;
+  tui_feedback *f;
+  char home[PATH_MAX];
+  char dir[PATH_MAX];
+  pt_feedback_upload_opts opts;
+  char url[2048];
+  pt_feedback_upload_result res;
+  int rc;
+} upload_job;
+
+struct tui_feedback {
+  pt_client *client;
+  uv_loop_t *loop;
+  void (*redraw)(void *);
+  void *ud;
+  fb_state st;
+  tui_lineedit *msg;
+  json_t *entries;       /* artifacts.list entries (own ref) */
+  char *picked;          /* one flag per entry */
+  int sel, top;
+  pt_feedback *bundle;   /* built on entering review */
+  char *review;          /* review text */
+  int scroll;
+  char status[1024];     /* one-line message on the current step */
+  char result[4 * PATH_MAX + 1024];
+  upload_job *job;
+  tui_unit u_upload;
+};
+
+static void put_line(int y, int x, const char *s, size_t n, int width) {
+  int col = 0;
+  size_t i = 0;
+  while (i < n) {
+    size_t b;
+    int w = tui_char_width(s + i, n - i, &b);
+    if (w < 0 || col + w > width) break;
+    col += w;
+    i += b;
+  }
+  if (i > 0) mvaddnstr(y, x, s, (int)i);
+}
+
+static void put_s(int y, int x, const char *s, int width) { put_line(y, x, s, strlen(s), width); }
+
+static void bar(int y, const char *text) {
+  attron(A_REVERSE);
+  mvhline(y, 0, ' ', COLS);
+  put_s(y, 1, text, COLS - 2);
+  attroff(A_REVERSE);
+}
+
+tui_feedback *tui_feedback_new(pt_client *client, uv_loop_t *loop, void (*redraw)(void *),
+                               void *ud) {
+  tui_feedback *f = calloc(1, sizeof *f);
+  if (!f) return NULL;
+  f->client = client;
+  f->loop = loop;
+  f->redraw = redraw;
+  f->ud = ud;
+  f->msg = tui_lineedit_new(PT_FEEDBACK_MAX_MESSAGE, 20);
+  if (!f->msg) { free(f); return NULL; }
+  pt_feedback_global_init(); /* main thread, before any upload worker */
+  return f;
+}
+
+static void reset_selection(tui_feedback *f) {
+  json_decref(f->entries);
+  f->entries = NULL;
+  free(f->picked);
+  f->picked = NULL;
+  f->sel = f->top = 0;
+}
+
+static void drop_bundle(tui_feedback *f) {
+  pt_feedback_del(f->bundle);
+  f->bundle = NULL;
+  free(f->review);
+  f->review = NULL;
+  f->scroll = 0;
+}
+
+void tui_feedback_del(tui_feedback *f) {
+  if (!f) return;
+  reset_selection(f);
+  drop_bundle(f);
+  tui_lineedit_del(f->msg);
+  free(f->job);
+  tui_unit_end(&f->u_upload);
+  free(f);
+}
+
+int tui_feedback_active(const tui_feedback *f) { return f && f->st != ST_CLOSED; }
+
+void tui_feedback_open(tui_feedback *f) {
+  if (f->st != ST_CLOSED) return;
+  tui_le_clear(f->msg);
+  reset_selection(f);
+  drop_bundle(f);
+  f->status[0] = '\0';
+  f->st = ST_MESSAGE;
+}
+
+static void close_flow(tui_feedback *f) {
+  reset_selection(f);
+  drop_bundle(f);
+  f->st = ST_CLOSED;
+}
+
+/* Lists the catalog (the daemon refreshes it on every list), keeping the
+ * picks of entries that are still there. */
+static void load_catalog(tui_feedback *f) {
+  json_t *res = NULL;
+  pt_client_error err;
+  if (!pt_client_connected(f->client)) {
+    snprintf(f->status, sizeof f->status, "Not connected to the daemon.");
+    return;
+  }
+  if (pt_client_call(f->client, "artifacts.list", json_object(), FETCH_TIMEOUT_MS, &res, &err) < 0) {
+    snprintf(f->status, sizeof f->status, "Cannot list artifacts: %s", err.message);
+    return;
+  }
+  json_t *entries = json_object_get(res, "entries");
+  if (!json_is_array(entries)) {
+    snprintf(f->status, sizeof f->status, "The daemon's catalog reply has no entries.");
+    json_decref(res);
+    return;
+  }
+  size_t n = json_array_size(entries);
+  char *picked = calloc(n ? n : 1, 1);
+  if (!picked) { json_decref(res); return; }
+  for (size_t i = 0; i < n && f->entries; i++) {
+    const char *id = json_string_value(json_object_get(json_array_get(entries, i), "id"));
+    for (size_t j = 0; id && j < json_array_size(f->entries); j++)
+      if (f->picked[j] &&
+          !strcmp(id, json_string_value(json_object_get(json_array_get(f->entries, j), "id"))))
+        picked[i] = 1;
+  }
+  json_incref(entries);
+  json_decref(res);
+  json_decref(f->entries);
+  free(f->picked);
+  f->entries = entries;
+  f->picked = picked;
+  if (f->sel >= (int)n) f->sel = n ? (int)n - 1 : 0;
+  snprintf(f->status, sizeof f->status, "%zu artifact%s in the catalog.", n, n == 1 ? "" : "s");
+}
+
+/* Fetches the picked artifacts into a new bundle and builds the review text. */
+static int build_review(tui_feedback *f) {
+  drop_bundle(f);
+  if (pt_feedback_new(&f->bundle, tui_le_text(f->msg)) < 0) {
+    snprintf(f->status, sizeof f->status, "The message is too long.");
+    return -EINVAL;
+  }
+  size_t cap = 4096, len = 0;
+  char *text = malloc(cap);
+  if (!text) return -ENOMEM;
+  text[0] = '\0';
+#define APPEND(s)                                                      \
+  do {                                                                 \
+    size_t l_ = strlen(s);                                             \
+    if (len + l_ + 1 > cap) {                                          \
+      while (len + l_ + 1 > cap) cap *= 2;                             \
+      char *t_ = realloc(text, cap);                                   \
+      if (!t_) { free(text); return -ENOMEM; }                         \
+      text = t_;                                                       \
+    }                                                                  \
+    memcpy(text + len, (s), l_ + 1);                                   \
+    len += l_;                                                         \
+  } while (0)
+  APPEND("Message:\n  ");
+  APPEND(tui_le_text(f->msg)[0] ? tui_le_text(f->msg) : "(empty)");
+  APPEND("\n\n");
+  size_t n = f->entries ? json_array_size(f->entries) : 0, count = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!f->picked[i]) continue;
+    json_t *e = json_array_get(f->entries, i);
+    pt_client_error err;
+    if (pt_feedback_fetch_add(f->bundle, f->client, e, &err) < 0) {
+      snprintf(f->status, sizeof f->status, "Cannot fetch %s: %s (press r in the picker to refresh)",
+               json_string_value(json_object_get(e, "label")), err.message);
+      free(text);
+      drop_bundle(f);
+      return -EIO;
+    }
+    size_t dlen = 0;
+    const uint8_t *d = pt_feedback_data(f->bundle, pt_feedback_count(f->bundle) - 1, &dlen);
+    char *desc = cli_feedback_describe(e, d, dlen);
+    if (!desc) { free(text); drop_bundle(f); return -ENOMEM; }
+    char head[64];
+    snprintf(head, sizeof head, "Attachment %zu:\n", ++count);
+    APPEND(head);
+    APPEND(desc);
+    APPEND("\n");
+    free(desc);
+  }
+  if (count == 0) APPEND("No attachments.\n\n");
+  else {
+    APPEND(cli_feedback_notice);
+    APPEND("\n");
+  }
+#undef APPEND
+  f->review = text;
+  f->scroll = 0;
+  return 0;
+}
+
+/* ---- sending ---- */
+
+static void upload_work(uv_work_t *req) {
+  upload_job *j = req->data;
+  j->rc = pt_feedback_upload(j->home, j->dir, &j->opts, &j->res);
+}
+
+static void upload_done(uv_work_t *req, int status) {
+  upload_job *j = req->data;
+  tui_feedback *f = j->f;
+  pt_task_poll_begin(&f->u_upload.task);
+  if (status == UV_ECANCELED)
+    snprintf(f->result, sizeof f->result, "Saved to %s\nUpload cancelled; the bundle stays in the outbox.", j->dir);
+  else if (j->rc == 0)
+    snprintf(f->result, sizeof f->result,
+             "Saved to %s\nUploaded: sent (HTTP %ld after %d attempt%s).\nBundle moved to %s",
+             j->dir, j->res.http_status, j->res.attempts, j->res.attempts == 1 ? "" : "s",
+             j->res.dir);
+  else
+    snprintf(f->result, sizeof f->result,
+             "Saved to %s\nUpload failed after %d attempt%s: %s\nThe bundle stays in the outbox "
+             "(status.json records the error).",
+             j->dir, j->res.attempts, j->res.attempts == 1 ? "" : "s", j->res.error);
+  f->st = ST_DONE;
+  f->job = NULL;
+  free(j);
+  pt_task_poll_end(&f->u_upload.task);
+  tui_unit_end(&f->u_upload);
+  if (f->redraw) f->redraw(f->ud);
+}
+
+static void send_bundle(tui_feedback *f) {
+  char dir[PATH_MAX], err[512];
+  const char *home = pt_client_home_dir(f->client);
+  if (pt_feedback_write(f->bundle, home, dir, sizeof dir, err, sizeof err) < 0) {
+    snprintf(f->status, sizeof f->status, "Cannot write the bundle: %s", err);
+    return;
+  }
+  pt_feedback_upload_opts o;
+  pt_feedback_upload_opts_from_env(&o);
+  drop_bundle(f);
+  if (!o.url) {
+    snprintf(f->result, sizeof f->result,
+             "Saved to %s\nNot uploaded: POLYTOKEN_FEEDBACK_URL is not set; the bundle stays in "
+             "the outbox.", dir);
+    f->st = ST_DONE;
+    return;
+  }
+  upload_job *j = calloc(1, sizeof *j);
+  if (!j) {
+    snprintf(f->result, sizeof f->result, "Saved to %s\nNot uploaded: out of memory.", dir);
+    f->st = ST_DONE;
+    return;
+  }
+  j->f = f;
+  snprintf(j->home, sizeof j->home, "%s", home);
+  snprintf(j->dir, sizeof j->dir, "%s", dir);
+  snprintf(j->url, sizeof j->url, "%s", o.url);
+  j->opts = o;
+  j->opts.url = j->url; /* the worker must not read the environment */
+  j->req.data = j;
+  tui_unit_start(&f->u_upload, "tui.feedback_upload");
+  tui_unit_wake(&f->u_upload);
+  if (uv_queue_work(f->loop, &j->req, upload_work, upload_done) != 0) {
+    tui_unit_end(&f->u_upload);
+    free(j);
+    snprintf(f->result, sizeof f->result, "Saved to %s\nNot uploaded: cannot start the upload.", dir);
+    f->st = ST_DONE;
+    return;
+  }
+  f->job = j;
+  snprintf(f->result, sizeof f->result, "Saved to %s\nUploading to %s ...", dir, j->url);
+  f->st = ST_SENDING;
+}
+
+/* ---- keys ---- */
+
+static void message_key(tui_feedback *f, int is_key, wint_t ch) {
+  tui_lineedit *le = f->msg;
+  if (is_key) {
+    switch (ch) {
+    case KEY_LEFT: tui_le_left(le); break;
+    case KEY_RIGHT: tui_le_right(le); break;
+    case KEY_HOME: tui_le_home(le); break;
+    case KEY_END: tui_le_end(le); break;
+    case KEY_BACKSPACE: tui_le_backspace(le); break;
+    case KEY_DC: tui_le_delete(le); break;
+    case KEY_ENTER: goto next;
+    default: break;
+    }
+    return;
+  }
+  switch (ch) {
+  case 27: close_flow(f); return;
+  case '\r': case '\n': goto next;
+  case KEY_CTRL('u'): tui_le_kill_to_start(le); return;
+  case KEY_CTRL('w'): tui_le_kill_word(le); return;
+  case KEY_CTRL('h'): case 127: tui_le_backspace(le); return;
+  default:
+    if (ch >= 0x20 && ch != 0x7f) {
+      char buf[MB_LEN_MAX];
+      mbstate_t st;
+      memset(&st, 0, sizeof st);
+      size_t n = wcrtomb(buf, (wchar_t)ch, &st);
+      if (n != (size_t)-1) tui_le_insert(le, buf, n);
+    }
+    return;
+  }
+next:
+  if (tui_le_len(le) == 0) {
+    snprintf(f->status, sizeof f->status, "Write a message first (Esc cancels).");
+    return;
+  }
+  f->st = ST_PICK;
+  load_catalog(f); /* opening the picker refreshes the catalog */
+}
+
+static void pick_key(tui_feedback *f, int is_key, wint_t ch) {
+  int n = f->entries ? (int)json_array_size(f->entries) : 0;
+  if (is_key) {
+    if (ch == KEY_UP && f->sel > 0) f->sel--;
+    else if (ch == KEY_DOWN && f->sel + 1 < n) f->sel++;
+    else if (ch == KEY_ENTER) goto review;
+    return;
+  }
+  switch (ch) {
+  case 27: f->st = ST_MESSAGE; f->status[0] = '\0'; return;
+  case ' ': if (n) f->picked[f->sel] ^= 1; return;
+  case 'r': load_catalog(f); return;
+  case 'k': if (f->sel > 0) f->sel--; return;
+  case 'j': if (f->sel + 1 < n) f->sel++; return;
+  case '\r': case '\n': goto review;
+  default: return;
+  }
+review:
+  if (build_review(f) == 0) {
+    f->st = ST_REVIEW;
+    f->status[0] = '\0';
+  }
+}
+
+static void review_key(tui_feedback *f, int is_key, wint_t ch) {
+  if (is_key) {
+    if (ch == KEY_UP || ch == KEY_PPAGE) f->scroll -= ch == KEY_UP ? 1 : LINES - 4;
+    if (ch == KEY_DOWN || ch == KEY_NPAGE) f->scroll += ch == KEY_DOWN ? 1 : LINES - 4;
+    if (f->scroll < 0) f->scroll = 0;
+    return;
+  }
+  if (ch == 'y' || ch == 'Y') send_bundle(f);
+  else if (ch == 'n' || ch == 'N' || ch == 27) {
+    drop_bundle(f);
+    f->st = ST_PICK;
+  }
+}
+
+void tui_feedback_key(tui_feedback *f, int is_key, wint_t ch) {
+  /* Ctrl-C leaves the flow from any step but sending (the worker owns the
+   * bundle then); it never quits the TUI from here. */
+  if (!is_key && ch == KEY_CTRL('c') && f->st != ST_SENDING) {
+    close_flow(f);
+    return;
+  }
+  switch (f->st) {
+  case ST_MESSAGE: message_key(f, is_key, ch); break;
+  case ST_PICK: pick_key(f, is_key, ch); break;
+  case ST_REVIEW: review_key(f, is_key, ch); break;
+  case ST_SENDING: break; /* wait for the worker */
+  case ST_DONE: close_flow(f); break;
+  case ST_CLOSED: break;
+  }
+}
+
+/* ---- drawing ---- */
+
+static void draw_text(const char *text, int y0, int y1, int skip) {
+  const char *p = text;
+  int line = 0, y = y0;
+  while (*p && y < y1) {
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (line++ >= skip) put_line(y++, 1, p, n, COLS - 2);
+    if (!e) break;
+    p = e + 1;
+  }
+}
+
+void tui_feedback_draw(tui_feedback *f) {
+  int rows = LINES;
+  curs_set(0);
+  switch (f->st) {
+  case ST_MESSAGE: {
+    bar(0, "Feedback 1/3: message");
+    put_s(2, 1, "Describe what happened. The next step offers attachments from the daemon's", COLS - 2);
+    put_s(3, 1, "artifact catalog; nothing is sent before you confirm on the review screen.", COLS - 2);
+    mvaddstr(5, 1, "> ");
+    const char *t = tui_le_text(f->msg);
+    size_t len = tui_le_len(f->msg), cur = tui_le_cursor(f->msg), start = 0;
+    int avail = COLS - 4;
+    while (start < cur && tui_str_width(t + start, cur - start) > avail)
+      start += tui_utf8_len(t + start, len - start);
+    put_line(5, 3, t + start, len - start, avail);
+    if (f->status[0]) put_s(7, 1, f->status, COLS - 2);
+    bar(rows - 1, "Enter next  Esc cancel  Ctrl-U clear");
+    curs_set(1);
+    move(5, 3 + tui_str_width(t + start, cur - start));
+    break;
+  }
+  case ST_PICK: {
+    bar(0, "Feedback 2/3: attachments (catalog refreshed when opened)");
+    int n = f->entries ? (int)json_array_size(f->entries) : 0;
+    int view = rows - 5;
+    if (f->sel < f->top) f->top = f->sel;
+    if (f->sel >= f->top + view) f->top = f->sel - view + 1;
+    time_t now = time(NULL);
+    for (int i = f->top; i < n && i - f->top < view; i++) {
+      json_t *e = json_array_get(f->entries, (size_t)i);
+      char size[32], age[32], line[512];
+      pt_feedback_fmt_size((uint64_t)json_integer_value(json_object_get(e, "size")), size, sizeof size);
+      pt_feedback_fmt_age(json_integer_value(json_object_get(e, "created_unix")), (int64_t)now, age,
+                          sizeof age);
+      snprintf(line, sizeof line, "%s %-36s %10s  %s", f->picked[i] ? "[x]" : "[ ]",
+               json_string_value(json_object_get(e, "label")), size, age);
+      if (i == f->sel) attron(A_REVERSE);
+      put_s(2 + i - f->top, 1, line, COLS - 2);
+      if (i == f->sel) attroff(A_REVERSE);
+    }
+    if (n == 0) put_s(2, 1, "The catalog is empty (no profiles, log or telemetry yet).", COLS - 2);
+    if (f->status[0]) put_s(rows - 2, 1, f->status, COLS - 2);
+    bar(rows - 1, "Space pick  Enter review  r refresh  Up/Down move  Esc back");
+    break;
+  }
+  case ST_REVIEW:
+    bar(0, "Feedback 3/3: review - attachments are sent RAW and UNSANITIZED");
+    draw_text(f->review ? f->review : "", 2, rows - 2, f->scroll);
+    bar(rows - 1, "y send  n/Esc back  Up/Down/PgUp/PgDn scroll");
+    break;
+  case ST_SENDING:
+  case ST_DONE:
+    bar(0, f->st == ST_SENDING ? "Feedback: sending" : "Feedback: done");
+    draw_text(f->result, 2, rows - 2, 0);
+    bar(rows - 1, f->st == ST_SENDING ? "Uploading..." : "Press any key to return to the conversation");
+    break;
+  case ST_CLOSED:
+    break;
+  }
+}

@@ -1,0 +1,171 @@
+/*
+ * tui_profiling.c - the profiling build inside the TUI (compiled only with
+ * -Dprofiling=true; main.c calls these inside #if PT_PROFILING).
+ *
+ * DESIGN
+ *  - The task console (127.0.0.1:6670, or POLYTOKEN_CONSOLE_TUI_BIND) starts
+ *    with the process, so the picker's loop is visible in it too.
+ *  - The CPU sampler starts only when the conversation screen is first
+ *    reached: time spent in the session picker is not profiled. Snapshots
+ *    ("tui-profile-*") go to that session's profiling/ directory, beside
+ *    the daemon's; the sampler's own thread writes periodic ones
+ *    (POLYTOKEN_PROFILE_INTERVAL, default 60 s).
+ *  - After the terminal is torn down on quit, the final snapshot is written
+ *    (so the dump never draws over the user's shell) and the console stops.
+ *  - The TUI owns the screen, so messages go to $POLYTOKEN_HOME/logs/tui.log,
+ *    never to stderr while curses runs.
+ *
+ * Threads: the three entry points run on the loop thread; tui_prof_log may
+ * also run on the sampler's consumer thread and the console's server thread
+ * (it takes a mutex).
+ */
+#include "tui/tui_profiling.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/pt_client.h"
+#include "ptprof.h"
+#include "ptprof_console.h"
+
+#define TUI_CONSOLE_DEFAULT_BIND "127.0.0.1:6670"
+#define TUI_PROF_DEFAULT_INTERVAL_S 60.0
+
+static struct {
+  pthread_mutex_t log_lock;
+  char log_path[PATH_MAX];
+  ptprof *prof;
+  ptcon_server *console;
+  int started;
+} g = {.log_lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void tui_prof_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void tui_prof_log(const char *fmt, ...) {
+  pthread_mutex_lock(&g.log_lock);
+  FILE *f = g.log_path[0] ? fopen(g.log_path, "a") : NULL;
+  if (f) {
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    fprintf(f, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ ", tm.tm_year + 1900, tm.tm_mon + 1,
+            tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    fclose(f);
+  }
+  pthread_mutex_unlock(&g.log_lock);
+}
+
+static void log_from_prof(int level, const char *msg, void *ctx) {
+  (void)ctx;
+  tui_prof_log("%s profiling: %s",
+               level == PTPROF_LOG_ERROR ? "ERROR" : level == PTPROF_LOG_WARN ? "WARN" : "INFO",
+               msg);
+}
+
+static void log_from_console(void *ud, const char *line) {
+  (void)ud;
+  tui_prof_log("INFO console: %s", line);
+}
+
+static double env_num(const char *name, double def, double min, double max) {
+  const char *s = getenv(name);
+  if (!s || !*s) return def;
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || !end || *end || v < min || v > max) {
+    tui_prof_log("WARN profiling: ignoring %s=%s (expected %g to %g)", name, s, min, max);
+    return def;
+  }
+  return v;
+}
+
+int tui_profiling_init(uv_loop_t *loop) {
+  (void)loop; /* the console serves from its own thread */
+  char *home = pt_client_home();
+  if (home) {
+    size_t n = strlen(home);
+    /* Room for "/logs/tui.log"; a longer home just means no TUI log. */
+    if (n + sizeof "/logs/tui.log" <= sizeof g.log_path) {
+      mkdir(home, 0700);
+      memcpy(g.log_path, home, n);
+      memcpy(g.log_path + n, "/logs", sizeof "/logs");
+      mkdir(g.log_path, 0700);
+      memcpy(g.log_path + n, "/logs/tui.log", sizeof "/logs/tui.log");
+    }
+    free(home);
+  }
+  const char *bind = getenv("POLYTOKEN_CONSOLE_TUI_BIND");
+  if (!bind || !*bind) bind = TUI_CONSOLE_DEFAULT_BIND;
+  ptcon_server_options o;
+  ptcon_server_options_init(&o);
+  o.bind = bind;
+  o.log = log_from_console;
+  int rc = ptcon_server_new(&g.console, &o);
+  if (rc != 0) {
+    g.console = NULL;
+    tui_prof_log("WARN console: not serving on %s: %s; the TUI runs on without a task console",
+                 bind, strerror(rc < 0 ? -rc : rc));
+    return 0; /* profiling of CPU still works */
+  }
+  return 0;
+}
+
+void tui_profiling_conversation_reached(const char *session_id, const char *session_dir) {
+  if (g.started) return;
+  g.started = 1;
+  char dir[PATH_MAX];
+  if (snprintf(dir, sizeof dir, "%s/profiling", session_dir) >= (int)sizeof dir) {
+    tui_prof_log("ERROR profiling: session path too long: %s", session_dir);
+    return;
+  }
+  ptprof_options o;
+  ptprof_options_init(&o);
+  o.hz = (int)env_num("POLYTOKEN_PROFILE_HZ", 99, 1, 10000);
+  o.keep = (int)env_num("POLYTOKEN_PROFILE_KEEP", 8, 1, 100000);
+  o.interval_ms =
+      (int64_t)(env_num("POLYTOKEN_PROFILE_INTERVAL", TUI_PROF_DEFAULT_INTERVAL_S, 0.05, 86400) *
+                1000);
+  o.prefix = "tui-profile-";
+  o.dir = dir;
+  o.log = log_from_prof;
+  int rc = ptprof_new(&g.prof, &o);
+  if (rc == 0) rc = ptprof_start(g.prof);
+  if (rc != 0) {
+    tui_prof_log("ERROR profiling: cannot start the TUI sampler: %s", ptprof_strerror(rc));
+    ptprof_del(g.prof);
+    g.prof = NULL;
+    return;
+  }
+  tui_prof_log("INFO profiling: session %s reached, sampling at %d Hz into %s", session_id, o.hz,
+               dir);
+}
+
+void tui_profiling_after_teardown(void) {
+  if (g.prof) {
+    char path[PATH_MAX];
+    int rc = ptprof_stop(g.prof, 1, path, sizeof path);
+    if (rc == 0)
+      tui_prof_log("INFO profiling: final snapshot %s", path);
+    else
+      tui_prof_log("ERROR profiling: final snapshot failed: %s", ptprof_strerror(rc));
+    ptprof_del(g.prof);
+    g.prof = NULL;
+  }
+  if (g.console) {
+    ptcon_server_del(g.console);
+    g.console = NULL;
+  }
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Hostile clients against the console server: malformed HTTP/2, garbage gRPC
+# messages, an oversize request, clients that never read (TCP-level and
+# zero-window), a thousand connections. The app loop of console_demo must keep
+# ticking throughout (its progress counter advances) and the server must still
+# serve a normal client at the end.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/console_lib.sh"
+console_npm
+# A state (~600 KiB) larger than the per-connection queue cap (256 KiB), so
+# a client that never reads hits the cap at once.
+console_demo_start PTCON_DEMO_MANY=2000 PTCON_DEMO_MAX_QUEUED=262144
+node "$CONSOLE_DIR/console_client.js" bad "$DEMO_ADDR" "$DEMO_PROGRESS"
+console_demo_alive
+grep -q "not reading" "$DEMO_OUT" || fail "the server did not report dropping a client that never reads"

@@ -1,0 +1,401 @@
+/* Unit tests of the instrumentation + aggregator: stats, Update encoding
+ * (decoded back here), retention, dropped events, no ghost tasks, splitting
+ * of a large state. Each test runs in its own forked process, so the
+ * process-wide slot table starts empty. */
+#include "pt_test.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "console/aggregator.h"
+
+/* ---- a minimal protobuf reader for checking our output ---- */
+
+typedef struct pbr {
+  const uint8_t *p;
+  size_t n, off;
+} pbr;
+
+static uint64_t rd_var(pbr *r) {
+  uint64_t v = 0;
+  for (unsigned s = 0; s < 64; s += 7) {
+    PT_ASSERT(r->off < r->n);
+    uint8_t c = r->p[r->off++];
+    v |= (uint64_t)(c & 0x7f) << s;
+    if (!(c & 0x80)) return v;
+  }
+  PT_ASSERT_MSG(0, "varint too long");
+  return 0;
+}
+
+/* Next field: returns field number (0 at end); *sub gets a length-delimited
+ * body, *val a varint. */
+static uint32_t next_field(pbr *r, pbr *sub, uint64_t *val) {
+  if (r->off >= r->n) return 0;
+  uint64_t key = rd_var(r);
+  switch (key & 7) {
+  case 0: *val = rd_var(r); break;
+  case 2: {
+    uint64_t len = rd_var(r);
+    PT_ASSERT(len <= r->n - r->off);
+    sub->p = r->p + r->off;
+    sub->n = (size_t)len;
+    sub->off = 0;
+    r->off += (size_t)len;
+    break;
+  }
+  default: PT_ASSERT_MSG(0, "unexpected wire type %u", (unsigned)(key & 7));
+  }
+  return (uint32_t)(key >> 3);
+}
+
+static pbr sub_of(const pbr *msg, uint32_t field) {
+  pbr r = *msg, s = {0}, none = {0};
+  uint64_t v;
+  uint32_t f;
+  r.off = 0;
+  while ((f = next_field(&r, &s, &v)))
+    if (f == field) return s;
+  return none;
+}
+
+static uint64_t var_of(const pbr *msg, uint32_t field) {
+  pbr r = *msg, s;
+  uint64_t v, got = 0;
+  uint32_t f;
+  r.off = 0;
+  while ((f = next_field(&r, &s, &v)))
+    if (f == field) got = v;
+  return got;
+}
+
+static int has_field(const pbr *msg, uint32_t field) {
+  pbr r = *msg, s;
+  uint64_t v;
+  uint32_t f;
+  r.off = 0;
+  while ((f = next_field(&r, &s, &v)))
+    if (f == field) return 1;
+  return 0;
+}
+
+static uint64_t dur_ns(const pbr *d) { return var_of(d, 1) * 1000000000u + var_of(d, 2); }
+
+/* Collected Updates. */
+typedef struct upd {
+  uint8_t *msg[64];
+  size_t len[64];
+  int n;
+} upd;
+
+static int collect_emit(void *ud, uint8_t *msg, size_t len) {
+  upd *u = ud;
+  PT_ASSERT(u->n < 64);
+  u->msg[u->n] = msg;
+  u->len[u->n++] = len;
+  return 0;
+}
+
+static void upd_free(upd *u) {
+  for (int i = 0; i < u->n; i++) free(u->msg[i]);
+  u->n = 0;
+}
+
+/* Stats (tasks.Stats) of task id across all Updates in u; NULL-body if none. */
+static pbr stats_for(upd *u, uint64_t id) {
+  pbr none = {0};
+  for (int i = 0; i < u->n; i++) {
+    pbr m = {u->msg[i], u->len[i], 0}, tu = sub_of(&m, 2), s;
+    uint64_t v;
+    uint32_t f;
+    while ((f = next_field(&tu, &s, &v))) {
+      if (f != 3) continue;
+      if (var_of(&s, 1) == id) return sub_of(&s, 2);
+    }
+  }
+  return none;
+}
+
+static int count_new_tasks(upd *u, int i) {
+  pbr m = {u->msg[i], u->len[i], 0}, tu = sub_of(&m, 2), s;
+  uint64_t v;
+  uint32_t f;
+  int n = 0;
+  while ((f = next_field(&tu, &s, &v)))
+    if (f == 1) n++;
+  return n;
+}
+
+static void busy_ms(int ms) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do clock_gettime(CLOCK_MONOTONIC, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ms * 1000000L);
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+PT_TEST(console_agg_stats_and_update) {
+  ptcon_field f[1] = {{.name = "peer", .type = PTCON_FIELD_STR, .v.str = "x"}};
+  uint64_t early = ptcon_task_spawn("early", NULL, "a.c", 10, f, 1);  /* before any consumer */
+  PT_ASSERT(early != 0);
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  ptcon_agg *b2;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&b2, 60000, 0), -EBUSY);   /* one consumer */
+  uint64_t t = ptcon_task_spawn("worker", "local", "b.c", 20, NULL, 0);
+  for (int i = 0; i < 4; i++) {
+    ptcon_task_wake(t);
+    ptcon_task_poll_begin(t);
+    if (i == 0) ptcon_task_wake(t);   /* self-wake */
+    busy_ms(3);
+    ptcon_task_poll_end(t);
+  }
+  ptcon_task_waker_clone(t);
+  ptcon_task_waker_clone(t);
+  ptcon_task_waker_drop(t);
+  ptcon_agg_collect(a);
+  ptcon_rec *r = ptcon_agg_find(a, t);
+  PT_ASSERT(r != NULL);
+  PT_ASSERT_UINT_EQ(r->polls, 4);
+  PT_ASSERT_UINT_EQ(r->wakes, 5);
+  PT_ASSERT_UINT_EQ(r->self_wakes, 1);
+  PT_ASSERT_UINT_EQ(r->waker_clones, 2);
+  PT_ASSERT_UINT_EQ(r->waker_drops, 1);
+  /* 4 x 3 ms measured with CLOCK_MONOTONIC; ticks are converted with a
+   * calibration that may be off by ~0.1% this early */
+  PT_ASSERT_MSG(r->busy_ns >= 11900000u, "busy %llu", (unsigned long long)r->busy_ns);
+  PT_ASSERT(r->poll_hist && r->poll_hist->total == 4);
+  PT_ASSERT(ptcon_agg_find(a, early) != NULL);   /* discovered by the slot scan */
+  PT_ASSERT_STR_EQ(ptcon_agg_find(a, early)->name, "early");
+
+  upd u = {0};
+  PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 1, 0, 7, 1 << 20, collect_emit, &u), 0);
+  PT_ASSERT_INT_EQ(u.n, 1);
+  pbr m = {u.msg[0], u.len[0], 0};
+  PT_ASSERT(has_field(&m, 1));                 /* now */
+  PT_ASSERT(has_field(&m, 5));                 /* metadata */
+  pbr tu = sub_of(&m, 2);
+  PT_ASSERT_UINT_EQ(var_of(&tu, 4), 7);        /* dropped_events */
+  PT_ASSERT_INT_EQ(count_new_tasks(&u, 0), 2);
+  pbr st = stats_for(&u, t);
+  PT_ASSERT(st.p != NULL);
+  PT_ASSERT(has_field(&st, 1));                /* created_at */
+  PT_ASSERT(!has_field(&st, 2));               /* not dropped */
+  PT_ASSERT_UINT_EQ(var_of(&st, 3), 5);
+  PT_ASSERT_UINT_EQ(var_of(&st, 4), 2);
+  PT_ASSERT_UINT_EQ(var_of(&st, 5), 1);
+  PT_ASSERT_UINT_EQ(var_of(&st, 8), 1);
+  pbr ps = sub_of(&st, 7);
+  PT_ASSERT_UINT_EQ(var_of(&ps, 1), 4);
+  pbr busy = sub_of(&ps, 6);
+  PT_ASSERT(dur_ns(&busy) >= 11900000u);
+  /* the never-polled task still has poll_stats and created_at */
+  pbr st2 = stats_for(&u, early);
+  PT_ASSERT(has_field(&st2, 1));
+  PT_ASSERT(has_field(&st2, 7));
+  upd_free(&u);
+
+  /* Delta after seal: nothing changed -> one Update with now, no tasks. */
+  uint64_t sealed = ptcon_agg_seal(a);
+  ptcon_agg_collect(a);
+  PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 0, sealed, 0, 1 << 20, collect_emit, &u), 0);
+  PT_ASSERT_INT_EQ(u.n, 1);
+  m = (pbr){u.msg[0], u.len[0], 0};
+  PT_ASSERT(has_field(&m, 1));
+  PT_ASSERT(!has_field(&m, 5));
+  PT_ASSERT_INT_EQ(count_new_tasks(&u, 0), 0);
+  PT_ASSERT(stats_for(&u, t).p == NULL);
+  upd_free(&u);
+  /* A change -> stats only, no new task. */
+  ptcon_task_poll_begin(t);
+  ptcon_task_poll_end(t);
+  ptcon_agg_collect(a);
+  PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 0, sealed, 0, 1 << 20, collect_emit, &u), 0);
+  PT_ASSERT_INT_EQ(count_new_tasks(&u, 0), 0);
+  st = stats_for(&u, t);
+  ps = sub_of(&st, 7);
+  PT_ASSERT_UINT_EQ(var_of(&ps, 1), 5);
+  upd_free(&u);
+
+  /* TaskDetails: histograms present, decodable header. */
+  pb_buf b;
+  pb_buf_init(&b, 0);
+  PT_ASSERT_INT_EQ(ptcon_agg_encode_details(a, t, &b), 0);
+  pbr d = {b.data, b.len, 0};
+  pbr id = sub_of(&d, 1);
+  PT_ASSERT_UINT_EQ(var_of(&id, 1), t);
+  pbr h = sub_of(&d, 4), raw = sub_of(&h, 1);
+  PT_ASSERT(raw.n > 40);
+  PT_ASSERT_MEM_EQ(raw.p, "\x1c\x84\x93\x13", 4);
+  PT_ASSERT(var_of(&h, 2) >= 3000000u);        /* max_value */
+  pbr sh = sub_of(&d, 5), sraw = sub_of(&sh, 1);
+  PT_ASSERT(sraw.n >= 41);
+  pb_buf_reset(&b);
+  PT_ASSERT_INT_EQ(ptcon_agg_encode_details(a, 12345, &b), -ENOENT);
+  pb_buf_free(&b);
+  ptcon_agg_del(a);
+}
+
+PT_TEST(console_agg_retention_and_completion) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 150, 0), 0);
+  uint64_t t = ptcon_task_spawn("short", "task", "c.c", 1, NULL, 0);
+  uint64_t keep = ptcon_task_spawn("keep", "task", "c.c", 2, NULL, 0);
+  ptcon_task_poll_begin(t);
+  ptcon_task_poll_end(t);
+  ptcon_task_end(t);
+  ptcon_agg_collect(a);
+  ptcon_rec *r = ptcon_agg_find(a, t);
+  PT_ASSERT(r != NULL);
+  PT_ASSERT(r->dropped != 0);
+  PT_ASSERT(r->dropped >= r->created);
+  upd u = {0};
+  PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 1, 0, 0, 1 << 20, collect_emit, &u), 0);
+  pbr st = stats_for(&u, t);
+  PT_ASSERT(has_field(&st, 2));                /* dropped_at */
+  upd_free(&u);
+  ptcon_instrument_stats is;
+  ptcon_instrument_get_stats(&is);
+  PT_ASSERT_UINT_EQ(is.live_tasks, 1);         /* its slot was reaped */
+  sleep_ms(200);
+  ptcon_agg_collect(a);
+  PT_ASSERT(ptcon_agg_find(a, t) == NULL);     /* aged out */
+  PT_ASSERT(ptcon_agg_find(a, keep) != NULL);  /* live tasks stay */
+  PT_ASSERT_UINT_EQ(a->removed, 1);
+  /* A new task reuses the slot with a new id; the old id stays unknown. */
+  uint64_t t2 = ptcon_task_spawn("again", "task", "c.c", 3, NULL, 0);
+  PT_ASSERT(t2 != t);
+  PT_ASSERT_UINT_EQ(t2 & PTCON_SLOT_MASK, t & PTCON_SLOT_MASK);
+  ptcon_task_poll_begin(t);   /* stale id: ignored */
+  ptcon_task_poll_end(t);
+  ptcon_agg_collect(a);
+  PT_ASSERT(ptcon_agg_find(a, t) == NULL);
+  PT_ASSERT_UINT_EQ(ptcon_agg_find(a, t2)->polls, 0);
+  ptcon_agg_del(a);
+}
+
+PT_TEST(console_agg_retained_cap) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 10), 0);
+  for (int i = 0; i < 25; i++) ptcon_task_end(ptcon_task_spawn("c", "task", "d.c", 1, NULL, 0));
+  ptcon_agg_collect(a);
+  PT_ASSERT_UINT_EQ(a->ndone, 10);
+  PT_ASSERT_UINT_EQ(a->nrecs, 10);
+  ptcon_agg_del(a);
+}
+
+PT_TEST(console_agg_dropped_events_and_no_ghost) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  uint64_t t = ptcon_task_spawn("flood", "task", "e.c", 1, NULL, 0);
+  /* Fill this thread's ring without draining: 2 events per poll. */
+  uint32_t polls = PTCON_RING_CAP / 2 + 500;
+  for (uint32_t i = 0; i < polls; i++) {
+    ptcon_task_poll_begin(t);
+    ptcon_task_poll_end(t);
+  }
+  ptcon_instrument_stats is;
+  ptcon_instrument_get_stats(&is);
+  PT_ASSERT_UINT_EQ(is.dropped_events, 1000);
+  /* The end is not an event: it cannot be dropped. */
+  ptcon_task_end(t);
+  ptcon_agg_collect(a);
+  PT_ASSERT_UINT_EQ(a->dropped_total, 1000);
+  ptcon_rec *r = ptcon_agg_find(a, t);
+  PT_ASSERT(r != NULL);
+  PT_ASSERT(r->dropped != 0);                  /* completed: no ghost */
+  PT_ASSERT_UINT_EQ(r->polls, PTCON_RING_CAP / 2);
+  upd u = {0};
+  PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 1, 0, a->dropped_total, 1 << 20, collect_emit, &u), 0);
+  pbr m = {u.msg[0], u.len[0], 0}, tu = sub_of(&m, 2);
+  PT_ASSERT_UINT_EQ(var_of(&tu, 4), 1000);
+  upd_free(&u);
+  /* Spawns beyond the table are refused and counted. */
+  ptcon_agg_del(a);
+}
+
+PT_TEST(console_agg_split_large_state) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  enum { N = 3000 };
+  static uint64_t ids[N];
+  for (int i = 0; i < N; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "task-%05d-with-a-rather-long-name-to-fill-bytes", i);
+    ids[i] = ptcon_task_spawn(name, "task", i % 2 ? "f.c" : "g.c", (uint32_t)(i % 7), NULL, 0);
+    PT_ASSERT(ids[i] != 0);
+  }
+  ptcon_agg_collect(a);
+  const size_t limit = 64 * 1024;
+  upd u = {0};
+  PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 1, 0, 0, limit, collect_emit, &u), 0);
+  PT_ASSERT(u.n >= 5);
+  int total = 0;
+  for (int i = 0; i < u.n; i++) {
+    PT_ASSERT(u.len[i] <= limit);
+    pbr m = {u.msg[i], u.len[i], 0};
+    PT_ASSERT(has_field(&m, 1));                      /* each has now */
+    PT_ASSERT_INT_EQ(has_field(&m, 5), i == 0);       /* metadata first only */
+    if (i == 0) {
+      pbr md = sub_of(&m, 5), s;
+      uint64_t v;
+      int nm = 0;
+      while (next_field(&md, &s, &v)) nm++;
+      PT_ASSERT_INT_EQ(nm, 14);                      /* 2 files x 7 lines */
+    }
+    /* each new task comes with its stats in the same Update */
+    pbr tu = sub_of(&m, 2), s;
+    uint64_t v;
+    uint32_t f;
+    int nt = 0, ns = 0;
+    while ((f = next_field(&tu, &s, &v))) {
+      if (f == 1) nt++;
+      if (f == 3) ns++;
+    }
+    PT_ASSERT_INT_EQ(nt, ns);
+    total += nt;
+  }
+  PT_ASSERT_INT_EQ(total, N);
+  for (int i = 0; i < N; i += 97) PT_ASSERT(stats_for(&u, ids[i]).p != NULL);
+  upd_free(&u);
+  ptcon_agg_del(a);
+}
+
+static void *other_thread(void *arg) {
+  uint64_t id = *(uint64_t *)arg;
+  ptcon_task_wake(id);
+  ptcon_task_wake(id);
+  return NULL;
+}
+
+PT_TEST(console_agg_cross_thread_and_table_full) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  uint64_t t = ptcon_task_spawn("x", "task", "h.c", 1, NULL, 0);
+  ptcon_task_wake(t);   /* registers this thread's ring first */
+  pthread_t th;
+  pthread_create(&th, NULL, other_thread, &t);
+  pthread_join(th, NULL);
+  ptcon_task_poll_begin(t);
+  ptcon_task_poll_end(t);
+  ptcon_agg_collect(a);
+  ptcon_rec *r = ptcon_agg_find(a, t);
+  PT_ASSERT_UINT_EQ(r->wakes, 3);
+  PT_ASSERT_UINT_EQ(r->self_wakes, 0);
+  PT_ASSERT(r->sched_ns > 0);
+  ptcon_instrument_stats is;
+  ptcon_instrument_get_stats(&is);
+  PT_ASSERT_UINT_EQ(is.threads, 2);
+  /* Fill the table: spawns beyond it return 0 and count as dropped. */
+  uint32_t ok = 1;
+  while (ptcon_task_spawn("fill", "task", "h.c", 2, NULL, 0)) ok++;
+  PT_ASSERT_UINT_EQ(ok, PTCON_MAX_LIVE_TASKS);
+  ptcon_instrument_get_stats(&is);
+  PT_ASSERT_UINT_EQ(is.dropped_events, 1);
+  ptcon_agg_del(a);
+}

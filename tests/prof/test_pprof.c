@@ -1,0 +1,357 @@
+/*
+ * test_pprof.c - the pprof encoder on a synthetic window made of real PCs
+ * of this binary (and libc), read back by `go tool pprof` (the real viewer)
+ * and by tools/ptprof-validate.
+ */
+#include "pt_test.h"
+#include "prof/ptp_gzip.h"
+#include "prof/ptp_pprof.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <dlfcn.h>
+
+/* libc's own malloc (under ASan, plain `malloc` is the sanitizer's). */
+static void *(*libc_malloc(void))(size_t) {
+  void *h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  void *(*f)(size_t) = NULL;
+  if (h) *(void **)&f = dlsym(h, "malloc");
+  return f ? f : malloc;
+}
+
+/* ---- real code whose PCs make up the window ---- */
+
+static uintptr_t g_ra_leaf, g_ra_mid, g_ra_inl, g_ra_alloc;
+
+__attribute__((noinline, noclone)) static void pp_leaf(void) {
+  g_ra_leaf = (uintptr_t)__builtin_return_address(0);
+  __asm__ volatile("" ::: "memory");
+}
+
+enum { PP_MID_DECL_LINE = __LINE__ + 1 };
+__attribute__((noinline, noclone)) static void pp_mid(void) {
+  pp_leaf();
+  __asm__ volatile("" ::: "memory");
+  g_ra_mid = (uintptr_t)__builtin_return_address(0);
+}
+
+__attribute__((noinline, noclone)) static void pp_top(void) {
+  pp_mid();
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline, noclone)) static uintptr_t pp_get_ra(void) {
+  uintptr_t r = (uintptr_t)__builtin_return_address(0);
+  __asm__ volatile("" ::: "memory");
+  return r;
+}
+
+static inline __attribute__((always_inline)) void pp_inl(void) {
+  g_ra_inl = pp_get_ra();
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline, noclone)) static void pp_outer(void) {
+  pp_inl();
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline, noclone)) static void pp_alloc(void) {
+  g_ra_alloc = pp_get_ra();   /* stands in for the return address of a malloc call */
+  void *volatile p = malloc(16);
+  free(p);
+}
+
+#define TID_A 4242
+#define TID_B 4343
+#define START_NS 1700000000123456789LL
+#define DURATION_NS 2000000000LL
+
+typedef struct fixture {
+  uintptr_t fa[3], fb[2], fc[1], fd[2], fe[2];
+  ptp_sample samples[5];
+  ptp_thread threads[2];
+  ptp_window w;
+} fixture;
+
+static void fixture_init(fixture *f) {
+  memset(f, 0, sizeof *f);
+  pp_top();
+  pp_outer();
+  pp_alloc();
+  void *(*volatile mp)(size_t) = libc_malloc();
+  /* A: pp_leaf <- pp_mid <- pp_top, 30 samples on worker-a */
+  f->fa[0] = (uintptr_t)&pp_leaf;
+  f->fa[1] = g_ra_leaf;
+  f->fa[2] = g_ra_mid;
+  /* B: pp_leaf <- pp_inl (inlined) <- pp_outer, 10 samples on worker-b */
+  f->fb[0] = (uintptr_t)&pp_leaf;
+  f->fb[1] = g_ra_inl;
+  /* C: truncated after the leaf */
+  f->fc[0] = (uintptr_t)&pp_leaf;
+  /* D: a PC in no mapping under pp_top */
+  f->fd[0] = 0x10;
+  f->fd[1] = g_ra_mid;
+  /* E: malloc <- pp_alloc */
+  f->fe[0] = (uintptr_t)mp + 4;
+  f->fe[1] = g_ra_alloc;
+  f->samples[0] = (ptp_sample){30, TID_A, 3, 0, f->fa};
+  f->samples[1] = (ptp_sample){10, TID_B, 2, 0, f->fb};
+  f->samples[2] = (ptp_sample){5, TID_A, 1, PTP_SAMPLE_TRUNCATED, f->fc};
+  f->samples[3] = (ptp_sample){2, TID_A, 2, 0, f->fd};
+  f->samples[4] = (ptp_sample){3, TID_B, 2, 0, f->fe};
+  f->threads[0].tid = TID_A;
+  strcpy(f->threads[0].name, "worker-a");
+  f->threads[1].tid = TID_B;
+  strcpy(f->threads[1].name, "worker-b");
+  f->w.start_ns = START_NS;
+  f->w.duration_ns = DURATION_NS;
+  f->w.period_ns = 1000000000 / 99;
+  f->w.hz = 99;
+  f->w.samples = f->samples;
+  f->w.nsamples = 5;
+  f->w.threads = f->threads;
+  f->w.nthreads = 2;
+  f->w.drops[PTP_DROP_RING_FULL] = 3;
+  f->w.drops[PTP_DROP_DUMPING] = 7;
+  f->w.blind_ns = 1234567;
+}
+
+static char *go_bin(void) {
+  char *out = NULL;
+  char *argv[] = {"go", "version", NULL};
+  int rc = pt_run(argv, &out, 60000);
+  free(out);
+  if (rc != 0) PT_SKIP("go (golang-go) not installed: go tool pprof unavailable");
+  return "go";
+}
+
+/* go tool pprof -symbolize=none -nodefraction=0 <args...> file */
+static char *pprof(const char *file, const char *a1, const char *a2, const char *a3) {
+  char *argv[10];
+  int n = 0;
+  argv[n++] = go_bin();
+  argv[n++] = "tool";
+  argv[n++] = "pprof";
+  argv[n++] = "-symbolize=none";
+  argv[n++] = "-nodefraction=0";
+  if (a1) argv[n++] = (char *)a1;
+  if (a2) argv[n++] = (char *)a2;
+  if (a3) argv[n++] = (char *)a3;
+  argv[n++] = (char *)file;
+  argv[n] = NULL;
+  char *out = NULL;
+  int rc = pt_run(argv, &out, 120000);
+  PT_ASSERT_MSG(rc == 0, "go tool pprof %s %s failed (%d):\n%s", a1 ? a1 : "", a2 ? a2 : "", rc, out);
+  return out;
+}
+
+static char *validate(const char *file, int *rc, const char *opt) {
+  char *bin = pt_build_path("tools/ptprof-validate");
+  char *argv[] = {bin, (char *)(opt ? opt : file), opt ? (char *)file : NULL, NULL};
+  char *out = NULL;
+  *rc = pt_run(argv, &out, 60000);
+  free(bin);
+  return out;
+}
+
+static char *write_profile(const char *dir, const char *name, const uint8_t *d, size_t n) {
+  size_t len = strlen(dir) + strlen(name) + 2;
+  char *p = malloc(len);
+  snprintf(p, len, "%s/%s", dir, name);
+  pt_write_file(p, d, n);
+  return p;
+}
+
+/* The line of `out` that contains `needle`, copied (static buffer). */
+static const char *line_with(const char *out, const char *needle) {
+  static char buf[1024];
+  const char *p = strstr(out, needle);
+  if (!p) return NULL;
+  const char *b = p;
+  while (b > out && b[-1] != '\n') b--;
+  const char *e = strchr(p, '\n');
+  size_t n = e ? (size_t)(e - b) : strlen(b);
+  if (n >= sizeof buf) n = sizeof buf - 1;
+  memcpy(buf, b, n);
+  buf[n] = 0;
+  return buf;
+}
+
+PT_TEST_T(prof_pprof_read_back_by_go_pprof, 120000) {
+  fixture f;
+  fixture_init(&f);
+  ptp_symbolizer *s;
+  PT_ASSERT_INT_EQ(ptp_symbolizer_new(&s), 0);
+  uint8_t *gz;
+  size_t gzlen;
+  PT_ASSERT_INT_EQ(ptp_pprof_encode(&f.w, s, &gz, &gzlen), 0);
+  PT_ASSERT(gzlen > 20 && gz[0] == 0x1f && gz[1] == 0x8b);
+  char *dir = pt_tmpdir("pprof");
+  char *file = write_profile(dir, "p.pb.gz", gz, gzlen);
+
+  /* -top with integer counts: the leaf pp_leaf has 30 + 10 + 5 */
+  char *top = pprof(file, "-top", "-sample_index=samples", NULL);
+  const char *l = line_with(top, " pp_leaf");
+  PT_ASSERT_MSG(l, "no pp_leaf in -top:\n%s", top);
+  PT_ASSERT_MSG(strncmp(l + strspn(l, " "), "45 ", 3) == 0, "pp_leaf flat: %s", l);
+  PT_ASSERT_MSG(line_with(top, " malloc"), "no malloc in -top:\n%s", top);
+  PT_ASSERT_MSG(line_with(top, "[truncated]"), "no [truncated] in -top:\n%s", top);
+  free(top);
+
+  /* -traces: inline mark, labels, order leaf first */
+  char *tr = pprof(file, "-traces", NULL, NULL);
+  PT_ASSERT_MSG(strstr(tr, "pp_inl (inline)"), "no inline mark in -traces:\n%s", tr);
+  PT_ASSERT_MSG(strstr(tr, "thread_name:[worker-a]") || strstr(tr, "worker-a"), "no thread label:\n%s", tr);
+  PT_ASSERT_MSG(strstr(tr, "thread_id:[4242]") || strstr(tr, "4242"), "no tid label:\n%s", tr);
+  const char *a = strstr(tr, "pp_leaf"), *b = a ? strstr(a, "pp_mid") : NULL, *c = b ? strstr(b, "pp_top") : NULL;
+  PT_ASSERT_MSG(a && b && c, "stack order pp_leaf, pp_mid, pp_top not found:\n%s", tr);
+  PT_ASSERT_MSG(strstr(tr, "pp_alloc"), "no pp_alloc:\n%s", tr);
+  free(tr);
+
+  /* -raw: period, duration, time, comments, mappings */
+  char *raw = pprof(file, "-raw", NULL, NULL);
+  PT_ASSERT_MSG(strstr(raw, "PeriodType: cpu nanoseconds"), "period type:\n%s", raw);
+  PT_ASSERT_MSG(strstr(raw, "Period: 10101010"), "period:\n%s", raw);
+  PT_ASSERT_MSG(strstr(raw, "Duration: 2s"), "duration:\n%s", raw);
+  PT_ASSERT_MSG(strstr(raw, "samples/count cpu/nanoseconds"), "sample types:\n%s", raw);
+  PT_ASSERT_MSG(strstr(raw, "dropped samples: ring_full=3 dumping=7 no_stack=0 reentrant=0"),
+                "drop comment:\n%s", raw);
+  PT_ASSERT_MSG(strstr(raw, "blind window before this one: 1234567 ns"), "blind comment:\n%s", raw);
+  PT_ASSERT_MSG(strstr(raw, "sampler: 99 Hz"), "hz comment:\n%s", raw);
+  PT_ASSERT_MSG(strstr(raw, "window: 2023-11-14T22:13:20.123456789Z .. 2023-11-14T22:13:22.123456789Z"),
+                "window comment:\n%s", raw);
+  PT_ASSERT_MSG(strstr(raw, "unit-tests"), "main mapping:\n%s", raw);
+  PT_ASSERT_MSG(strstr(raw, "[FN][FL][LN][IN]"), "has_* flags:\n%s", raw);
+  /* 30 samples of A: values [30, 30 * 10101010] */
+  PT_ASSERT_MSG(strstr(raw, "30  303030300:"), "values of stack A:\n%s", raw);
+  free(raw);
+
+  /* -tagfocus by thread name: only worker-b's stacks remain */
+  char *tf = pprof(file, "-top", "-tagfocus=thread_name=worker-b", "-sample_index=samples");
+  PT_ASSERT_MSG(line_with(tf, " pp_outer") && !line_with(tf, " pp_top"), "tagfocus:\n%s", tf);
+  free(tf);
+
+  /* -lines: the caller frame carries its call line */
+  char *ln = pprof(file, "-traces", "-lines", NULL);
+  char want[64];
+  snprintf(want, sizeof want, "test_pprof.c:%d", PP_MID_DECL_LINE + 1);
+  PT_ASSERT_MSG(strstr(ln, want), "want %s in -lines -traces:\n%s", want, ln);
+  free(ln);
+
+  int rc;
+  char *v = validate(file, &rc, NULL);
+  PT_ASSERT_MSG(rc == 0, "validator rejected our profile (%d):\n%s", rc, v);
+  free(v);
+  v = validate(file, &rc, "--summary");
+  PT_ASSERT_MSG(rc == 0 && strstr(v, "samples: 50") && strstr(v, "pp_leaf"), "summary (%d):\n%s", rc, v);
+  free(v);
+
+  free(gz);
+  ptp_symbolizer_del(s);
+  pt_rm_rf(dir);
+  free(dir);
+  free(file);
+}
+
+PT_TEST(prof_pprof_single_gzip_member_and_header) {
+  fixture f;
+  fixture_init(&f);
+  uint8_t *gz, *raw, *plain;
+  size_t gzlen, rawlen, plainlen;
+  PT_ASSERT_INT_EQ(ptp_pprof_encode(&f.w, NULL, &gz, &gzlen), 0);
+  PT_ASSERT_INT_EQ(ptp_pprof_encode_raw(&f.w, NULL, &raw, &rawlen), 0);
+  /* exactly one member, and it is the raw encoding */
+  PT_ASSERT_INT_EQ(ptp_gunzip(gz, gzlen, 1 << 20, &plain, &plainlen), 0);
+  PT_ASSERT_UINT_EQ(plainlen, rawlen);
+  PT_ASSERT_MEM_EQ(plain, raw, rawlen);
+  /* first field: sample_type (field 1, wire type 2) */
+  PT_ASSERT_UINT_EQ(raw[0], 0x0a);
+  free(gz);
+  free(raw);
+  free(plain);
+}
+
+PT_TEST(prof_pprof_bad_windows) {
+  fixture f;
+  fixture_init(&f);
+  uint8_t *out = NULL;
+  size_t len = 0;
+  f.w.period_ns = 0;
+  PT_ASSERT_INT_EQ(ptp_pprof_encode(&f.w, NULL, &out, &len), -EINVAL);
+  fixture_init(&f);
+  f.samples[1].nframes = 0;
+  PT_ASSERT_INT_EQ(ptp_pprof_encode(&f.w, NULL, &out, &len), -EINVAL);
+  fixture_init(&f);
+  f.samples[1].count = 0;
+  PT_ASSERT_INT_EQ(ptp_pprof_encode(&f.w, NULL, &out, &len), -EINVAL);
+  PT_ASSERT_INT_EQ(ptp_pprof_encode(NULL, NULL, &out, &len), -EINVAL);
+  PT_ASSERT(out == NULL);
+}
+
+PT_TEST_T(prof_pprof_empty_window_is_valid, 60000) {
+  ptp_window w = {0};
+  w.start_ns = START_NS;
+  w.duration_ns = 1000;
+  w.period_ns = 10101010;
+  w.hz = 99;
+  ptp_symbolizer *s;
+  PT_ASSERT_INT_EQ(ptp_symbolizer_new(&s), 0);
+  uint8_t *gz;
+  size_t gzlen;
+  PT_ASSERT_INT_EQ(ptp_pprof_encode(&w, s, &gz, &gzlen), 0);
+  char *dir = pt_tmpdir("pprof");
+  char *file = write_profile(dir, "empty.pb.gz", gz, gzlen);
+  char *raw = pprof(file, "-raw", NULL, NULL);
+  PT_ASSERT_MSG(strstr(raw, "Period: 10101010"), "%s", raw);
+  free(raw);
+  int rc;
+  char *v = validate(file, &rc, NULL);
+  PT_ASSERT_MSG(rc == 0, "validator (%d):\n%s", rc, v);
+  free(v);
+  free(gz);
+  ptp_symbolizer_del(s);
+  pt_rm_rf(dir);
+  free(dir);
+  free(file);
+}
+
+/* Many distinct stacks: ids stay unique and consistent (validator), the
+ * dedup keeps one location per address. */
+PT_TEST_T(prof_pprof_many_stacks_valid, 120000) {
+  enum { N = 5000, DEPTH = 20 };
+  fixture f;
+  fixture_init(&f);
+  uintptr_t *frames = malloc(sizeof(uintptr_t) * N * DEPTH);
+  ptp_sample *sm = malloc(sizeof *sm * N);
+  uintptr_t base = (uintptr_t)&pp_leaf;
+  for (size_t i = 0; i < N; i++) {
+    for (size_t d = 0; d < DEPTH; d++)
+      frames[i * DEPTH + d] = d == 0 ? base + (i % 97) : g_ra_mid + ((i * 31 + d) % 64);
+    sm[i] = (ptp_sample){1 + i % 5, (uint32_t)(1000 + i % 7), DEPTH, 0, &frames[i * DEPTH]};
+  }
+  f.w.samples = sm;
+  f.w.nsamples = N;
+  ptp_symbolizer *s;
+  PT_ASSERT_INT_EQ(ptp_symbolizer_new(&s), 0);
+  uint8_t *gz;
+  size_t gzlen;
+  PT_ASSERT_INT_EQ(ptp_pprof_encode(&f.w, s, &gz, &gzlen), 0);
+  char *dir = pt_tmpdir("pprof");
+  char *file = write_profile(dir, "many.pb.gz", gz, gzlen);
+  int rc;
+  char *v = validate(file, &rc, NULL);
+  PT_ASSERT_MSG(rc == 0, "validator (%d):\n%s", rc, v);
+  free(v);
+  char *raw = pprof(file, "-top", "-sample_index=samples", NULL);
+  PT_ASSERT_MSG(strstr(raw, "pp_leaf"), "%s", raw);
+  free(raw);
+  free(gz);
+  free(frames);
+  free(sm);
+  ptp_symbolizer_del(s);
+  pt_rm_rf(dir);
+  free(dir);
+  free(file);
+}
