@@ -6,6 +6,7 @@
 : "${PT_BUILD_PROF:=$PT_SRC/build/profile}"
 : "${PT_BUILD_RELEASE:=$PT_SRC/build/release}"
 : "${TMPDIR:=/tmp}"
+export PT_SRC PT_BUILD_DEV PT_BUILD_PROF PT_BUILD_RELEASE TMPDIR
 
 PT_PIDS=()
 
@@ -74,10 +75,13 @@ sig_caught() {
 
 # listening_ports PID: TCP ports (decimal) the process listens on.
 listening_ports() {
-  local pid=$1 inodes
-  inodes=$(ls -l "/proc/$pid/fd" 2>/dev/null | sed -nE 's/.*socket:\[([0-9]+)\].*/\1/p' | sort -u)
-  [ -z "$inodes" ] && return 0
-  cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v inodes="$inodes" '
-    BEGIN { n = split(inodes, a, "\n"); for (i = 1; i <= n; i++) want[a[i]] = 1 }
-    $4 == "0A" && ($10 in want) { split($2, p, ":"); print strtonum("0x" p[2]) }'
+  local pid=$1 inodes line
+  inodes=" $(ls -l "/proc/$pid/fd" 2>/dev/null | sed -nE 's/.*socket:\[([0-9]+)\].*/\1/p' | tr '\n' ' ') "
+  [ "$inodes" = "  " ] && return 0
+  # /proc/net/tcp: "sl local_address rem_address st ... inode"; st 0A = LISTEN
+  cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | while read -r _ local _ st _ _ _ _ _ inode _; do
+    [ "$st" = 0A ] || continue
+    [[ "$inodes" == *" $inode "* ]] || continue
+    echo $((16#${local##*:}))
+  done
 }

@@ -22,7 +22,9 @@
 #include <string.h>
 
 typedef struct builtin {
-  pt_task task; /* "responder.builtin" */
+  pt_task task;       /* "responder.builtin": the stream, on the loop thread */
+  pt_task model_task; /* "responder.builtin.model": kind "blocking", the
+                         model job on a work thread (polled there) */
   uv_work_t work;
   uv_timer_t timer;
   pd_resp_sink sink;
@@ -69,6 +71,8 @@ static void finish(builtin *b, pd_resp_status st, const char *err) {
 /* Work thread: the CPU part. */
 static void work_cb(uv_work_t *w) {
   builtin *b = w->data;
+  /* the blocking task runs on this work thread: poll it here */
+  PD_POLL(&b->model_task);
   pd_ngram *m = pd_ngram_new();
   if (!m) {
     b->err = -ENOMEM;
@@ -125,6 +129,7 @@ static void timer_cb(uv_timer_t *t) {
 
 static void after_work_cb(uv_work_t *w, int status) {
   builtin *b = w->data;
+  PD_TASK_END(&b->model_task);
   PD_POLL(&b->task);
   pd_task_wake(&b->task);
   if (status == UV_ECANCELED || atomic_load(&b->cancelled)) {
@@ -163,8 +168,10 @@ static int builtin_start(uv_loop_t *loop, const pd_resp_request *req, const pd_r
   b->timer.data = b;
   b->work.data = b;
   PD_TASK_START(&b->task, "responder.builtin");
+  pt_task_spawn(&b->model_task, "responder.builtin.model", "blocking");
   int r = uv_queue_work(loop, &b->work, work_cb, after_work_cb);
   if (r < 0) {
+    PD_TASK_END(&b->model_task);
     b->done_called = 1;
     uv_close((uv_handle_t *)&b->timer, on_closed);
     return r;

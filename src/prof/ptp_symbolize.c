@@ -47,6 +47,7 @@
 #define SYM_MAX_DEPTH 256       /* DIE nesting cap for the CU walk */
 #define SYM_MAX_INLINE 64       /* inline chain cap per PC */
 #define SYM_VDSO_MAX (1u << 20) /* the vDSO image is a few pages */
+#define SYM_PC_CACHE_MAX (1u << 20) /* cached addresses before the cache restarts */
 
 /* ---- per-module data ---- */
 
@@ -105,6 +106,7 @@ typedef struct sym_module {
   size_t last_cu;      /* index of the last CU hit (locality) */
   str_chunk *strs;     /* copies of version-stripped names */
   bool seen;           /* refresh mark */
+  char *debug_path;    /* separate debug file found by sym_find_debuginfo */
 } sym_module;
 
 /* ---- the symbolizer ---- */
@@ -167,6 +169,7 @@ static void module_free(sym_module *m) {
   }
   free(m->name);
   free(m->open_path);
+  free(m->debug_path);
   free(m);
 }
 
@@ -198,25 +201,95 @@ static int try_open_debug(const char *path, const unsigned char *id, int idlen,
   return fd;
 }
 
-/* Dwfl_Callbacks.find_debuginfo: local paths only. libdwfl calls this only
- * when the object itself has no DWARF. Never delegates to
- * dwfl_standard_find_debuginfo, which may consult debuginfod (network). */
+static void build_id_path(char *path, size_t cap, const unsigned char *id, int idlen) {
+  int n = snprintf(path, cap, "/usr/lib/debug/.build-id/%02x/", id[0]);
+  for (int i = 1; i < idlen && n < (int)cap - 8; i++)
+    n += snprintf(path + n, cap - (size_t)n, "%02x", id[i]);
+  snprintf(path + n, cap - (size_t)n, ".debug");
+}
+
+/* Reads the .gnu_debugaltlink section of the ELF file at path (a dwz
+ * "multifile" reference: file name, NUL, build id). 0 or -1. */
+static int read_altlink(const char *path, char *name, size_t namecap, unsigned char *id, int *idlen) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int r = -1;
+  Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  size_t shstrndx;
+  if (e && elf_getshdrstrndx(e, &shstrndx) == 0) {
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(e, scn)) != NULL) {
+      GElf_Shdr sh;
+      if (!gelf_getshdr(scn, &sh)) continue;
+      const char *sn = elf_strptr(e, shstrndx, sh.sh_name);
+      if (!sn || strcmp(sn, ".gnu_debugaltlink") != 0) continue;
+      Elf_Data *d = elf_getdata(scn, NULL);
+      if (!d || !d->d_buf) break;
+      const char *p = d->d_buf;
+      size_t nl = strnlen(p, d->d_size);
+      if (nl == d->d_size || nl + 1 >= namecap) break;
+      size_t il = d->d_size - nl - 1;
+      if (il == 0 || il > SYM_MAX_BUILD_ID) break;
+      memcpy(name, p, nl + 1);
+      memcpy(id, p + nl + 1, il);
+      *idlen = (int)il;
+      r = 0;
+      break;
+    }
+  }
+  if (e) elf_end(e);
+  close(fd);
+  return r;
+}
+
+/* The dwz alternate debug file ("multifile") the module's DWARF refers to:
+ * by the build id recorded in .gnu_debugaltlink, then by the recorded name
+ * (absolute, or relative to the debug file's directory). */
+static int find_altfile(sym_module *m, const char *altname, char **out) {
+  const char *src = m->debug_path ? m->debug_path : m->open_path ? m->open_path : m->name;
+  char name[4096], path[4096];
+  unsigned char id[SYM_MAX_BUILD_ID];
+  int idlen = 0;
+  if (read_altlink(src, name, sizeof name, id, &idlen) != 0 || strcmp(name, altname) != 0) return -2;
+  if (idlen > 1) {
+    build_id_path(path, sizeof path, id, idlen);
+    int fd = try_open_debug(path, id, idlen, src, out);
+    if (fd >= 0) return fd;
+  }
+  if (altname[0] == '/') return try_open_debug(altname, id, idlen, src, out);
+  snprintf(path, sizeof path, "%s", src);
+  char *slash = strrchr(path, '/');
+  if (!slash) return -1;
+  snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "%s", altname);
+  return try_open_debug(path, id, idlen, src, out);
+}
+
+/* Dwfl_Callbacks.find_debuginfo: local paths only. libdwfl calls this when
+ * the object itself has no DWARF, and again (crc 0, debuglink_file = the
+ * .gnu_debugaltlink name) for a dwz alternate file. Never delegates to
+ * dwfl_standard_find_debuginfo, which may consult debuginfod (network).
+ * *userdata is our sym_module (set in module_load). */
 static int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
                               Dwarf_Addr base, const char *file_name,
                               const char *debuglink_file, GElf_Word debuglink_crc,
                               char **debuginfo_file_name) {
-  (void)userdata; (void)base; (void)debuglink_crc;
+  (void)base;
+  sym_module *m = userdata ? *userdata : NULL;
+  if (m && debuglink_file && *debuglink_file && debuglink_crc == 0) {
+    int fd = find_altfile(m, debuglink_file, debuginfo_file_name);
+    if (fd != -2) return fd < 0 ? -1 : fd;
+  }
   const unsigned char *id = NULL;
   GElf_Addr idvaddr;
   int idlen = dwfl_module_build_id(mod, &id, &idvaddr);
   char path[4096];
   if (idlen > 1) {
-    int n = snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", id[0]);
-    for (int i = 1; i < idlen && n < (int)sizeof path - 8; i++)
-      n += snprintf(path + n, sizeof path - (size_t)n, "%02x", id[i]);
-    snprintf(path + n, sizeof path - (size_t)n, ".debug");
+    build_id_path(path, sizeof path, id, idlen);
     int fd = try_open_debug(path, id, idlen, file_name, debuginfo_file_name);
-    if (fd >= 0) return fd;
+    if (fd >= 0) {
+      if (m && !m->debug_path) m->debug_path = strdup(path);
+      return fd;
+    }
   }
   /* The main program is opened as /proc/self/exe: look next to its real path. */
   const char *where = file_name && strncmp(file_name, "/proc/", 6) != 0 ? file_name : modname;
@@ -229,7 +302,10 @@ static int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *mod
     for (size_t k = 0; k < sizeof fmts / sizeof *fmts; k++) {
       snprintf(path, sizeof path, fmts[k], dir, debuglink_file);
       int fd = try_open_debug(path, id, idlen > 0 ? idlen : 0, where, debuginfo_file_name);
-      if (fd >= 0) return fd;
+      if (fd >= 0) {
+        if (m && !m->debug_path) m->debug_path = strdup(path);
+        return fd;
+      }
     }
   }
   return -1;
@@ -343,6 +419,9 @@ static void module_load(sym_module *m) {
     if (fd >= 0) close(fd);   /* dwfl_report_elf consumes fd only on success */
     return;
   }
+  void **ud = NULL;
+  dwfl_module_info(m->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+  if (ud) *ud = m;   /* for sym_find_debuginfo */
   /* The file on disk may have been replaced since it was loaded: trust it
    * only if its build id is the one in memory. */
   if (m->build_id[0]) {
@@ -675,6 +754,13 @@ int ptp_symbolizer_lookup(ptp_symbolizer *s, uint64_t addr, ptp_sym_result *out)
     out->nframes = c->n;
     out->frames = c->n ? &s->frames[c->first] : NULL;
     return 0;
+  }
+  if (s->nents >= SYM_PC_CACHE_MAX) {
+    /* Bound memory in long-running processes (a process has far fewer hot
+     * PCs than this; hitting it means churn): start the cache over. */
+    ptp_u64map_clear(&s->pc);
+    s->nents = 0;
+    s->nframes = 0;
   }
   int mi = find_mapping(s, addr);
   size_t first = s->nframes;

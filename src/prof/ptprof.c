@@ -45,6 +45,7 @@
 #include "prof/ptp_store.h"
 #include "prof/ptp_symbolize.h"
 #include "prof/ptp_threads.h"
+#include "prof/ptprof_internal.h"
 
 #define RING_SLOTS 2048u
 #define POLL_MS 100
@@ -78,7 +79,10 @@ struct ptprof {
   ptp_agg *agg, *agg_spare;
   int64_t win_start_mono, win_start_real, blind_ns;
 
-  _Atomic uint64_t st_samples, st_truncated, st_dumps, st_dump_errors;
+  ptp_window_hook_fn hook;     /* tests: sees each window before encoding */
+  void *hook_ctx;
+
+  _Atomic uint64_t st_samples, st_signals, st_truncated, st_dumps, st_dump_errors;
   _Atomic uint64_t st_drops[PTP_DROP__COUNT];
   _Atomic int64_t st_last_window, st_last_blind;
 };
@@ -246,6 +250,7 @@ static void drain_locked(ptprof *p) {
         atomic_fetch_add(&sh->drops[PTP_DROP_RING_FULL], s->weight);
       } else {
         atomic_fetch_add_explicit(&p->st_samples, s->weight, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->st_signals, 1, memory_order_relaxed);
         if (s->flags & PTP_SAMPLE_TRUNCATED)
           atomic_fetch_add_explicit(&p->st_truncated, s->weight, memory_order_relaxed);
       }
@@ -367,6 +372,7 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
     w.nsamples = nsamples;
     w.threads = threads;
     w.nthreads = ntids;
+    if (p->hook) p->hook(&w, p->hook_ctx);
     if (!p->sym) rc = ptp_symbolizer_new(&p->sym);
   }
   if (rc == 0) rc = ptp_pprof_encode(&w, p->sym, &buf, &len);
@@ -612,4 +618,15 @@ void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
   out->threads_flushed = ts.flushed;
   out->last_window_ns = atomic_load(&q->st_last_window);
   out->last_blind_ns = atomic_load(&q->st_last_blind);
+}
+
+void ptp_set_window_hook(ptprof *p, ptp_window_hook_fn fn, void *ctx) {
+  pthread_mutex_lock(&p->api_mu);
+  p->hook = fn;
+  p->hook_ctx = ctx;
+  pthread_mutex_unlock(&p->api_mu);
+}
+
+uint64_t ptp_signals_recorded(const ptprof *p) {
+  return atomic_load(&((ptprof *)p)->st_signals);
 }

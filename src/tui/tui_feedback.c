@@ -448,7 +448,7 @@ void tui_feedback_draw(tui_feedback *f) {
       pt_feedback_fmt_size((uint64_t)json_integer_value(json_object_get(e, "size")), size, sizeof size);
       pt_feedback_fmt_age(json_integer_value(json_object_get(e, "created_unix")), (int64_t)now, age,
                           sizeof age);
-      snprintf(line, sizeof line, "%s %-36s %10s  %s", f->picked[i] ? "[x]" : "[ ]",
+      snprintf(line, sizeof line, "%s %-50s %10s  %s", f->picked[i] ? "[x]" : "[ ]",
                json_string_value(json_object_get(e, "label")), size, age);
       if (i == f->sel) attron(A_REVERSE);
       put_s(2 + i - f->top, 1, line, COLS - 2);

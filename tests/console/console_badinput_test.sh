@@ -8,9 +8,9 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/console_lib.sh"
 console_npm
-# A state (~600 KiB) larger than the per-connection queue cap (256 KiB), so
-# a client that never reads hits the cap at once.
-console_demo_start PTCON_DEMO_MANY=2000 PTCON_DEMO_MAX_QUEUED=262144
+# A state of ~600 KiB and a per-connection queue cap of 4 MiB: a normal
+# client fits, a client with 16 unread WatchUpdates calls hits the cap.
+console_demo_start PTCON_DEMO_MANY=2000 PTCON_DEMO_MAX_QUEUED=4194304
 node "$CONSOLE_DIR/console_client.js" bad "$DEMO_ADDR" "$DEMO_PROGRESS"
 console_demo_alive
 grep -q "not reading" "$DEMO_OUT" || fail "the server did not report dropping a client that never reads"

@@ -454,11 +454,14 @@ async function bad(addr, progress) {
       };
       const sess = http2.connect('http://' + addr, opts);
       sess.on('error', () => {});
-      const req = sess.request({ ':method': 'POST', ':path': SVC + 'WatchUpdates',
-        'content-type': 'application/grpc', te: 'trailers' });
-      req.on('error', () => {});
-      req.end(Buffer.from([0, 0, 0, 0, 0]));
-      req.pause();
+      // 16 WatchUpdates calls that are never read: each queues the full state.
+      for (let i = 0; i < 16; i++) {
+        const req = sess.request({ ':method': 'POST', ':path': SVC + 'WatchUpdates',
+          'content-type': 'application/grpc', te: 'trailers' });
+        req.on('error', () => {});
+        req.end(Buffer.from([0, 0, 0, 0, 0]));
+        req.pause();
+      }
       if (sock) setTimeout(() => sock.pause(), 50);
       const t = setTimeout(() => { sess.destroy(); resolve(); }, 8000);
       sess.on('close', () => { closedBy.push(mode); clearTimeout(t); resolve(); });

@@ -1,0 +1,783 @@
+/*
+ * test_sampler.c - unit tests of the CPU sampler (libptprof's sampling half):
+ * the stack walker, the unwind tables, per-thread timers, aggregation and the
+ * dump cycle, against the real kernel timers and the real dump side.
+ *
+ * Hot functions live in their own sections ("ptt_<name>") so the linker's
+ * __start_/__stop_ symbols give their exact address ranges: a sample is "in"
+ * a function when one of its frames (leaf PC, or return address - 1) lies in
+ * that range. Timing is never asserted; CPU shares get generous bands.
+ */
+#include "pt_test.h"
+#include "ptprof.h"
+#include "prof/ptp_cfi.h"
+#include "prof/ptp_handler.h"
+#include "prof/ptp_threads.h"
+#include "prof/ptp_unwind.h"
+#include "prof/ptprof_internal.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PTT_ASAN 1
+#else
+#define PTT_ASAN 0
+#endif
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static int64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Burns about ~20 us of pure arithmetic (no call) per round. */
+#define SPIN_ROUND(acc) do { for (int i_ = 0; i_ < 20000; i_++) (acc) = (acc) * 6364136223846793005ULL + 1442695040888963407ULL; } while (0)
+
+#define HOT __attribute__((noinline, used))
+#define SECTION(s) __attribute__((section(s)))
+
+extern const char __start_ptt_hot_a[], __stop_ptt_hot_a[];
+extern const char __start_ptt_hot_b[], __stop_ptt_hot_b[];
+extern const char __start_ptt_malloc_caller[], __stop_ptt_malloc_caller[];
+extern const char __start_ptt_chain[], __stop_ptt_chain[];
+
+static volatile uint64_t g_sink;
+
+HOT SECTION("ptt_hot_a") static void hot_a(int64_t cpu_ns) {
+  uint64_t acc = 1;
+  int64_t end = thread_cpu_ns() + cpu_ns;
+  while (thread_cpu_ns() < end) { SPIN_ROUND(acc); }
+  g_sink += acc;
+}
+
+HOT SECTION("ptt_hot_b") static void hot_b(int64_t cpu_ns) {
+  uint64_t acc = 3;
+  int64_t end = thread_cpu_ns() + cpu_ns;
+  while (thread_cpu_ns() < end) { SPIN_ROUND(acc); }
+  g_sink += acc;
+}
+
+/* Spends most of its time inside libc's malloc/free/memset. */
+HOT SECTION("ptt_malloc_caller") static void malloc_caller(int64_t cpu_ns) {
+  int64_t end = thread_cpu_ns() + cpu_ns;
+  void *keep[64] = { 0 };
+  unsigned k = 0;
+  while (thread_cpu_ns() < end) {
+    for (int i = 0; i < 2000; i++) {
+      size_t sz = 16 + ((k * 2654435761u) % 4000);
+      free(keep[k % 64]);
+      keep[k % 64] = malloc(sz);
+      if (keep[k % 64]) memset(keep[k % 64], (int)k, sz);
+      k++;
+    }
+  }
+  for (int i = 0; i < 64; i++) free(keep[i]);
+}
+
+static int in_range(uintptr_t pc, const char *lo, const char *hi) {
+  return pc >= (uintptr_t)lo && pc < (uintptr_t)hi;
+}
+
+/* Whether frame i of a sample lies in [lo, hi) (callers as RA - 1). */
+static int frame_in(const uintptr_t *f, int i, const char *lo, const char *hi) {
+  return in_range(i == 0 ? f[0] : f[i] - 1, lo, hi);
+}
+
+/* A deep copy of the windows the sampler dumped. */
+#define CAP_MAXW 16
+typedef struct cap_sample {
+  uint64_t count;
+  uint32_t tid;
+  uint16_t n, flags;
+  int window;
+  uintptr_t frames[64];
+} cap_sample;
+
+typedef struct capture {
+  pthread_mutex_t mu;
+  cap_sample *s;
+  size_t n, cap;
+  int nw;
+  ptp_window w[CAP_MAXW];        /* headers only (arrays not kept) */
+  char names[CAP_MAXW][64][16];  /* thread names, by index in threads[] */
+  uint32_t name_tids[CAP_MAXW][64];
+  int nnames[CAP_MAXW];
+  int sleep_ms;                  /* stretch the blind period (drops test) */
+} capture;
+
+static void cap_hook(const ptp_window *w, void *ctx) {
+  capture *c = ctx;
+  pthread_mutex_lock(&c->mu);
+  int wi = c->nw < CAP_MAXW ? c->nw : CAP_MAXW - 1;
+  c->w[wi] = *w;
+  c->nnames[wi] = 0;
+  for (size_t i = 0; i < w->nthreads && i < 64; i++) {
+    memcpy(c->names[wi][i], w->threads[i].name, 16);
+    c->name_tids[wi][i] = w->threads[i].tid;
+    c->nnames[wi]++;
+  }
+  for (size_t i = 0; i < w->nsamples; i++) {
+    if (c->n == c->cap) {
+      c->cap = c->cap ? c->cap * 2 : 1024;
+      c->s = realloc(c->s, c->cap * sizeof *c->s);
+      PT_ASSERT(c->s);
+    }
+    const ptp_sample *s = &w->samples[i];
+    cap_sample *d = &c->s[c->n++];
+    d->count = s->count;
+    d->tid = s->tid;
+    d->n = s->nframes;
+    d->flags = s->flags;
+    d->window = wi;
+    PT_ASSERT(s->nframes >= 1 && s->nframes <= 64);
+    memcpy(d->frames, s->frames, s->nframes * sizeof *s->frames);
+  }
+  c->nw++;
+  int ms = c->sleep_ms;
+  pthread_mutex_unlock(&c->mu);
+  if (ms) nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000L }, NULL);
+}
+
+static void cap_init(capture *c) {
+  memset(c, 0, sizeof *c);
+  pthread_mutex_init(&c->mu, NULL);
+}
+
+static void cap_free(capture *c) { free(c->s); }
+
+/* Expirations of tid in the captured windows (optionally only samples with
+ * a frame in [lo, hi)). */
+static uint64_t count_tid(const capture *c, uint32_t tid, const char *lo, const char *hi) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < c->n; i++) {
+    const cap_sample *s = &c->s[i];
+    if (s->tid != tid) continue;
+    if (!lo) { n += s->count; continue; }
+    for (int k = 0; k < s->n; k++)
+      if (frame_in(s->frames, k, lo, hi)) { n += s->count; break; }
+  }
+  return n;
+}
+
+static ptprof *start_sampler(const char *dir, int hz, capture *c) {
+  ptprof_options o;
+  ptprof_options_init(&o);
+  o.hz = hz;
+  o.dir = dir;
+  o.prefix = "ptt-";
+  ptprof *p = NULL;
+  int rc = ptprof_new(&p, &o);
+  PT_ASSERT_MSG(rc == 0, "ptprof_new: %s", ptprof_strerror(rc));
+  if (c) ptp_set_window_hook(p, cap_hook, c);
+  rc = ptprof_start(p);
+  PT_ASSERT_MSG(rc == 0, "ptprof_start: %s", ptprof_strerror(rc));
+  return p;
+}
+
+typedef struct worker {
+  void (*fn)(int64_t);
+  int64_t cpu_ns;
+  const char *name;
+  _Atomic uint32_t tid;
+  int64_t used_ns;               /* CPU the thread really used */
+  pthread_t th;
+} worker;
+
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  atomic_store(&w->tid, (uint32_t)gettid());
+  if (w->name) pthread_setname_np(pthread_self(), w->name);
+  int64_t t0 = thread_cpu_ns();
+  w->fn(w->cpu_ns);
+  w->used_ns = thread_cpu_ns() - t0;
+  return NULL;
+}
+
+static void worker_start(worker *w) {
+  PT_ASSERT_INT_EQ(pthread_create(&w->th, NULL, worker_main, w), 0);
+}
+
+static void worker_join(worker *w) { PT_ASSERT_INT_EQ(pthread_join(w->th, NULL), 0); }
+
+static size_t count_files(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  size_t n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) n++;
+  closedir(d);
+  return n;
+}
+
+/* Executable range of the loaded object whose name contains `name`. */
+typedef struct objrange { const char *name; uintptr_t lo, hi; } objrange;
+static int objrange_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  objrange *o = arg;
+  if (!info->dlpi_name || !strstr(info->dlpi_name, o->name)) return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      o->lo = info->dlpi_addr + ph->p_vaddr;
+      o->hi = o->lo + ph->p_memsz;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* ---- the walker on a known frame-pointer chain ------------------------- */
+
+typedef struct chain_result {
+  uintptr_t ra[4];               /* return addresses seen inside chain_3..chain_0 */
+  uintptr_t frames[64];
+  int n;
+  uint16_t flags;
+} chain_result;
+
+static chain_result g_chain;
+
+HOT SECTION("ptt_chain") static void chain_3(void) {
+  uintptr_t lo = 0, hi = 0;
+  pthread_attr_t a;
+  if (pthread_getattr_np(pthread_self(), &a) == 0) {
+    void *addr;
+    size_t sz;
+    pthread_attr_getstack(&a, &addr, &sz);
+    lo = (uintptr_t)addr;
+    hi = lo + sz;
+    pthread_attr_destroy(&a);
+  }
+  ptp_cfi_refresh();
+  g_chain.ra[3] = (uintptr_t)__builtin_return_address(0);
+  ptp_regs r;
+  __asm__ volatile("lea 0(%%rip), %0" : "=r"(r.pc));
+  r.sp = (uintptr_t)__builtin_frame_address(0);  /* the frame's own rbp: an sp above every local */
+  r.fp = (uintptr_t)__builtin_frame_address(0);
+  g_chain.n = ptp_unwind(&r, lo, hi, atomic_load(&ptp_g_cfi), g_chain.frames, 64, &g_chain.flags);
+}
+HOT SECTION("ptt_chain") static void chain_2(void) {
+  g_chain.ra[2] = (uintptr_t)__builtin_return_address(0);
+  chain_3();
+  __asm__ volatile("" ::: "memory");
+}
+HOT SECTION("ptt_chain") static void chain_1(void) {
+  g_chain.ra[1] = (uintptr_t)__builtin_return_address(0);
+  chain_2();
+  __asm__ volatile("" ::: "memory");
+}
+HOT SECTION("ptt_chain") static void *chain_0(void *arg) {
+  (void)arg;
+  g_chain.ra[0] = (uintptr_t)__builtin_return_address(0);
+  chain_1();
+  __asm__ volatile("" ::: "memory");
+  return NULL;
+}
+
+PT_TEST(prof_sampler_unwind_fp_chain) {
+  PT_ASSERT_INT_EQ(ptp_threads_init(), 0);
+  pthread_t t;
+  memset(&g_chain, 0, sizeof g_chain);
+  PT_ASSERT_INT_EQ(pthread_create(&t, NULL, chain_0, NULL), 0);
+  pthread_join(t, NULL);
+  /* frames[0]: the PC inside chain_3; then the return addresses into
+   * chain_2, chain_1, chain_0, i.e. exactly what each callee saw. */
+  PT_ASSERT_MSG(g_chain.n >= 4, "only %d frames", g_chain.n);
+  PT_ASSERT(in_range(g_chain.frames[0], __start_ptt_chain, __stop_ptt_chain));
+  PT_ASSERT_UINT_EQ(g_chain.frames[1], g_chain.ra[3]);
+  PT_ASSERT_UINT_EQ(g_chain.frames[2], g_chain.ra[2]);
+  PT_ASSERT_UINT_EQ(g_chain.frames[3], g_chain.ra[1]);
+  PT_ASSERT_UINT_EQ(g_chain.frames[4], g_chain.ra[0]);
+  /* Above chain_0: the interposer's trampoline, then libc's start_thread
+   * and clone3, walked with the CFI tables up to the outermost frame
+   * (return address undefined), so the stack is complete, not truncated. */
+  if (!PTT_ASAN) {
+    PT_ASSERT_MSG(!(g_chain.flags & PTP_SAMPLE_TRUNCATED), "flags %#x after %d frames",
+                  g_chain.flags, g_chain.n);
+    objrange libc = { "libc.so", 0, 0 };
+    dl_iterate_phdr(objrange_cb, &libc);
+    PT_ASSERT(libc.lo);
+    PT_ASSERT_MSG(in_range(g_chain.frames[g_chain.n - 1] - 1, (const char *)libc.lo, (const char *)libc.hi),
+                  "outermost frame %#lx not in libc", (unsigned long)g_chain.frames[g_chain.n - 1]);
+  }
+}
+
+PT_TEST(prof_sampler_unwind_bounds) {
+  /* Unknown bounds: the leaf only, marked truncated. */
+  uintptr_t fr[8];
+  uint16_t fl;
+  ptp_regs r = { .pc = 0x1234, .sp = 0x1000, .fp = 0x2000 };
+  PT_ASSERT_INT_EQ(ptp_unwind(&r, 0, 0, NULL, fr, 8, &fl), 1);
+  PT_ASSERT_UINT_EQ(fr[0], 0x1234);
+  PT_ASSERT(fl & PTP_SAMPLE_TRUNCATED);
+  /* A fake stack: frame records pointing upwards, then one pointing out of
+   * bounds. The walk must stop there without reading it. */
+  uintptr_t stack[32];
+  memset(stack, 0, sizeof stack);
+  uintptr_t lo = (uintptr_t)&stack[0], hi = (uintptr_t)&stack[32];
+  stack[4] = (uintptr_t)&stack[10];  stack[5] = 0x5555;   /* frame at 4 -> 10 */
+  stack[10] = (uintptr_t)&stack[20]; stack[11] = 0x6666;  /* frame at 10 -> 20 */
+  stack[20] = hi + 4096;             stack[21] = 0x7777;  /* -> outside */
+  r = (ptp_regs){ .pc = 0x4444, .sp = (uintptr_t)&stack[2], .fp = (uintptr_t)&stack[4] };
+  int n = ptp_unwind(&r, lo, hi, NULL, fr, 8, &fl);
+  PT_ASSERT_INT_EQ(n, 4);
+  PT_ASSERT_UINT_EQ(fr[1], 0x5555);
+  PT_ASSERT_UINT_EQ(fr[2], 0x6666);
+  PT_ASSERT_UINT_EQ(fr[3], 0x7777);
+  PT_ASSERT(fl & PTP_SAMPLE_TRUNCATED);
+  /* A chain ending with fp == 0 is complete. */
+  stack[20] = 0;
+  n = ptp_unwind(&r, lo, hi, NULL, fr, 8, &fl);
+  PT_ASSERT_INT_EQ(n, 4);
+  PT_ASSERT_INT_EQ(fl, 0);
+  /* A loop (fp pointing back down) is cut. */
+  stack[20] = (uintptr_t)&stack[4];
+  n = ptp_unwind(&r, lo, hi, NULL, fr, 8, &fl);
+  PT_ASSERT_INT_EQ(n, 4);
+  PT_ASSERT(fl & PTP_SAMPLE_TRUNCATED);
+  /* Depth cap. */
+  stack[20] = 0;
+  n = ptp_unwind(&r, lo, hi, NULL, fr, 2, &fl);
+  PT_ASSERT_INT_EQ(n, 2);
+  PT_ASSERT(fl & PTP_SAMPLE_DEPTH_CAP);
+  /* sp outside the thread's stack (a signal stack): leaf only. */
+  r.sp = hi + 64;
+  n = ptp_unwind(&r, lo, hi, NULL, fr, 8, &fl);
+  PT_ASSERT_INT_EQ(n, 1);
+  PT_ASSERT(fl & PTP_SAMPLE_TRUNCATED);
+}
+
+PT_TEST(prof_sampler_cfi_tables) {
+  ptp_cfi_set *set = NULL;
+  PT_ASSERT_INT_EQ(ptp_cfi_build(&set), 0);
+  PT_ASSERT_MSG(set->nrows > 1000, "%zu rows", set->nrows);
+  PT_ASSERT(set->nobjs >= 2);                      /* libc and ld.so at least */
+  for (size_t i = 1; i < set->nrows; i++)
+    PT_ASSERT(set->rows[i - 1].start + set->rows[i - 1].len <= set->rows[i].start);
+  /* libc's own functions (not an interposed malloc): at the first
+   * instruction the CFA is rsp + 8 and the return address is at CFA - 8. */
+  void *h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  PT_ASSERT(h);
+  const char *fns[] = { "malloc", "free", "memcpy", "qsort", "strtol" };
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    uintptr_t pc = (uintptr_t)dlsym(h, fns[i]);
+    PT_ASSERT(pc);
+    PT_ASSERT_MSG(ptp_cfi_in_system(set, pc), "%s not in a system object", fns[i]);
+    const ptp_cfi_row *row = ptp_cfi_lookup(set, pc);
+    if (!row) continue;   /* an IFUNC resolver's target may differ from the symbol */
+    PT_ASSERT_INT_EQ(row->kind, PTP_CFI_RSP);
+    PT_ASSERT_INT_EQ(row->cfa_off, 8);
+    PT_ASSERT_INT_EQ(row->ra_off, -8);
+  }
+  dlclose(h);
+  /* The test binary's own code is not a system object. */
+  PT_ASSERT(!ptp_cfi_in_system(set, (uintptr_t)hot_a));
+  PT_ASSERT(ptp_cfi_is_system_name("/lib/x86_64-linux-gnu/libc.so.6"));
+  PT_ASSERT(ptp_cfi_is_system_name("linux-vdso.so.1"));
+  PT_ASSERT(!ptp_cfi_is_system_name("/usr/lib/x86_64-linux-gnu/libuv.so.1"));
+  PT_ASSERT(!ptp_cfi_is_system_name(""));
+  ptp_cfi_free(set);
+}
+
+/* ---- sampling ---------------------------------------------------------- */
+
+PT_TEST_T(prof_sampler_cpu_split, 60000) {
+  char *dir = pt_tmpdir("sampler-split");
+  capture c;
+  cap_init(&c);
+  ptprof *p = start_sampler(dir, 199, &c);
+  worker a = { .fn = hot_a, .cpu_ns = 150000000, .name = "ptt-a" };
+  worker b = { .fn = hot_b, .cpu_ns = 450000000, .name = "ptt-b" };
+  worker_start(&a);
+  worker_start(&b);
+  worker_join(&a);
+  worker_join(&b);
+  char path[512];
+  int rc = ptprof_stop(p, 1, path, sizeof path);
+  PT_ASSERT_MSG(rc == 0, "stop: %s", ptprof_strerror(rc));
+  PT_ASSERT_INT_EQ(c.nw, 1);
+  uint64_t na = count_tid(&c, a.tid, __start_ptt_hot_a, __stop_ptt_hot_a);
+  uint64_t nb = count_tid(&c, b.tid, __start_ptt_hot_b, __stop_ptt_hot_b);
+  uint64_t ta = count_tid(&c, a.tid, NULL, NULL), tb = count_tid(&c, b.tid, NULL, NULL);
+  double period = 1e9 / 199;
+  printf("# a: %llu samples (%llu in hot_a), real %.0f ms; b: %llu (%llu in hot_b), real %.0f ms\n",
+         (unsigned long long)ta, (unsigned long long)na, a.used_ns / 1e6,
+         (unsigned long long)tb, (unsigned long long)nb, b.used_ns / 1e6);
+  /* Shares: each thread's samples are nearly all in its own hot function,
+   * and b gets about three times a's. */
+  PT_ASSERT(na >= ta * 8 / 10);
+  PT_ASSERT(nb >= tb * 8 / 10);
+  PT_ASSERT_MSG(nb > na * 2 && nb < na * 5, "a %llu b %llu", (unsigned long long)na,
+                (unsigned long long)nb);
+  /* Completeness per thread: sampled CPU vs. real CPU within a wide band. */
+  double ra = ta * period / a.used_ns, rb = tb * period / b.used_ns;
+  PT_ASSERT_MSG(ra > 0.7 && ra < 1.3, "a sampled/real %.2f", ra);
+  PT_ASSERT_MSG(rb > 0.7 && rb < 1.3, "b sampled/real %.2f", rb);
+  /* Thread names come through. */
+  int found = 0;
+  for (int i = 0; i < c.nnames[0]; i++)
+    if (c.name_tids[0][i] == a.tid && strcmp(c.names[0][i], "ptt-a") == 0) found = 1;
+  PT_ASSERT(found);
+  /* The window covers the run; the file exists. */
+  PT_ASSERT(c.w[0].duration_ns > 0);
+  PT_ASSERT_INT_EQ(c.w[0].period_ns, 1000000000 / 199);
+  struct stat st;
+  PT_ASSERT_MSG(stat(path, &st) == 0 && st.st_size > 0, "snapshot %s", path);
+  ptprof_del(p);
+  cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* 200 threads of ~10 ms CPU each, two at a time. */
+typedef struct short_run {
+  worker w[200];
+} short_run;
+
+PT_TEST_T(prof_sampler_short_threads, 90000) {
+  char *dir = pt_tmpdir("sampler-short");
+  capture c;
+  cap_init(&c);
+  ptprof *p = start_sampler(dir, 99, &c);
+  static short_run r;
+  memset(&r, 0, sizeof r);
+  for (int i = 0; i < 200; i += 2) {
+    for (int k = 0; k < 2; k++) {
+      r.w[i + k] = (worker){ .fn = k ? hot_b : hot_a, .cpu_ns = 10000000 };
+      worker_start(&r.w[i + k]);
+    }
+    worker_join(&r.w[i]);
+    worker_join(&r.w[i + 1]);
+  }
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), 0);
+  int64_t real = 0;
+  uint64_t sampled = 0;
+  for (int i = 0; i < 200; i++) {
+    real += r.w[i].used_ns;
+    sampled += count_tid(&c, r.w[i].tid, NULL, NULL);
+  }
+  double ratio = (double)sampled * (1e9 / 99) / (double)real;
+  ptprof_stats st;
+  ptprof_get_stats(p, &st);
+  printf("# short threads: sampled %llu expirations for %.0f ms CPU: ratio %.2f "
+         "(exit-flushed threads %llu)\n", (unsigned long long)sampled, real / 1e6, ratio,
+         (unsigned long long)st.threads_flushed);
+  PT_ASSERT_MSG(ratio > 0.6 && ratio < 1.4, "sampled/real %.2f", ratio);
+  /* No timer leak: every timer of an exited thread was deleted. */
+  PT_ASSERT(st.timers_created >= 200);
+  PT_ASSERT_MSG(st.timers_deleted == st.timers_created, "created %llu deleted %llu",
+                (unsigned long long)st.timers_created, (unsigned long long)st.timers_deleted);
+  ptprof_del(p);
+  cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+PT_TEST_T(prof_sampler_overrun_999hz, 60000) {
+  char *dir = pt_tmpdir("sampler-999");
+  capture c;
+  cap_init(&c);
+  ptprof *p = start_sampler(dir, 999, &c);
+  worker a = { .fn = hot_a, .cpu_ns = 400000000 };
+  worker_start(&a);
+  worker_join(&a);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), 0);
+  uint64_t n = count_tid(&c, a.tid, NULL, NULL);
+  uint64_t signals = ptp_signals_recorded(p);
+  double ratio = (double)n * (1e9 / 999) / (double)a.used_ns;
+  printf("# 999 Hz: %llu expirations in %llu signals for %.0f ms CPU: ratio %.2f\n",
+         (unsigned long long)n, (unsigned long long)signals, a.used_ns / 1e6, ratio);
+  /* The kernel tick (250 Hz here) merges expirations: fewer signals than
+   * expirations, and counting si_overrun keeps the total right. */
+  PT_ASSERT_MSG(ratio > 0.85 && ratio < 1.15, "sampled/real %.2f", ratio);
+  long hz = sysconf(_SC_CLK_TCK);
+  (void)hz;
+  PT_ASSERT(signals > 0);
+  ptprof_del(p);
+  cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+PT_TEST_T(prof_sampler_malloc_caller, 60000) {
+  if (PTT_ASAN) PT_SKIP("ASan replaces malloc: no libc leaf to test");
+  char *dir = pt_tmpdir("sampler-malloc");
+  capture c;
+  cap_init(&c);
+  ptprof *p = start_sampler(dir, 999, &c);
+  worker a = { .fn = malloc_caller, .cpu_ns = 400000000 };
+  worker_start(&a);
+  worker_join(&a);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), 0);
+  objrange libc = { "libc.so", 0, 0 };
+  dl_iterate_phdr(objrange_cb, &libc);
+  PT_ASSERT(libc.lo);
+  uint64_t in_libc = 0, good = 0, total = 0;
+  for (size_t i = 0; i < c.n; i++) {
+    const cap_sample *s = &c.s[i];
+    if (s->tid != a.tid) continue;
+    total += s->count;
+    if (!in_range(s->frames[0], (const char *)libc.lo, (const char *)libc.hi)) continue;
+    in_libc += s->count;
+    /* The first frame outside libc must be malloc_caller, and the stack
+     * must go on to the thread's root, not be cut. */
+    int k = 1;
+    while (k < s->n && frame_in(s->frames, k, (const char *)libc.lo, (const char *)libc.hi)) k++;
+    if (k < s->n && frame_in(s->frames, k, __start_ptt_malloc_caller, __stop_ptt_malloc_caller) &&
+        !(s->flags & PTP_SAMPLE_TRUNCATED))
+      good += s->count;
+  }
+  printf("# malloc: %llu of %llu samples have a libc leaf; %llu of those are complete under "
+         "malloc_caller\n", (unsigned long long)in_libc, (unsigned long long)total,
+         (unsigned long long)good);
+  PT_ASSERT_MSG(in_libc * 3 >= total, "libc leaves %llu of %llu", (unsigned long long)in_libc,
+                (unsigned long long)total);
+  PT_ASSERT_MSG(good * 10 >= in_libc * 9, "%llu of %llu", (unsigned long long)good,
+                (unsigned long long)in_libc);
+  ptprof_del(p);
+  cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* ---- dump cycle -------------------------------------------------------- */
+
+typedef struct bg_burner {
+  _Atomic int stop;
+  _Atomic uint32_t tid;
+  pthread_t th;
+} bg_burner;
+
+static void *bg_main(void *arg) {
+  bg_burner *b = arg;
+  atomic_store(&b->tid, (uint32_t)gettid());
+  while (!atomic_load(&b->stop)) hot_a(1000000);
+  return NULL;
+}
+
+PT_TEST_T(prof_sampler_dump_drops, 60000) {
+  char *dir = pt_tmpdir("sampler-drops");
+  capture c;
+  cap_init(&c);
+  c.sleep_ms = 300;                    /* a slow "encode": the blind period */
+  ptprof *p = start_sampler(dir, 999, &c);
+  bg_burner b;
+  memset(&b, 0, sizeof b);
+  PT_ASSERT_INT_EQ(pthread_create(&b.th, NULL, bg_main, &b), 0);
+  nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+  char p1[512], p2[512];
+  PT_ASSERT_INT_EQ(ptprof_dump(p, p1, sizeof p1), 0);
+  nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+  c.sleep_ms = 0;
+  PT_ASSERT_INT_EQ(ptprof_dump(p, p2, sizeof p2), 0);
+  atomic_store(&b.stop, 1);
+  pthread_join(b.th, NULL);
+  PT_ASSERT_INT_EQ(c.nw, 2);
+  /* The second window starts after the first dump's blind period and says
+   * how long it was; what arrived meanwhile is counted as dropped. */
+  PT_ASSERT_INT_EQ(c.w[0].blind_ns, 0);
+  PT_ASSERT_MSG(c.w[1].blind_ns >= 300000000, "blind %lld", (long long)c.w[1].blind_ns);
+  PT_ASSERT_MSG(c.w[1].drops[PTP_DROP_DUMPING] > 30, "dumping drops %llu",
+                (unsigned long long)c.w[1].drops[PTP_DROP_DUMPING]);
+  PT_ASSERT(c.w[1].start_ns >= c.w[0].start_ns + c.w[0].duration_ns + c.w[1].blind_ns - 1000000);
+  /* Nothing from the blind period was rolled into window 2: its samples
+   * fit its own duration (one CPU at most busy for the burner). */
+  uint64_t n2 = 0;
+  for (size_t i = 0; i < c.n; i++)
+    if (c.s[i].window == 1 && c.s[i].tid == b.tid) n2 += c.s[i].count;
+  double cpu2 = n2 * (1e9 / 999);
+  PT_ASSERT_MSG(cpu2 <= c.w[1].duration_ns * 1.1, "window 2: %.0f ms sampled in %.0f ms",
+                cpu2 / 1e6, c.w[1].duration_ns / 1e6);
+  PT_ASSERT(strcmp(p1, p2) != 0);
+  ptprof_stats st;
+  ptprof_get_stats(p, &st);
+  PT_ASSERT(st.drops[PTP_DROP_DUMPING] >= c.w[1].drops[PTP_DROP_DUMPING]);
+  PT_ASSERT_INT_EQ(st.dumps, 2);
+  ptprof_del(p);
+  cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+PT_TEST_T(prof_sampler_dump_files, 60000) {
+  char *dir = pt_tmpdir("sampler-files");
+  ptprof_options o;
+  ptprof_options_init(&o);
+  o.dir = dir;
+  o.prefix = "ptt-files-";
+  o.keep = 2;
+  o.interval_ms = 150;                 /* periodic dumps from the consumer */
+  ptprof *p;
+  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
+  PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), -ENOTCONN);
+  PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  PT_ASSERT_INT_EQ(ptprof_start(p), -EALREADY);
+  ptprof *q;
+  PT_ASSERT_INT_EQ(ptprof_new(&q, &o), 0);
+  PT_ASSERT_INT_EQ(ptprof_start(q), -EBUSY);   /* one sampler per process */
+  ptprof_del(q);
+  worker a = { .fn = hot_a, .cpu_ns = 600000000 };
+  worker_start(&a);
+  worker_join(&a);
+  char path[512];
+  PT_ASSERT_INT_EQ(ptprof_dump(p, path, sizeof path), 0);
+  PT_ASSERT(strncmp(path, dir, strlen(dir)) == 0);
+  PT_ASSERT(strstr(path, "/ptt-files-") && strstr(path, ".pb.gz"));
+  size_t len = 0;
+  char *data = pt_read_file(path, &len);
+  PT_ASSERT(data && len > 20);
+  PT_ASSERT((unsigned char)data[0] == 0x1f && (unsigned char)data[1] == 0x8b);  /* gzip */
+  free(data);
+  ptprof_stats st;
+  ptprof_get_stats(p, &st);
+  PT_ASSERT_MSG(st.dumps >= 3, "dumps %llu (periodic ones expected)", (unsigned long long)st.dumps);
+  PT_ASSERT_INT_EQ(count_files(dir, "ptt-files-"), 2);   /* retention: keep = 2 */
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 0, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 0, NULL, 0), -ENOTCONN);
+  /* A stopped sampler can start again (a fresh window). */
+  PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 1, path, sizeof path), 0);
+  PT_ASSERT(path[0]);
+  ptprof_del(p);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+typedef struct logcap { int n; char last[512]; } logcap;
+static void log_cb(int level, const char *msg, void *ctx) {
+  (void)level;
+  logcap *l = ctx;
+  l->n++;
+  snprintf(l->last, sizeof l->last, "%s", msg);
+}
+
+PT_TEST_T(prof_sampler_write_error, 60000) {
+  char *dir = pt_tmpdir("sampler-werr");
+  char sub[600], other[600];
+  snprintf(sub, sizeof sub, "%s/snap", dir);
+  snprintf(other, sizeof other, "%s/other", dir);
+  logcap lc = { 0, "" };
+  ptprof_options o;
+  ptprof_options_init(&o);
+  o.dir = sub;
+  o.log = log_cb;
+  o.log_ctx = &lc;
+  ptprof *p;
+  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
+  PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  char path[512];
+  PT_ASSERT_INT_EQ(ptprof_dump(p, path, sizeof path), 0);
+  /* The directory disappears: dumps fail, the first failure is logged once,
+   * the process and the sampler go on. */
+  pt_rm_rf(sub);
+  int rc1 = ptprof_dump(p, path, sizeof path);
+  int rc2 = ptprof_dump(p, path, sizeof path);
+  PT_ASSERT(rc1 < 0 && rc2 < 0);
+  PT_ASSERT_STR_EQ(path, "");
+  PT_ASSERT_INT_EQ(lc.n, 1);
+  PT_ASSERT(strstr(lc.last, "snapshot not written"));
+  /* A new directory: writes work again. */
+  PT_ASSERT_INT_EQ(ptprof_set_dir(p, other), 0);
+  PT_ASSERT_INT_EQ(ptprof_dump(p, path, sizeof path), 0);
+  PT_ASSERT(strncmp(path, other, strlen(other)) == 0);
+  ptprof_stats st;
+  ptprof_get_stats(p, &st);
+  PT_ASSERT_INT_EQ(st.dump_errors, 2);
+  PT_ASSERT_INT_EQ(st.dumps, 2);
+  ptprof_del(p);
+  /* No directory at all: the dump says so and the window keeps running. */
+  ptprof_options_init(&o);
+  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
+  PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), -EDESTADDRREQ);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), -EDESTADDRREQ);
+  ptprof_del(p);
+  /* Bad options. */
+  o.hz = 20000;
+  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), -EINVAL);
+  ptprof_options_init(&o);
+  o.prefix = "a/b";
+  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), -EINVAL);
+  PT_ASSERT(strlen(ptprof_strerror(PTPROF_E_FORKED)) > 0);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+PT_TEST_T(prof_sampler_fork, 60000) {
+  char *dir = pt_tmpdir("sampler-fork");
+  capture c;
+  cap_init(&c);
+  ptprof *p = start_sampler(dir, 999, &c);
+  size_t files_before = count_files(dir, "ptt-");
+  pid_t child = fork();
+  PT_ASSERT(child >= 0);
+  if (child == 0) {
+    /* The child burns CPU in its only thread and tries to dump: refused,
+     * nothing is written, the parent's window gets nothing of it. */
+    hot_b(200000000);
+    int rc = ptprof_dump(p, NULL, 0);
+    int rc2 = ptprof_stop(p, 1, NULL, 0);
+    ptprof_del(p);
+    _exit(rc == PTPROF_E_FORKED && rc2 == PTPROF_E_FORKED ? 0 : 1);
+  }
+  int status;
+  PT_ASSERT_INT_EQ(waitpid(child, &status, 0), child);
+  PT_ASSERT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+  PT_ASSERT_INT_EQ(count_files(dir, "ptt-"), files_before);
+  worker a = { .fn = hot_a, .cpu_ns = 100000000 };
+  worker_start(&a);
+  worker_join(&a);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(count_tid(&c, (uint32_t)child, NULL, NULL), 0);
+  PT_ASSERT(count_tid(&c, a.tid, NULL, NULL) > 0);   /* the parent still samples */
+  ptprof_del(p);
+  cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* ---- timers of exited threads ----------------------------------------- */
+
+static int count_proc_timers(void) {
+  FILE *f = fopen("/proc/self/timers", "r");
+  if (!f) return -1;
+  char line[256];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "ID:", 3) == 0) n++;
+  fclose(f);
+  return n;
+}
+
+static void *idle_main(void *arg) { (void)arg; hot_a(2000000); return NULL; }
+
+PT_TEST_T(prof_sampler_timer_cleanup, 60000) {
+  char *dir = pt_tmpdir("sampler-timers");
+  ptprof *p = start_sampler(dir, 99, NULL);
+  int base = count_proc_timers();
+  if (base < 0) PT_SKIP("/proc/self/timers not available");
+  for (int round = 0; round < 5; round++) {
+    pthread_t t[20];
+    for (int i = 0; i < 20; i++) PT_ASSERT_INT_EQ(pthread_create(&t[i], NULL, idle_main, NULL), 0);
+    for (int i = 0; i < 20; i++) pthread_join(t[i], NULL);
+  }
+  /* Every exited thread's timer is gone: the count is back where it was. */
+  PT_ASSERT_INT_EQ(count_proc_timers(), base);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 0, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(count_proc_timers(), 0);
+  ptprof_del(p);
+  pt_rm_rf(dir);
+  free(dir);
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The profiling daemon end to end: periodic daemon-profile-* snapshots in the
+# active session's profiling/ directory, retention, `polytoken profile dump`,
+# contiguous interval windows, the daemon's own work visible in the profile,
+# and the final snapshot written at shutdown before telemetry and the log
+# close. Every snapshot is read back by go tool pprof and ptprof-validate.
+source "$(dirname "$0")/../lib.sh"
+B=$PT_BUILD_PROF
+VALIDATE=$B/tools/ptprof-validate
+pt_home
+export POLYTOKEN_PROFILE_INTERVAL=1 POLYTOKEN_PROFILE_KEEP=3 POLYTOKEN_RESPONDER_DELAY_MS=1
+export POLYTOKEN_CONSOLE_DAEMON_BIND=127.0.0.1:$(free_port)
+start_daemon "$B"
+
+# A session, attached (so it is the active session), with CPU-heavy turns.
+sid=$(python3 - "$POLYTOKEN_HOME" <<'PY'
+import os, sys
+sys.path.insert(0, os.environ["PT_SRC"] + "/tests/daemon")
+from ipc_client import Client
+c = Client(sys.argv[1]); c.hello()
+sid = c.ok("sessions.create", {"name": "prof"})["session"]["id"]
+c.ok("sessions.attach", {"id": sid})
+text = "the quick brown fox jumps over the lazy dog " * 200
+for i in range(6):
+    t = c.ok("turn.send", {"session": sid, "text": text + str(i)})["turn_id"]
+    c.wait_turn(sid, t, timeout=120)
+print(sid)
+PY
+) || fail "driving the daemon failed"
+dir=$POLYTOKEN_HOME/sessions/$sid/profiling
+[ -d "$dir" ] || fail "no profiling dir $dir"
+
+# Periodic snapshots arrive every second; retention keeps 3.
+wait_for 30 bash -c "[ \$(ls '$dir' | grep -c '^daemon-profile-.*\.pb\.gz$') -ge 3 ]" ||
+  fail "fewer than 3 periodic snapshots in $dir: $(ls "$dir")"
+sleep 2.5
+n=$(ls "$dir" | grep -c '^daemon-profile-.*\.pb\.gz$')
+[ "$n" -le 3 ] || fail "retention: $n daemon snapshots kept, want <= 3"
+ls -a "$dir" | grep -q '\.tmp' && fail "temp file left visible in $dir"
+
+# A manual dump lands in the same directory and names itself.
+path=$("$B/polytoken" profile dump) || fail "polytoken profile dump failed"
+[[ "$path" == "$dir/daemon-profile-"*.pb.gz ]] || fail "dump path $path not in $dir"
+[ -s "$path" ] || fail "dump $path is empty"
+
+# Validate every snapshot, with our validator and go tool pprof.
+for f in "$dir"/daemon-profile-*.pb.gz; do
+  "$VALIDATE" "$f" || fail "ptprof-validate rejects $f"
+  go tool pprof -symbolize=none -nodefraction=0 -top "$f" >/dev/null 2>&1 ||
+    fail "go tool pprof rejects $f"
+done
+
+# Stop: the final snapshot is logged before telemetry and the log close.
+before=$(ls "$dir" | grep -c '^daemon-profile-')
+"$B/polytoken" daemon stop >/dev/null || fail "daemon stop failed"
+wait_for 30 bash -c "! kill -0 $DAEMON_PID" || fail "daemon did not exit"
+log=$POLYTOKEN_HOME/logs/daemon.log
+final_line=$(grep -n 'profiling: final snapshot ' "$log" | head -1 | cut -d: -f1)
+[ -n "$final_line" ] || { tail -20 "$log"; fail "no final snapshot in the log"; }
+final=$(grep -o 'profiling: final snapshot .*' "$log" | head -1 | sed 's/profiling: final snapshot //')
+[ -f "$final" ] || fail "final snapshot $final missing"
+"$VALIDATE" "$final" || fail "final snapshot invalid"
+tel_line=$(grep -n -i 'shutdown: .*telemetry' "$log" | head -1 | cut -d: -f1)
+log_line=$(grep -n -i 'shutdown: .*log' "$log" | tail -1 | cut -d: -f1)
+[ -n "$tel_line" ] && [ -n "$log_line" ] || { tail -30 "$log"; fail "shutdown steps not logged"; }
+[ "$final_line" -lt "$tel_line" ] || fail "final snapshot (line $final_line) after telemetry close (line $tel_line)"
+[ "$final_line" -lt "$log_line" ] || fail "final snapshot after log close"
+
+# Windows are contiguous intervals: each starts where the previous ended plus
+# the blind period (never overlapping, never rolled over), and the daemon's
+# own CPU work (the built-in responder) shows up in them.
+python3 - "$dir" "$(grep -c 'profiling: wrote' "$log")" <<'PY' || fail "window check failed"
+import glob, os, subprocess, sys
+sys.path.insert(0, os.path.join(os.environ["PT_SRC"], "tests/profiling"))
+from pprof_fields import fields
+d = sys.argv[1]
+wins = sorted((fields(f)["time_nanos"], fields(f)["duration_nanos"], f)
+              for f in glob.glob(os.path.join(d, "daemon-profile-*.pb.gz")))
+assert len(wins) >= 3, wins
+for (t0, d0, f0), (t1, d1, f1) in zip(wins, wins[1:]):
+    assert d0 > 0 and d1 > 0
+    gap = t1 - (t0 + d0)
+    # The next window starts after this one ends: the gap is the blind
+    # period of the dump in between (encode + write), never negative.
+    assert 0 <= gap < 5_000_000_000, (f0, f1, gap)
+PY
+
+# The daemon's own work shows up: restart without periodic dumps (the active
+# session is kept across restarts), run CPU-heavy turns, dump by hand; the
+# built-in responder's functions carry samples in that window.
+export POLYTOKEN_PROFILE_INTERVAL=3600
+start_daemon "$B"
+python3 - "$POLYTOKEN_HOME" "$sid" <<'PY' || fail "turns after restart failed"
+import os, sys
+sys.path.insert(0, os.environ["PT_SRC"] + "/tests/daemon")
+from ipc_client import Client
+c = Client(sys.argv[1]); c.hello()
+sid = sys.argv[2]
+text = "a profiler samples the stack of every thread at a fixed rate " * 400
+for i in range(8):
+    t = c.ok("turn.send", {"session": sid, "text": text + str(i)})["turn_id"]
+    c.wait_turn(sid, t, timeout=120)
+PY
+path=$("$B/polytoken" profile dump) || fail "second manual dump failed"
+[[ "$path" == "$dir/"* ]] || fail "after restart the dump went to $path, not the active session"
+top=$(go tool pprof -symbolize=none -nodefraction=0 -top "$path" 2>&1)
+echo "$top" | head -25
+echo "$top" | grep -Eq ' pd_[a-z_]+' || fail "no daemon function (pd_*) in the profile of a busy daemon"
+echo "$top" | grep -Eq 'Total samples = [1-9]' || fail "no samples while the daemon worked"
+echo ok
