@@ -10,6 +10,7 @@ PKGS=(
   libcurl4-openssl-dev libssl-dev            # feedback upload, SHA-256
   zlib1g-dev libdw-dev libelf-dev libnghttp2-dev   # profiling build
   golang-go graphviz                         # go tool pprof reads our profiles back
+  dwz libc6-dbg binutils                     # symbolizer tests: dwz multifiles, separate debug info
   tmux python3 procps psmisc                 # TUI and process-level tests
   clang libclang-rt-14-dev                   # fuzz target (libFuzzer)
   google-perftools linux-perf                # bench/ comparisons only

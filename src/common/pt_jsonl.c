@@ -72,16 +72,20 @@ static int reserve(pt_jsonl *f, size_t extra) {
 
 int pt_jsonl_feed(pt_jsonl *f, const void *data, size_t n) {
   const char *p = data;
+  int ended_skip = 0;
   if (f->skipping) {
     const char *nl = memchr(p, '\n', n);
     if (!nl) return 0;           /* still inside the oversize line */
     n -= (size_t)(nl - p) + 1;
     p = nl + 1;
-    f->skipping = 0;
+    ended_skip = 1;
   }
+  if (n > 0) {
+    int r = reserve(f, n);
+    if (r < 0) return r;         /* state untouched: the caller may retry */
+  }
+  if (ended_skip) f->skipping = 0;
   if (n == 0) return 0;
-  int r = reserve(f, n);
-  if (r < 0) return r;
   memcpy(f->buf + f->len, p, n);
   size_t old_len = f->len;
   f->len += n;

@@ -71,8 +71,9 @@ int main(int argc, char **argv) {
     free(home);
     return 1;
   }
-  /* Artifact catalog (artifacts.list/fetch), every build; not fatal. */
-  if (pd_catalog_install(home) < 0) pd_warn("artifact catalog unavailable");
+  /* Artifact catalog (artifacts.list/fetch), every build; not fatal. The
+   * daemon now runs in its state root: pass the absolute path. */
+  if (pd_catalog_install(pd_daemon_home()) < 0) pd_warn("artifact catalog unavailable");
 #if PT_PROFILING
   r = pd_profiling_init(&loop);
   if (r < 0) {

@@ -14,6 +14,7 @@
 #include "daemon/pd_catalog.h"
 
 #include "pt_config.h"
+#include "common/pt_file.h"
 #include "common/pt_sha256.h"
 
 #include <ctype.h>
@@ -94,45 +95,6 @@ static void entries_free(pd_catalog_entry *v, size_t n) {
   free(v);
 }
 
-/* Atomic write: temp file in the same directory, fsync, rename, fsync dir. */
-static int write_atomic(const char *dir, const char *name, const char *data, size_t len) {
-  char *tmp = xasprintf("%s/.%s.tmp.%ld", dir, name, (long)getpid());
-  char *dst = xasprintf("%s/%s", dir, name);
-  int r = 0, fd = -1;
-  if (!tmp || !dst) { r = -ENOMEM; goto out; }
-  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) { r = -errno; goto out; }
-  size_t off = 0;
-  while (off < len) {
-    ssize_t n = write(fd, data + off, len - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      r = -errno;
-      goto fail_unlink;
-    }
-    off += (size_t)n;
-  }
-  if (fsync(fd) != 0) { r = -errno; goto fail_unlink; }
-  if (close(fd) != 0) { fd = -1; r = -errno; goto fail_unlink; }
-  fd = -1;
-  if (rename(tmp, dst) != 0) { r = -errno; goto fail_unlink; }
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    if (fsync(dfd) != 0) r = -errno;
-    close(dfd);
-  }
-  goto out;
-fail_unlink:
-  if (fd >= 0) close(fd);
-  fd = -1;
-  unlink(tmp);
-out:
-  if (fd >= 0) close(fd);
-  free(tmp);
-  free(dst);
-  return r;
-}
-
 static int persist(pd_catalog *c) {
   json_t *o = json_pack("{s:i, s:I, s:s}", "schema", PD_CATALOG_SCHEMA, "generation",
                         (json_int_t)c->generation, "fingerprint", c->fingerprint);
@@ -145,7 +107,10 @@ static int persist(pd_catalog *c) {
   if (!line) { free(s); return -ENOMEM; }
   line[len] = '\n';
   line[len + 1] = '\0';
-  int r = write_atomic(c->home, "catalog.json", line, len + 1);
+  char *path = xasprintf("%s/catalog.json", c->home);
+  /* temp file + fsync + rename + fsync of the directory */
+  int r = path ? pt_write_atomic(path, line, len + 1, 0600) : -ENOMEM;
+  free(path);
   free(line);
   return r;
 }

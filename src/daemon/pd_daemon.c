@@ -34,7 +34,8 @@ enum { PH_RUNNING, PH_TURNS, PH_CLIENTS, PH_DONE };
 
 static struct {
   uv_loop_t *loop;
-  char *home;
+  char *home;      /* absolute */
+  char *start_cwd; /* cwd at start (the daemon then chdirs to home) */
   int lock_fd;
   pd_store *store;
   uint64_t start_ms;
@@ -50,6 +51,7 @@ static struct {
 uv_loop_t *pd_daemon_loop(void) { return d.loop; }
 pd_store *pd_daemon_store(void) { return d.store; }
 const char *pd_daemon_home(void) { return d.home; }
+const char *pd_daemon_start_cwd(void) { return d.start_cwd; }
 int pd_daemon_stopping(void) { return d.stop_requested; }
 uint64_t pd_daemon_uptime_ms(void) { return uv_now(d.loop) - d.start_ms; }
 
@@ -250,6 +252,18 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
   }
   r = take_lock(home, err, errlen);
   if (r < 0) return r;
+  /* Work in the state root from now on: an absolute home for every path we
+   * build, and a cwd that pins no unrelated directory and contains any
+   * stray relative path. The start directory is kept for the external
+   * responder, whose command may use paths relative to it. */
+  char *abs = realpath(home, NULL);
+  if (abs) {
+    free(d.home);
+    d.home = abs;
+    home = d.home;
+  }
+  d.start_cwd = getcwd(NULL, 0);
+  if (chdir(d.home) != 0) { /* not fatal: paths are absolute anyway */ }
   char path[4096];
   snprintf(path, sizeof path, "%s/logs", home);
   r = pt_mkdir_p(path, 0700);
@@ -333,5 +347,7 @@ int pd_daemon_run(void) {
   if (r != 0) fprintf(stderr, "polytokend: loop still had handles at exit (%s)\n", uv_strerror(r));
   free(d.home);
   d.home = NULL;
+  free(d.start_cwd);
+  d.start_cwd = NULL;
   return d.exit_code;
 }

@@ -20,6 +20,7 @@
  * a sequence split across reads is carried over).
  */
 #include "daemon/pd_responder.h"
+#include "daemon/pd_daemon.h"
 #include "daemon/pd_loop.h"
 #include "daemon/pd_log.h"
 #include "common/pt_jsonl.h"
@@ -341,6 +342,7 @@ static int exec_start(uv_loop_t *loop, const pd_resp_request *req, const pd_resp
   opt.args = args;
   opt.exit_cb = exit_cb;
   opt.flags = UV_PROCESS_DETACHED; /* own process group: kill(-pid) reaches all */
+  opt.cwd = pd_daemon_start_cwd(); /* where the user started us, not the state root */
   opt.stdio = stdio;
   opt.stdio_count = 3;
   PD_TASK_START(&e->task, "responder.exec");

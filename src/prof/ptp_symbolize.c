@@ -55,6 +55,7 @@ typedef struct sym_elfsym {
   uint64_t addr;       /* absolute (biased) */
   uint64_t size;       /* 0: extends to the next symbol */
   const char *name;    /* version suffix stripped */
+  int rank;            /* alias preference, higher wins (elfsym_rank) */
 } sym_elfsym;
 
 typedef struct cu_entry {
@@ -327,11 +328,26 @@ static const Dwfl_Callbacks sym_callbacks = {
 
 /* ---- ELF symbols ---- */
 
+/* Which of several aliases at one address names it: a default-versioned or
+ * unversioned symbol over a compat one ("cfree@GLIBC_2.2.5" is an old
+ * alias of free), a name without leading '_' over an internal one
+ * (__libc_malloc), GLOBAL over WEAK over LOCAL, a sized symbol over an
+ * unsized one. Remaining ties: shorter name, then alphabetical. */
+static int elfsym_rank(const char *raw, const GElf_Sym *sym) {
+  const char *at = strchr(raw, '@');
+  bool compat = at && at[1] != '@';
+  int bind = GELF_ST_BIND(sym->st_info);
+  return (compat ? 0 : 16) + (raw[0] != '_' ? 8 : 0) +
+         (bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0) + (sym->st_size ? 1 : 0);
+}
+
 static int elfsym_cmp(const void *a, const void *b) {
   const sym_elfsym *x = a, *y = b;
   if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
-  /* at one address: sized before unsized, then by name for determinism */
-  if ((x->size == 0) != (y->size == 0)) return x->size ? -1 : 1;
+  /* at one address: the preferred alias first */
+  if (x->rank != y->rank) return x->rank > y->rank ? -1 : 1;
+  size_t lx = strlen(x->name), ly = strlen(y->name);
+  if (lx != ly) return lx < ly ? -1 : 1;
   return strcmp(x->name, y->name);
 }
 
@@ -352,6 +368,7 @@ static void module_load_syms(sym_module *m) {
     int type = GELF_ST_TYPE(sym.st_info);
     if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
     if (shndx == SHN_UNDEF || addr == 0) continue;
+    int rank = elfsym_rank(name, &sym);
     /* "memcpy@@GLIBC_2.14" -> "memcpy": the viewer shows the plain name. */
     const char *at = strchr(name, '@');
     if (at) {
@@ -361,15 +378,17 @@ static void module_load_syms(sym_module *m) {
     v[k].addr = addr;
     v[k].size = sym.st_size;
     v[k].name = name;
+    v[k].rank = rank;
     k++;
   }
   qsort(v, k, sizeof *v, elfsym_cmp);
   /* One symbol per address (aliases like __libc_malloc/malloc share one):
-   * keep the first after sorting, preferring a name without leading '_'. */
+   * the first after sorting is the preferred one; a sized alias lends its
+   * size when the preferred one has none. */
   size_t w = 0;
   for (size_t i = 0; i < k; i++) {
     if (w && v[w - 1].addr == v[i].addr) {
-      if (v[w - 1].name[0] == '_' && v[i].name[0] != '_' && v[i].size) v[w - 1] = v[i];
+      if (!v[w - 1].size) v[w - 1].size = v[i].size;
       continue;
     }
     v[w++] = v[i];

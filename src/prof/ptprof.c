@@ -445,8 +445,14 @@ int ptprof_start(ptprof *p) {
   pthread_mutex_lock(&p->api_mu);
   int rc;
   if (p->running) { rc = -EALREADY; goto out; }
-  ptprof *expected = NULL;
-  if (!atomic_compare_exchange_strong(&g_running, &expected, p)) { rc = -EBUSY; goto out; }
+  /* A sampler "running" that a parent process started is only a copy in a
+   * forked child (no timers, no thread): it does not count. */
+  ptprof *expected = atomic_load(&g_running);
+  if ((expected && expected->pid == getpid()) ||
+      !atomic_compare_exchange_strong(&g_running, &expected, p)) {
+    rc = -EBUSY;
+    goto out;
+  }
   if ((rc = ptp_cfi_refresh()) < 0) goto fail_global;
   if ((rc = install_handler()) < 0) goto fail_global;
   int fds[2];

@@ -455,3 +455,33 @@ PT_TEST(catalog_unknown_method_and_bad_params) {
   pd_catalog_del(c);
   fx_fini(&f);
 }
+
+PT_TEST(catalog_follows_active_session_hook) {
+  fixture f;
+  fx_init(&f);
+  char *p = write_profile(&f, "daemon-profile-20261129T210000Z-1.pb.gz", "hot_spin");
+  /* A second session, named by the daemon's hook rather than the file. */
+  char *s2 = cat3(f.home, "/sessions/bbbbbbbbbbbb", "");
+  PT_ASSERT(mkdir(s2, 0700) == 0);
+  char *pd2 = cat3(s2, "/profiling", "");
+  PT_ASSERT(mkdir(pd2, 0700) == 0);
+  pd_catalog *c = NULL;
+  PT_ASSERT_INT_EQ(pd_catalog_new(&c, f.home), 0);
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  PT_ASSERT_UINT_EQ(count_kind(c, "cpu-profile"), 1);
+  PT_ASSERT_INT_EQ(pd_catalog_set_session(c, s2), 0);
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  PT_ASSERT_UINT_EQ(count_kind(c, "cpu-profile"), 0);
+  /* Back to the file's session when the hook says "none". */
+  PT_ASSERT_INT_EQ(pd_catalog_set_session(c, NULL), 0);
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  PT_ASSERT_UINT_EQ(count_kind(c, "cpu-profile"), 1);
+  /* A hostile active_session file cannot point outside sessions/. */
+  char *as = cat3(f.home, "/active_session", "");
+  pt_write_file(as, "../../etc\n", 10);
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  PT_ASSERT_UINT_EQ(count_kind(c, "cpu-profile"), 0);
+  pd_catalog_del(c);
+  free(as); free(pd2); free(s2); free(p);
+  fx_fini(&f);
+}

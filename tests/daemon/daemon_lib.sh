@@ -11,6 +11,9 @@ if [ ! -x "$PD_BIN" ]; then
   echo "SKIP: no polytokend at $PD_BIN (build first)"
   exit 77
 fi
+# 1 when the daemon under test is a profiling build (tests adapt to it)
+if "$PD_BIN" --version | grep -q profiling; then PD_PROFILING=1; else PD_PROFILING=0; fi
+export PD_PROFILING
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 export PYTHONPATH="$PT_SRC/tests/daemon${PYTHONPATH:+:$PYTHONPATH}"
 

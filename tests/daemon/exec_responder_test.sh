@@ -59,4 +59,27 @@ tr = [json.loads(l) for l in open(f"{home}/sessions/{s}/transcript.jsonl")]
 assert tr[-1]["status"] == "cancelled" and tr[-1]["text"].startswith("word0"), tr[-1]
 PY
 kill -TERM "$PD_PID"; wait_gone "$PD_PID"
+
+# Started from another directory with a relative --home and a relative
+# command: the daemon works in its state root, the command runs where the
+# daemon was started.
+mkdir -p "$T/start"
+printf '#!/bin/sh\ncat >/dev/null; printf "relative ok from %%s" "$(basename "$PWD")"\n' >"$T/start/resp.sh"
+chmod +x "$T/start/resp.sh"
+export POLYTOKEN_RESPONDER_CMD=./resp.sh
+(cd "$T/start" && exec "$PD_BIN" --home ../home >>"$T/daemon.out" 2>&1) &
+PD_PID=$!
+PD_PIDS+=("$PD_PID")
+python3 "$PT_SRC/tests/daemon/ipc_client.py" wait "$POLYTOKEN_HOME" || fail "relative --home"
+[ "$(readlink "/proc/$PD_PID/cwd")" = "$(cd "$POLYTOKEN_HOME" && pwd -P)" ] || fail "cwd is not the state root"
+pycheck <<'PY'
+import os
+from ipc_client import Client
+c = Client(os.environ["POLYTOKEN_HOME"]); c.hello()
+s = c.ok("sessions.create", {})["session"]["id"]
+t = c.ok("turn.send", {"session": s, "text": "where are you?"})["turn_id"]
+_, text, done = c.wait_turn(s, t)
+assert done["status"] == "ok" and text == "relative ok from start", (text, done)
+PY
+kill -TERM "$PD_PID"; wait_gone "$PD_PID"
 echo PASS

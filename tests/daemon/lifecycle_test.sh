@@ -30,7 +30,8 @@ import os
 from ipc_client import Client
 c = Client(os.environ["POLYTOKEN_HOME"])
 h = c.hello()["result"]
-assert h["protocol"] == 1 and h["profiling"] is False and h["version"] == "0.1.0", h
+assert h["protocol"] == 1 and h["version"] == "0.1.0", h
+assert h["profiling"] is (os.environ["PD_PROFILING"] == "1"), h
 st = c.ok("daemon.status")
 assert st["pid"] == h["pid"] and st["clients"] == 1 and st["active_session"] is None, st
 assert c.ok("daemon.stop") == {}

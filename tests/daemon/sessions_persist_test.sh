@@ -26,8 +26,10 @@ assert done["status"] == "ok", done
 # attach b last: it is the active session
 c.ok("sessions.attach", {"id": b["id"]})
 lst = c.ok("sessions.list")
-assert [s["id"] for s in lst["sessions"]] == [a["id"], b["id"]] or \
-       [s["id"] for s in lst["sessions"]][0] == a["id"], lst  # a has the newest activity
+# newest activity first: a had a turn after b was created (rename and attach
+# do not count as activity)
+assert [s["id"] for s in lst["sessions"]] == [a["id"], b["id"]], lst
+assert lst["sessions"][0]["turns"] == 1 and lst["sessions"][1]["turns"] == 0, lst
 json.dump({"a": a["id"], "b": b["id"], "list": lst, "text": text,
            "tr": transcript(home, a["id"]).decode()}, open(home + "/../before.json", "w"))
 assert c.ok("daemon.status")["active_session"] == b["id"]

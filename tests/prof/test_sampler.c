@@ -538,6 +538,18 @@ PT_TEST_T(prof_sampler_malloc_caller, 60000) {
     if (k < s->n && frame_in(s->frames, k, __start_ptt_malloc_caller, __stop_ptt_malloc_caller) &&
         !(s->flags & PTP_SAMPLE_TRUNCATED))
       good += s->count;
+    else if (getenv("PTT_DEBUG")) {
+      printf("# bad stack (flags %#x, count %llu):", s->flags, (unsigned long long)s->count);
+      for (int j = 0; j < s->n; j++) {
+        Dl_info di;
+        uintptr_t ad = j ? s->frames[j] - 1 : s->frames[j];
+        if (dladdr((void *)ad, &di) && di.dli_sname)
+          printf(" %s+%#lx", di.dli_sname, (unsigned long)(ad - (uintptr_t)di.dli_saddr));
+        else
+          printf(" %#lx", (unsigned long)ad);
+      }
+      printf("\n");
+    }
   }
   printf("# malloc: %llu of %llu samples have a libc leaf; %llu of those are complete under "
          "malloc_caller\n", (unsigned long long)in_libc, (unsigned long long)total,

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include <time.h>
+#include <unistd.h>
 
 /* libc's own malloc (under ASan, plain `malloc` is the sanitizer's). */
 static void *(*libc_malloc(void))(size_t) {
@@ -108,6 +109,13 @@ PT_TEST(prof_sym_libc_and_vdso) {
   PT_ASSERT(strstr(maps[r.mapping].file, "libc.so") != NULL);
   PT_ASSERT(strlen(maps[r.mapping].build_id) == 40);
   PT_ASSERT(maps[r.mapping].has_functions);
+  /* aliases: free, not cfree (compat) or __libc_free (internal) */
+  void *lc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  void *fr = lc ? dlsym(lc, "free") : NULL;
+  PT_ASSERT(fr != NULL);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_lookup(s, (uintptr_t)fr, &r), 0);
+  PT_ASSERT(r.nframes >= 1);
+  PT_ASSERT_STR_EQ(r.frames[r.nframes - 1].name, "free");
 
   /* the vDSO: a mapping named [vdso]; clock_gettime lives there */
   uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
@@ -258,6 +266,77 @@ PT_TEST_T(prof_sym_separate_debug_file_and_stripped, 60000) {
   size_t n = ptp_symbolizer_mappings(s, &maps);
   for (size_t i = 0; i < n; i++) PT_ASSERT(strstr(maps[i].file, "libsep.so") == NULL);
   ptp_symbolizer_del(s);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* Debian's -dbgsym packages are dwz-compressed: DIEs shared by several
+ * objects move into a "multifile" named by .gnu_debugaltlink, and the
+ * abstract origin of an inlined function may live there. */
+PT_TEST_T(prof_sym_dwz_multifile, 60000) {
+  char *dir = pt_tmpdir("symdwz");
+  char path[8][512];
+  const char *names[] = {"common.h", "a.c", "b.c", "liba.so", "libb.so", "liba.so.debug",
+                         "libb.so.debug", "common.debug"};
+  for (int i = 0; i < 8; i++) snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
+  const char *hdr =
+    "struct point { int x, y; const char *label; struct point *next; };\n"
+    "struct shape { struct point pts[4]; double area; unsigned flags; };\n"
+    "static inline __attribute__((always_inline)) int dwz_inl(const struct shape *s) {\n"
+    "  return s->pts[0].x + (int)s->area;\n"
+    "}\n";
+  pt_write_file(path[0], hdr, strlen(hdr));
+  for (int k = 0; k < 2; k++) {
+    char code[512];
+    int n = snprintf(code, sizeof code,
+                     "#include \"common.h\"\n"
+                     "__attribute__((noinline)) int fn_%c(struct shape *s, struct point *p) {\n"
+                     "  s->pts[1] = *p;\n"
+                     "  return dwz_inl(s) + p->y;\n"
+                     "}\n", 'a' + k);
+    pt_write_file(path[1 + k], code, (size_t)n);
+    char *cc[] = {"cc", "-O2", "-g", "-fPIC", "-shared", "-Wl,--build-id", "-o", path[3 + k], path[1 + k], NULL};
+    run_ok(cc);
+    char *oc[] = {"objcopy", "--only-keep-debug", path[3 + k], path[5 + k], NULL};
+    run_ok(oc);
+  }
+  char *dwz[] = {"dwz", "-m", path[7], "-M", path[7], path[5], path[6], NULL};
+  char *out = NULL;
+  int rc = pt_run(dwz, &out, 60000);
+  free(out);
+  if (rc == 127) PT_SKIP("dwz not installed");
+  PT_ASSERT_INT_EQ(rc, 0);
+  if (access(path[7], F_OK) != 0) PT_SKIP("dwz made no multifile");
+  for (int k = 0; k < 2; k++) {
+    char dl[600];
+    snprintf(dl, sizeof dl, "--add-gnu-debuglink=%s", path[5 + k]);
+    char *oc[] = {"objcopy", "--strip-debug", dl, path[3 + k], NULL};
+    run_ok(oc);
+  }
+  ptp_symbolizer *s;
+  PT_ASSERT_INT_EQ(ptp_symbolizer_new(&s), 0);
+  void *h = dlopen(path[3], RTLD_NOW | RTLD_LOCAL);
+  PT_ASSERT_MSG(h, "dlopen: %s", dlerror());
+  unsigned char *fn = dlsym(h, "fn_a");
+  PT_ASSERT(fn);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_refresh(s), 0);
+  int found = 0;
+  for (int off = 0; off < 64 && !found; off++) {
+    ptp_sym_result r;
+    PT_ASSERT_INT_EQ(ptp_symbolizer_lookup(s, (uintptr_t)(fn + off), &r), 0);
+    PT_ASSERT(r.nframes >= 1);
+    PT_ASSERT_STR_EQ(r.frames[r.nframes - 1].name, "fn_a");
+    if (r.nframes == 2) {
+      PT_ASSERT_STR_EQ(r.frames[0].name, "dwz_inl");
+      PT_ASSERT(ends_with(r.frames[0].file, "common.h"));
+      PT_ASSERT_INT_EQ(r.frames[0].start_line, 3);
+      PT_ASSERT_INT_EQ(r.frames[1].line, 4);
+      found = 1;
+    }
+  }
+  PT_ASSERT_MSG(found, "no address of fn_a resolved to the inlined dwz_inl");
+  ptp_symbolizer_del(s);
+  dlclose(h);
   pt_rm_rf(dir);
   free(dir);
 }

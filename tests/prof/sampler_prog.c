@@ -1,0 +1,235 @@
+/*
+ * sampler_prog - an unmodified program (it links nothing of the profiler)
+ * for the sampler's integration tests, run under LD_PRELOAD=libptprof.so.
+ *
+ *   sampler_prog split SECONDS    two threads, "split-a" in split_a and
+ *                                 "split-b" in split_b, with a 1 : 3 CPU
+ *                                 split; prints each thread's CPU ms
+ *   sampler_prog fork SECONDS     burns in parent_work, forks a child that
+ *                                 burns in child_work and exits normally,
+ *                                 then burns in parent_work again
+ *   sampler_prog stress SECONDS   heavy malloc on 3 threads, thread churn
+ *                                 (short threads without pause), fork+exec of
+ *                                 /bin/true, dlopen/dlclose of a few
+ *                                 libraries, all at once; exits 0 when done
+ *
+ * Exit status 0 on success, 2 on bad usage, 1 on a failed system call.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile uint64_t g_sink;
+
+static double thread_cpu(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+#define SPIN(x, n) do { for (int i_ = 0; i_ < (n); i_++) (x) = (x) * 6364136223846793005ull + 1442695040888963407ull; } while (0)
+
+/* Burns `seconds` of this thread's CPU in a plain loop. */
+__attribute__((noinline)) static void split_a(double seconds) {
+  uint64_t x = 1;
+  double end = thread_cpu() + seconds;
+  while (thread_cpu() < end) SPIN(x, 20000);
+  g_sink += x;
+}
+
+__attribute__((noinline)) static void split_b(double seconds) {
+  uint64_t x = 2;
+  double end = thread_cpu() + seconds;
+  while (thread_cpu() < end) SPIN(x, 20000);
+  g_sink += x;
+}
+
+__attribute__((noinline)) static void parent_work(double seconds) {
+  uint64_t x = 3;
+  double end = thread_cpu() + seconds;
+  while (thread_cpu() < end) SPIN(x, 20000);
+  g_sink += x;
+}
+
+__attribute__((noinline)) static void child_work(double seconds) {
+  uint64_t x = 4;
+  double end = thread_cpu() + seconds;
+  while (thread_cpu() < end) SPIN(x, 20000);
+  g_sink += x;
+}
+
+typedef struct job {
+  void (*fn)(double);
+  double seconds;
+  const char *name;
+  double used;
+} job;
+
+static void *job_main(void *arg) {
+  job *j = arg;
+  pthread_setname_np(pthread_self(), j->name);
+  double t0 = thread_cpu();
+  j->fn(j->seconds);
+  j->used = thread_cpu() - t0;
+  return NULL;
+}
+
+static int run_split(double seconds) {
+  job a = { split_a, seconds / 4, "split-a", 0 }, b = { split_b, seconds * 3 / 4, "split-b", 0 };
+  pthread_t ta, tb;
+  if (pthread_create(&ta, NULL, job_main, &a) || pthread_create(&tb, NULL, job_main, &b)) return 1;
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  printf("split-a %.0f ms\nsplit-b %.0f ms\n", a.used * 1e3, b.used * 1e3);
+  return 0;
+}
+
+static int run_fork(double seconds) {
+  parent_work(seconds / 3);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    child_work(seconds / 3);
+    printf("child %d done\n", (int)getpid());
+    exit(0);                          /* normal exit: atexit handlers run */
+  }
+  int st;
+  if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return 1;
+  parent_work(seconds / 3);
+  printf("child %d\n", (int)pid);
+  return 0;
+}
+
+/* ---- stress ----------------------------------------------------------- */
+
+static _Atomic int g_stop;
+static _Atomic unsigned long g_threads, g_forks, g_dlopens, g_allocs;
+
+__attribute__((noinline)) static void stress_alloc_round(unsigned seed) {
+  void *p[32] = { 0 };
+  for (int i = 0; i < 2000; i++) {
+    unsigned k = (seed + (unsigned)i) * 2654435761u;
+    free(p[k % 32]);
+    p[k % 32] = malloc(8 + k % 3000);
+    if (p[k % 32]) memset(p[k % 32], i, 8);
+  }
+  for (int i = 0; i < 32; i++) free(p[i]);
+}
+
+static void *stress_alloc(void *arg) {
+  unsigned seed = (unsigned)(uintptr_t)arg;
+  while (!atomic_load(&g_stop)) {
+    stress_alloc_round(seed++);
+    atomic_fetch_add(&g_allocs, 2000);
+  }
+  return NULL;
+}
+
+static void *short_thread(void *arg) {
+  (void)arg;
+  uint64_t x = 5;
+  SPIN(x, 20000 + (int)(x % 50000));
+  void *m = malloc(100);
+  free(m);
+  g_sink += x;
+  return NULL;
+}
+
+static void *stress_churn(void *arg) {
+  (void)arg;
+  while (!atomic_load(&g_stop)) {
+    pthread_t t[8];
+    int n = 0;
+    for (int i = 0; i < 8; i++)
+      if (pthread_create(&t[n], NULL, short_thread, NULL) == 0) n++;
+    for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+    atomic_fetch_add(&g_threads, (unsigned long)n);
+  }
+  return NULL;
+}
+
+static void *stress_fork(void *arg) {
+  (void)arg;
+  while (!atomic_load(&g_stop)) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl("/bin/true", "true", (char *)NULL);
+      _exit(127);
+    }
+    if (pid > 0) {
+      int st;
+      waitpid(pid, &st, 0);
+      atomic_fetch_add(&g_forks, 1);
+    }
+    struct timespec ts = { 0, 50 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static void *stress_dl(void *arg) {
+  (void)arg;
+  static const char *libs[] = { "libgcc_s.so.1", "libjansson.so.4", "libuv.so.1", "libncursesw.so.6" };
+  unsigned i = 0;
+  while (!atomic_load(&g_stop)) {
+    void *h = dlopen(libs[i++ % 4], RTLD_NOW | RTLD_LOCAL);
+    if (h) {
+      atomic_fetch_add(&g_dlopens, 1);
+      dlclose(h);
+    }
+    struct timespec ts = { 0, 5 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static int run_stress(double seconds) {
+  pthread_t t[6];
+  int n = 0;
+  for (int i = 0; i < 3; i++)
+    if (pthread_create(&t[n], NULL, stress_alloc, (void *)(uintptr_t)(i * 7919)) == 0) n++;
+  if (pthread_create(&t[n], NULL, stress_churn, NULL) == 0) n++;
+  if (pthread_create(&t[n], NULL, stress_fork, NULL) == 0) n++;
+  if (pthread_create(&t[n], NULL, stress_dl, NULL) == 0) n++;
+  if (n != 6) { atomic_store(&g_stop, 1); for (int i = 0; i < n; i++) pthread_join(t[i], NULL); return 1; }
+  double end = mono() + seconds;
+  while (mono() < end) {
+    struct timespec ts = { 0, 20 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+  }
+  atomic_store(&g_stop, 1);
+  for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+  printf("threads %lu forks %lu dlopens %lu allocs %lu\n", atomic_load(&g_threads),
+         atomic_load(&g_forks), atomic_load(&g_dlopens), atomic_load(&g_allocs));
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s split|fork|stress SECONDS\n", argv[0]);
+    return 2;
+  }
+  double s = atof(argv[2]);
+  if (s <= 0) return 2;
+  pthread_setname_np(pthread_self(), "sampler-main");
+  if (!strcmp(argv[1], "split")) return run_split(s);
+  if (!strcmp(argv[1], "fork")) return run_fork(s);
+  if (!strcmp(argv[1], "stress")) return run_stress(s);
+  fprintf(stderr, "unknown mode %s\n", argv[1]);
+  return 2;
+}
