@@ -28,11 +28,14 @@
  * Errors: every int-returning function returns 0 or a negative errno-style
  * code; ptprof_strerror() describes it in this library's terms.
  *
- * Fork: a forked child never writes the parent's window. In the child every
- * call on a ptprof created by the parent returns PTPROF_E_FORKED, except
- * ptprof_del (which frees the child's copy without touching files) and
- * ptprof_stats. The child samples nothing unless it starts a new ptprof.
- * (Preload mode starts a fresh sampler in the child; see below.)
+ * Fork: a forked child never writes the parent's window and samples
+ * nothing (POSIX timers are not inherited). In the child every call on a
+ * ptprof created by the parent returns PTPROF_E_FORKED, except ptprof_del
+ * (which frees the child's copy without touching files) and
+ * ptprof_get_stats. A child may create and start its own ptprof, but note
+ * that starting one calls dl_iterate_phdr, which hangs in a child forked
+ * while another thread was inside dlopen/dlclose/dl_iterate_phdr (glibc does
+ * not reset that lock): exec first, or fork from a single-threaded process.
  *
  * Preload mode: a constructor that exists only in libptprof.so starts a
  * sampler when the environment has PTPROF_DIR, configured by
@@ -43,8 +46,10 @@
  *                    (default 0 = only the final one)
  *   PTPROF_KEEP      snapshots of this prefix kept (default 8)
  * and writes a final snapshot at exit (atexit). The first process uses
- * PTPROF_PREFIX as is; forked children and programs exec'd below it use
- * "<PTPROF_PREFIX>pid<PID>-" so processes never rotate each other's files.
+ * PTPROF_PREFIX as is; programs exec'd below it (they inherit LD_PRELOAD and
+ * the environment) use "<PTPROF_PREFIX>pid<PID>-", so processes never rotate
+ * each other's files. A forked child that does not exec is not sampled (see
+ * Fork above and docs/sampler.md).
  * Errors go to stderr with a "ptprof:" prefix.
  */
 #ifndef PTPROF_H

@@ -159,6 +159,20 @@ static int mkdir_p(const char *path) {
   return 0;
 }
 
+int pt_client_id_str(const json_t *v, char *buf, size_t n) {
+  if (n == 0) return -EINVAL;
+  buf[0] = '\0';
+  if (json_is_string(v)) {
+    snprintf(buf, n, "%s", json_string_value(v));
+    return 0;
+  }
+  if (json_is_integer(v)) {
+    snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    return 0;
+  }
+  return -EINVAL;
+}
+
 /* ---- lifecycle ---- */
 
 pt_client *pt_client_new(const char *home, const char *client_name) {

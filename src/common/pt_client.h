@@ -158,6 +158,12 @@ int pt_client_flush(pt_client *c);
 /* 1 when queued bytes wait for writability, else 0. */
 int pt_client_wants_write(const pt_client *c);
 
+/* Writes a protocol identifier (e.g. a turn_id, which the daemon may send as
+ * a JSON integer or string) into buf as text, so callers can compare ids
+ * whatever their JSON type. Returns 0, or -EINVAL (buf = "") when v is
+ * neither a string nor an integer. v is BORROWED. */
+int pt_client_id_str(const json_t *v, char *buf, size_t n);
+
 /* ---- testing and special use ---- */
 
 /* Adopts an already connected stream fd (e.g. one end of a socketpair) as the

@@ -151,11 +151,6 @@ ptcon_rec *ptcon_agg_find(ptcon_agg *a, uint64_t id) {
   return NULL;
 }
 
-static ptcon_hist *hist_get(ptcon_hist **h) {
-  if (!*h) *h = calloc(1, sizeof **h);
-  return *h;
-}
-
 static void apply(ptcon_agg *a, ptcon_rec *r, unsigned type, uint64_t t) {
   if (r->dropped) return;   /* late event of a completed task */
   if (t < r->created) t = r->created;
@@ -170,8 +165,7 @@ static void apply(ptcon_agg *a, ptcon_rec *r, unsigned type, uint64_t t) {
         uint64_t base = r->last_wake > r->last_poll_ended ? r->last_wake : r->last_poll_ended;
         uint64_t d = t > base ? t - base : 0;
         r->sched_ns += d;
-        ptcon_hist *h = hist_get(&r->sched_hist);
-        if (h) ptcon_hist_record(h, d);
+        (void)ptcon_hist_record(&r->sched_hist, d);   /* -ENOMEM: sample lost */
       }
     }
     break;
@@ -181,8 +175,7 @@ static void apply(ptcon_agg *a, ptcon_rec *r, unsigned type, uint64_t t) {
       uint64_t d = t > r->cur_poll_start ? t - r->cur_poll_start : 0;
       r->busy_ns += d;
       r->last_poll_ended = t;
-      ptcon_hist *h = hist_get(&r->poll_hist);
-      if (h) ptcon_hist_record(h, d);
+      (void)ptcon_hist_record(&r->poll_hist, d);
     }
     break;
   case PTCON_EV_SELF_WAKE:
@@ -199,12 +192,14 @@ static void apply(ptcon_agg *a, ptcon_rec *r, unsigned type, uint64_t t) {
   r->changed_gen = a->gen;
 }
 
-void ptcon_agg_drain(ptcon_agg *a) {
+uint32_t ptcon_agg_drain(ptcon_agg *a) {
+  uint32_t most = 0;
   uint64_t dropped = atomic_load_explicit(&ptcon_spawn_dropped, memory_order_relaxed);
   for (ptcon_ring *rg = atomic_load_explicit(&ptcon_rings, memory_order_acquire); rg;
        rg = rg->next) {
     uint64_t head = atomic_load_explicit(&rg->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&rg->tail, memory_order_acquire);
+    if (tail - head > most) most = (uint32_t)(tail - head);
     for (; head != tail; head++) {
       const ptcon_event *e = &rg->ev[head & (PTCON_RING_CAP - 1)];
       uint64_t id = e->w0 & PTCON_EV_ID_MASK;
@@ -216,6 +211,7 @@ void ptcon_agg_drain(ptcon_agg *a) {
     dropped += atomic_load_explicit(&rg->dropped, memory_order_relaxed);
   }
   a->dropped_total = dropped;
+  return most;
 }
 
 static void rec_remove(ptcon_agg *a, ptcon_rec *r) {

@@ -78,8 +78,10 @@ typedef struct ptcon_agg {
 int ptcon_agg_new(ptcon_agg **out, uint32_t retention_ms, uint32_t max_retained);
 /* Reaps slots of ended tasks, detaches, frees. NULL ok. */
 void ptcon_agg_del(ptcon_agg *agg);
-/* Drains the rings (cheap; call often so rings do not fill). */
-void ptcon_agg_drain(ptcon_agg *agg);
+/* Drains the rings (cheap; call often so rings do not fill). Returns the
+ * largest number of events found in one ring (the caller drains sooner when
+ * rings fill up fast). */
+uint32_t ptcon_agg_drain(ptcon_agg *agg);
 /* drain + slot scan (new and ended tasks) + retention; sets agg->now. */
 void ptcon_agg_collect(ptcon_agg *agg);
 /* Closes the open generation; returns it. */

@@ -197,12 +197,12 @@ void ptcon_encode_state(pb_buf *b, int paused) {
 
 static void enc_hist(pb_buf *b, uint32_t field, const ptcon_hist *h) {
   static const ptcon_hist empty;
-  if (!h) h = &empty;
   pb_mark m = pb_begin(b, field);
   /* raw_histogram: length-delimited; encode the V2 bytes in place. */
   pb_mark raw = pb_begin(b, 1);
   ptcon_hist_encode_v2(h, b);
   pb_end(b, raw);
+  if (!h) h = &empty;
   if (h->max) pb_uint64(b, 2, h->max);
   if (h->high_outliers) pb_uint64(b, 3, h->high_outliers);
   if (h->highest_outlier) pb_uint64(b, 4, h->highest_outlier);

@@ -1,6 +1,8 @@
 /* hdrhist.c - see hdrhist.h. */
 #include "console/hdrhist.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Bucket layout with unit magnitude 0 (lowest = 1):
@@ -25,16 +27,31 @@ uint64_t ptcon_hist_value_at(uint32_t i) {
   return (uint64_t)sub << bucket;
 }
 
-void ptcon_hist_record(ptcon_hist *h, uint64_t v) {
+int ptcon_hist_record(ptcon_hist **hp, uint64_t v) {
+  ptcon_hist *h = *hp;
+  uint64_t clamped = v > PTCON_HIST_HIGHEST ? PTCON_HIST_HIGHEST : v;
+  uint32_t i = ptcon_hist_index(clamped);
+  if (!h || i >= h->ncounts) {
+    /* Grow to whole buckets (16 counters); never shrink. */
+    uint32_t n = (i / PTCON_HIST_SUB_HALF + 1u) * PTCON_HIST_SUB_HALF;
+    if (n < 2u * PTCON_HIST_SUB_HALF) n = 2u * PTCON_HIST_SUB_HALF;
+    if (n > PTCON_HIST_COUNTS) n = PTCON_HIST_COUNTS;
+    uint32_t old = h ? h->ncounts : 0;
+    ptcon_hist *g = realloc(h, sizeof *g + (size_t)n * sizeof g->counts[0]);
+    if (!g) return -ENOMEM;
+    if (!h) memset(g, 0, sizeof *g);
+    memset(g->counts + old, 0, (size_t)(n - old) * sizeof g->counts[0]);
+    g->ncounts = n;
+    *hp = h = g;
+  }
   if (v > PTCON_HIST_HIGHEST) {
     h->high_outliers++;
     if (v > h->highest_outlier) h->highest_outlier = v;
-    v = PTCON_HIST_HIGHEST;
   }
-  uint32_t i = ptcon_hist_index(v);
   if (h->counts[i] != UINT32_MAX) h->counts[i]++;
   h->total++;
-  if (v > h->max) h->max = v;
+  if (clamped > h->max) h->max = clamped;
+  return 0;
 }
 
 void ptcon_hist_put_zz(pb_buf *b, int64_t v) {
@@ -73,9 +90,10 @@ void ptcon_hist_encode_v2(const ptcon_hist *h, pb_buf *b) {
   memcpy(&bits, &one, 8);
   put_be64(hdr + 32, bits);
   pb_raw(b, hdr, sizeof hdr);
-  uint32_t last = ptcon_hist_index(h->max);   /* 0 for an empty histogram */
+  /* Counts from index 0 to index(max): one 0 for an empty histogram. */
+  uint32_t last = h ? ptcon_hist_index(h->max) : 0;
   for (uint32_t i = 0; i <= last;) {
-    uint32_t c = h->counts[i];
+    uint32_t c = h && i < h->ncounts ? h->counts[i] : 0;
     if (c == 0) {
       uint32_t k = 1;
       while (i + k <= last && h->counts[i + k] == 0) k++;

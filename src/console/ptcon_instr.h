@@ -80,7 +80,7 @@ typedef struct ptcon_event {
   uint64_t ticks;
 } ptcon_event;
 
-#define PTCON_RING_CAP 8192u   /* events; power of two; 128 KiB per thread */
+#define PTCON_RING_CAP 16384u  /* events; power of two; 256 KiB per thread */
 
 typedef struct ptcon_ring {
   /* producer side */

@@ -11,8 +11,11 @@
  * PTCON_MAX_REQUEST_BYTES + 5 bytes (beyond: RESOURCE_EXHAUSTED); at most
  * max_connections connections (more are accepted and closed at once); per
  * connection at most max_queued_bytes of responses wait for the client to
- * read them (beyond: the connection is closed, a client that never reads
- * cannot grow our memory); nghttp2 enforces HTTP/2 flow control both ways.
+ * read them (beyond: the connection is closed); a connection whose queue
+ * makes no progress for stall_timeout_ms is closed too; a slow reader gets
+ * coalesced deltas (no new message while the last is queued), so a client
+ * that never reads cannot grow our memory; nghttp2 enforces HTTP/2 flow
+ * control both ways.
  * A connection that has not completed the HTTP/2 preface within 10 s is
  * closed.
  */
@@ -36,7 +39,8 @@
 #include "console/aggregator.h"
 #include "console/request.h"
 
-#define DRAIN_INTERVAL_NS 10000000u      /* rings drained every 10 ms */
+#define DRAIN_INTERVAL_NS 10000000u      /* rings drained every 10 ms ... */
+#define DRAIN_FAST_NS 1000000u           /* ... or every 1 ms while busy */
 #define PREFACE_TIMEOUT_NS 10000000000u  /* 10 s to send the HTTP/2 preface */
 #define OUT_HIGH_WATER (256u * 1024u)    /* stop pulling from nghttp2 above this */
 
@@ -78,6 +82,7 @@ struct conn {
   int dead;
   int got_frame;
   uint64_t accepted_at;
+  uint64_t last_progress;    /* last time the queue was empty or drained */
   uint32_t events;           /* current epoll interest */
   stream *streams;
 };
@@ -92,6 +97,7 @@ struct ptcon_server {
   uint32_t nconns;
   uint64_t next_tick, next_drain;
   uint64_t ticks;
+  uint64_t now;              /* mono ns, updated each loop iteration */
 };
 
 static _Atomic int g_server_running;
@@ -164,6 +170,7 @@ static ssize_t data_read_cb(nghttp2_session *sess, int32_t stream_id, uint8_t *b
     m->off += k;
     n += k;
     st->c->queued -= k;
+    st->c->last_progress = st->c->srv->now;
     if (m->off == m->len) {
       st->qhead = m->next;
       if (!st->qhead) st->qtail = NULL;
@@ -505,7 +512,7 @@ static void conn_accept(ptcon_server *s) {
     }
     c->srv = s;
     c->fd = fd;
-    c->accepted_at = ptcon_mono_ns();
+    c->accepted_at = c->last_progress = ptcon_mono_ns();
     if (nghttp2_session_server_new(&c->sess, g_cbs, c) != 0) {
       free(c);
       close(fd);
@@ -540,6 +547,11 @@ static void tick(ptcon_server *s) {
   for (conn *c = s->conns; c; c = c->next) {
     for (stream *st = c->streams; st && !c->dead; st = st->next) {
       if (!st->responding || st->want_end) continue;
+      /* Coalescing: a stream whose previous messages are still queued (a
+       * slow reader) gets nothing new this tick; since Updates carry
+       * current values since `upto`, the next delta covers what it
+       * missed, and a slow client costs at most one state's worth. */
+      if (st->qhead) continue;
       int rc = 0;
       switch (st->method) {
       case PTCON_M_WATCH_UPDATES:
@@ -568,6 +580,9 @@ static void flush_all(ptcon_server *s, uint64_t now) {
     n = c->next;
     if (!c->got_frame && now - c->accepted_at > PREFACE_TIMEOUT_NS)
       conn_kill(c, "no HTTP/2 preface");
+    if (c->queued == 0) c->last_progress = now;
+    else if (now - c->last_progress > (uint64_t)s->opt.stall_timeout_ms * 1000000u)
+      conn_kill(c, "client is not reading (stalled)");
     if (conn_flush(c)) conn_close(c);
   }
 }
@@ -579,7 +594,7 @@ static void *server_main(void *arg) {
   s->next_tick = now + (uint64_t)s->opt.publish_interval_ms * 1000000u;
   s->next_drain = now + DRAIN_INTERVAL_NS;
   for (;;) {
-    now = ptcon_mono_ns();
+    now = s->now = ptcon_mono_ns();
     uint64_t due = s->next_drain < s->next_tick ? s->next_drain : s->next_tick;
     int timeout = due > now ? (int)((due - now + 999999u) / 1000000u) : 0;
     int n = epoll_wait(s->epfd, evs, 64, timeout);
@@ -594,7 +609,7 @@ static void *server_main(void *arg) {
         if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) conn_read(c);
       }
     }
-    now = ptcon_mono_ns();
+    now = s->now = ptcon_mono_ns();
     if (now >= s->next_tick) {
       tick(s);
       s->ticks++;
@@ -602,8 +617,10 @@ static void *server_main(void *arg) {
       if (s->next_tick <= now) s->next_tick = now + (uint64_t)s->opt.publish_interval_ms * 1000000u;
       s->next_drain = now + DRAIN_INTERVAL_NS;
     } else if (now >= s->next_drain) {
-      ptcon_agg_drain(s->agg);
-      s->next_drain = now + DRAIN_INTERVAL_NS;
+      /* A ring that held more than 1/8 of its capacity after one interval
+       * would overflow at 8x that rate: poll faster until it calms down. */
+      uint32_t most = ptcon_agg_drain(s->agg);
+      s->next_drain = now + (most > PTCON_RING_CAP / 8 ? DRAIN_FAST_NS : DRAIN_INTERVAL_NS);
     }
     /* Every connection: flush output, close the dead ones. Cheap with few
      * connections; bounded by max_connections. */
@@ -649,6 +666,7 @@ int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt) {
   if (!s->opt.max_connections) s->opt.max_connections = 128;
   if (!s->opt.max_message_bytes) s->opt.max_message_bytes = 4u * 1024 * 1024 - 64u * 1024;
   if (!s->opt.max_queued_bytes) s->opt.max_queued_bytes = 32u * 1024 * 1024;
+  if (!s->opt.stall_timeout_ms) s->opt.stall_timeout_ms = 30000;
   s->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s->lfd < 0) {
     rc = -errno;
@@ -724,4 +742,30 @@ void ptcon_server_del(ptcon_server *s) {
   ptcon_agg_del(s->agg);
   free(s);
   atomic_store(&g_server_running, 0);
+}
+
+int ptcon_server_start_env(ptcon_server **out, const char *bind_env, const char *default_bind,
+                           ptcon_log_fn log, void *log_ud) {
+  ptcon_server_options o;
+  ptcon_server_options_init(&o);
+  const char *b = bind_env ? getenv(bind_env) : NULL;
+  o.bind = b && *b ? b : default_bind;
+  const char *r = getenv("POLYTOKEN_CONSOLE_RETENTION_MS");
+  if (r && *r) {
+    char *end;
+    unsigned long v = strtoul(r, &end, 10);
+    if (*end == 0 && v > 0 && v <= 24ul * 3600 * 1000) o.retention_ms = (uint32_t)v;
+  }
+  const char *force = getenv("POLYTOKEN_CONSOLE_ALLOW_REMOTE");
+  o.allow_non_loopback = force && strcmp(force, "1") == 0;
+  o.log = log;
+  o.log_ud = log_ud;
+  int rc = ptcon_server_new(out, &o);
+  if (rc && log) {
+    char line[256];
+    snprintf(line, sizeof line, "task console disabled: %s: %s", o.bind ? o.bind : "(no address)",
+             ptcon_strerror(rc));
+    log(log_ud, line);
+  }
+  return rc;
 }

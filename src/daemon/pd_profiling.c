@@ -171,10 +171,14 @@ static void method_profile_dump(pd_call *call, json_t *params, void *ctx) {
 
 /* ---- session directory ---- */
 
+/* session_dir is NULL when the active session was deleted: snapshots then
+ * go back to the state root's profiling/ directory. */
 static void on_active_session(const char *session_dir, void *ctx) {
   (void)ctx;
   char dir[PATH_MAX];
-  if (snprintf(dir, sizeof dir, "%s/profiling", session_dir) >= (int)sizeof dir) {
+  if (!session_dir) {
+    snprintf(dir, sizeof dir, "%s", g.fallback_dir);
+  } else if (snprintf(dir, sizeof dir, "%s/profiling", session_dir) >= (int)sizeof dir) {
     pd_error("profiling: session path too long: %s", session_dir);
     return;
   }

@@ -12,16 +12,18 @@
  *
  * Processes: the first process to start the preload sampler exports
  * PTPROF_ROOT_PID=<its pid> and uses PTPROF_PREFIX as is. Any other process
- * (a forked child, a program exec'd below it with the environment inherited)
+ * (a program exec'd below it, with the environment inherited)
  * uses "<PTPROF_PREFIX>pid<PID>-", so each process rotates only its own
  * files (the store matches "<prefix><timestamp>-<seq>.pb.gz" exactly).
  *
- * Fork: the child's copy of the parent's sampler is abandoned (never
- * written, its memory not freed: the parent's other threads may have held
- * its locks at fork time), and the child starts a fresh sampler with its own
- * prefix from the pthread_atfork child handler. If the child then execs, the
- * new image's constructor starts over (the child's short window before exec
- * is not written).
+ * Fork: a forked child stops sampling: its copy of the parent's sampler is
+ * abandoned (never written, its memory not freed) and no new one starts. A
+ * program exec'd later starts its own through this constructor (it inherits
+ * LD_PRELOAD and PTPROF_*). Why not a fresh sampler in the child: starting
+ * one needs dl_iterate_phdr (unwind tables, symbolizer), and glibc does not
+ * reset the loader's write lock in a forked child; if another thread of the
+ * parent was inside dlopen/dlclose/dl_iterate_phdr at the moment of the fork,
+ * the child would hang forever (the stress test hit this).
  */
 #include <errno.h>
 #include <link.h>
@@ -117,9 +119,7 @@ static void preload_at_exit(void) {
 }
 
 static void preload_child(void) {
-  if (!g_pre) return;
   g_pre = NULL;                           /* the parent's: abandoned, see top */
-  start_preload();
 }
 
 __attribute__((constructor)) static void ptp_preload_init(void) {

@@ -57,6 +57,7 @@ static unsigned grave_next;
 
 static _Atomic uint64_t st_created, st_deleted, st_errors, st_flushed, st_registered;
 static _Atomic uint64_t st_live;
+static _Atomic int st_last_errno;
 
 static uint32_t self_tid(void) { return (uint32_t)gettid(); }
 
@@ -131,7 +132,12 @@ static void arm(ptp_thread_rec *r) {
   sev.sigev_value.sival_ptr = (void *)(uintptr_t)(((uint64_t)cur_magic << 32) | tid);
   timer_t t;
   if (timer_create(ptp_tid_cpuclock(tid), &sev, &t) != 0) {
-    atomic_fetch_add(&st_errors, 1);
+    /* EINVAL: the thread exited since it was listed (sweep race), not a
+     * failure to sample a live thread. */
+    if (errno != EINVAL && errno != ESRCH) {
+      atomic_fetch_add(&st_errors, 1);
+      atomic_store(&st_last_errno, errno);
+    }
     return;
   }
   /* Random first expiry in (0, period]: a thread that lives shorter than a
@@ -145,8 +151,12 @@ static void arm(ptp_thread_rec *r) {
   r->first_ns = first;
   atomic_store_explicit(&r->delivered, 0, memory_order_relaxed);
   if (timer_settime(t, 0, &its, NULL) != 0) {
+    int e = errno;
     timer_delete(t);
-    atomic_fetch_add(&st_errors, 1);
+    if (e != ESRCH && e != EINVAL) {                 /* ESRCH: the thread just exited */
+      atomic_fetch_add(&st_errors, 1);
+      atomic_store(&st_last_errno, e);
+    }
     return;
   }
   r->timer = t;
@@ -472,6 +482,7 @@ void ptp_threads_get_stats(ptp_threads_stats *out) {
   out->flushed = atomic_load(&st_flushed);
   out->registered = atomic_load(&st_registered);
   out->live = atomic_load(&st_live);
+  out->last_errno = atomic_load(&st_last_errno);
 }
 
 void ptp_threads_name(uint32_t tid, char name[16]) {

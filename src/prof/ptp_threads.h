@@ -92,6 +92,7 @@ int ptp_threads_sweep(void);
 typedef struct ptp_threads_stats {
   uint64_t timers_created, timers_deleted, timer_errors, flushed, registered;
   uint64_t live;              /* records in use now */
+  int last_errno;             /* errno of the last timer error */
 } ptp_threads_stats;
 void ptp_threads_get_stats(ptp_threads_stats *out);
 

@@ -296,8 +296,9 @@ static void *consumer_main(void *arg) {
       ptp_threads_get_stats(&ts);
       if (ts.timer_errors > timer_errors_seen) {
         if (timer_errors_seen == 0)
-          logf_(p, PTPROF_LOG_WARN, "ptprof: could not arm a CPU timer for a thread (%llu so far); "
-                "that thread is not sampled", (unsigned long long)ts.timer_errors);
+          logf_(p, PTPROF_LOG_WARN, "ptprof: could not arm a CPU timer for a thread (%llu so far, "
+                "last: %s); that thread is not sampled", (unsigned long long)ts.timer_errors,
+                strerror(ts.last_errno));
         timer_errors_seen = ts.timer_errors;
       }
       next_sweep = now + SWEEP_NS;

@@ -84,6 +84,8 @@ struct tui_app {
   entry *entries;
   size_t n_entries, cap_entries;
   int streaming;
+  int awaiting_own_turn; /* sent turn.send, its turn.started not seen yet */
+  int foreign_turn;      /* the running turn was started by another client */
   char turn_id[64];
   int scroll; /* wrapped lines scrolled up from the bottom */
   tui_lineedit *input;
@@ -93,6 +95,8 @@ static void request_render(tui_app *app);
 static void conn_watch_start(tui_app *app);
 static void conn_update(tui_app *app);
 static void picker_reload(tui_app *app);
+static int send_req(tui_app *app, const char *method, json_t *params, pt_client_reply_cb cb);
+static void attach_reply(pt_client *c, json_t *result, const pt_client_error *err, void *ud);
 
 /* ---- scrollback entries ---- */
 
@@ -472,9 +476,13 @@ static void on_daemon_event(pt_client *c, const char *name, json_t *params, void
   if (!name || app->screen != SCR_CONV) return;
   const char *session = json_string_value(json_object_get(params, "session"));
   if (!session || strcmp(session, app->session_id) != 0) return;
-  const char *turn_id = json_string_value(json_object_get(params, "turn_id"));
-  if (!turn_id) return;
+  char turn_id[64];
+  if (pt_client_id_str(json_object_get(params, "turn_id"), turn_id, sizeof turn_id) < 0) return;
   if (strcmp(name, "turn.started") == 0) {
+    /* A turn we did not send (another client attached to this session):
+     * its user text is not on screen; reload the transcript when it ends. */
+    if (!app->awaiting_own_turn && strcmp(app->turn_id, turn_id) != 0) app->foreign_turn = 1;
+    app->awaiting_own_turn = 0;
     app->streaming = 1;
     snprintf(app->turn_id, sizeof app->turn_id, "%s", turn_id);
     if (!find_turn(app, turn_id)) add_entry(app, 'a', "", turn_id);
@@ -487,6 +495,10 @@ static void on_daemon_event(pt_client *c, const char *name, json_t *params, void
     const char *status = json_string_value(json_object_get(params, "status"));
     const char *error = json_string_value(json_object_get(params, "error"));
     if (strcmp(app->turn_id, turn_id) == 0) app->streaming = 0;
+    if (app->foreign_turn) {
+      app->foreign_turn = 0;
+      send_req(app, "sessions.attach", json_pack("{s:s}", "id", app->session_id), attach_reply);
+    }
     if (status && strcmp(status, "cancelled") == 0) {
       add_entry(app, 's', "(reply cancelled)", NULL);
     } else if (status && strcmp(status, "error") == 0) {
@@ -569,9 +581,25 @@ static void load_attach(tui_app *app, json_t *res) {
   json_array_foreach(json_object_get(res, "transcript"), i, t) {
     const char *role = json_string_value(json_object_get(t, "role"));
     const char *text = json_string_value(json_object_get(t, "text"));
-    const char *tid = json_string_value(json_object_get(t, "turn_id"));
+    char tidbuf[64];
+    const char *tid = pt_client_id_str(json_object_get(t, "turn_id"), tidbuf, sizeof tidbuf) == 0
+                        ? tidbuf : NULL;
     char r = !role ? 's' : strcmp(role, "user") == 0 ? 'u' : strcmp(role, "assistant") == 0 ? 'a' : 'e';
     add_entry(app, r, text ? text : "", tid);
+    const char *status = json_string_value(json_object_get(t, "status"));
+    if (r == 'a' && status && strcmp(status, "cancelled") == 0) add_entry(app, 's', "(reply cancelled)", NULL);
+    else if (r == 'a' && status) add_entry(app, 's', "(reply incomplete)", NULL);
+  }
+  long long omitted = json_integer_value(json_object_get(res, "omitted"));
+  if (omitted > 0) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "(%lld older entries not shown)", omitted);
+    /* Shown first: insert at the front by rotating the just-added entry. */
+    if (add_entry(app, 's', buf, NULL) && app->n_entries > 1) {
+      entry e = app->entries[app->n_entries - 1];
+      memmove(app->entries + 1, app->entries, (app->n_entries - 1) * sizeof *app->entries);
+      app->entries[0] = e;
+    }
   }
   app->screen = SCR_CONV;
   app->message[0] = '\0';
@@ -589,23 +617,32 @@ static void attach_reply(pt_client *c, json_t *result, const pt_client_error *er
   load_attach(app, result);
 }
 
+/* After a reconnect: reload the transcript (the daemon's copy is the truth;
+ * a reply that was streaming when the connection broke is shown as stored). */
+static void reattach_reply(pt_client *c, json_t *result, const pt_client_error *err, void *ud) {
+  attach_reply(c, result, err, ud);
+  if (!err) note(ud, 's', "Reconnected to the daemon.");
+}
+
 static void send_reply(pt_client *c, json_t *result, const pt_client_error *err, void *ud) {
   tui_app *app = ud;
   (void)c;
   if (err) {
     app->streaming = 0;
+    app->awaiting_own_turn = 0;
     note(app, 'e', "the message was not sent: %s", err->message);
     return;
   }
-  const char *tid = json_string_value(json_object_get(result, "turn_id"));
-  if (tid && !app->turn_id[0]) snprintf(app->turn_id, sizeof app->turn_id, "%s", tid);
+  if (!app->turn_id[0])
+    pt_client_id_str(json_object_get(result, "turn_id"), app->turn_id, sizeof app->turn_id);
   request_render(app);
 }
 
 static void cancel_reply(pt_client *c, json_t *result, const pt_client_error *err, void *ud) {
   (void)c;
   (void)result;
-  if (err) note(ud, 'e', "cancel failed: %s", err->message);
+  /* not_found: the turn finished before the cancel arrived; nothing to say. */
+  if (err && strcmp(err->code, "not_found") != 0) note(ud, 'e', "cancel failed: %s", err->message);
 }
 
 static void go_picker(tui_app *app) {
@@ -625,8 +662,7 @@ static void reconnect(tui_app *app) {
   }
   conn_watch_start(app);
   if (app->screen == SCR_CONV) {
-    note(app, 's', "Reconnected to the daemon.");
-    send_req(app, "sessions.attach", json_pack("{s:s}", "id", app->session_id), attach_reply);
+    send_req(app, "sessions.attach", json_pack("{s:s}", "id", app->session_id), reattach_reply);
   } else {
     set_message(app, "Reconnected to the daemon.");
     picker_reload(app);
@@ -662,6 +698,7 @@ static void conv_submit(tui_app *app) {
   if (!text) return;
   add_entry(app, 'u', text, NULL);
   app->streaming = 1;
+  app->awaiting_own_turn = 1;
   app->turn_id[0] = '\0';
   app->scroll = 0;
   send_req(app, "turn.send", json_pack("{s:s, s:s}", "session", app->session_id, "text", text),

@@ -304,7 +304,7 @@ static int cmd_send(int argc, char **argv) {
   free(text);
   if (!res) { pt_client_del(c); return 1; }
   char turn_id[128];
-  snprintf(turn_id, sizeof turn_id, "%s", json_string_value(json_object_get(res, "turn_id")) ?: "");
+  pt_client_id_str(json_object_get(res, "turn_id"), turn_id, sizeof turn_id);
   json_decref(res);
 
   struct sigaction sa, old;
@@ -332,7 +332,9 @@ static int cmd_send(int argc, char **argv) {
     }
     const char *name = json_string_value(json_object_get(ev, "event"));
     json_t *p = json_object_get(ev, "params");
-    const char *tid = json_string_value(json_object_get(p, "turn_id"));
+    char tidbuf[128];
+    const char *tid = pt_client_id_str(json_object_get(p, "turn_id"), tidbuf, sizeof tidbuf) == 0
+                        ? tidbuf : NULL;
     const char *sid = json_string_value(json_object_get(p, "session"));
     int mine = name && tid && sid && strcmp(sid, session) == 0 && (!*turn_id || strcmp(tid, turn_id) == 0);
     if (mine && strcmp(name, "turn.delta") == 0) {

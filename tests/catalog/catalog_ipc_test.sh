@@ -4,9 +4,11 @@
 # snapshot is "CPU profile (pprof)", fetch returns exactly the file's bytes,
 # path-escape attempts (.., absolute paths, extra path params, a symlink
 # swapped in after listing) fail cleanly and the daemon keeps serving.
+# The CLI binary is $POLYTOKEN_CLI when set (default: the build's polytoken).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 B=$PT_BUILD_DEV
+CLI=${POLYTOKEN_CLI:-$B/polytoken}
 [ -x "$B/polytokend" ] || fail "no daemon in $B"
 pt_home
 start_daemon "$B"
@@ -48,8 +50,8 @@ jget "$L2" "[e['label'] for e in j['result']['entries'] if e['id']=='$ID1'][0]" 
   grep -qx 'CPU profile (pprof), 2026-11-29 21:00:00 UTC' || fail "older label wrong"
 
 # the CLI shows the same catalog
-"$B/polytoken" artifacts | grep -q 'CPU profile (pprof)$' || fail "polytoken artifacts misses the label"
-"$B/polytoken" artifacts --json | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["schema"]==1 and j["entries"]' ||
+"$CLI" artifacts | grep -q 'CPU profile (pprof)$' || fail "polytoken artifacts misses the label"
+"$CLI" artifacts --json | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["schema"]==1 and j["entries"]' ||
   fail "polytoken artifacts --json"
 
 # pruning

@@ -10,7 +10,8 @@ set -euo pipefail
 console_npm
 # A state of ~600 KiB and a per-connection queue cap of 4 MiB: a normal
 # client fits, a client with 16 unread WatchUpdates calls hits the cap.
-console_demo_start PTCON_DEMO_MANY=2000 PTCON_DEMO_MAX_QUEUED=4194304
+console_demo_start PTCON_DEMO_MANY=2000 PTCON_DEMO_MAX_QUEUED=4194304 PTCON_DEMO_STALL_MS=1500
 node "$CONSOLE_DIR/console_client.js" bad "$DEMO_ADDR" "$DEMO_PROGRESS"
-console_demo_alive
-grep -q "not reading" "$DEMO_OUT" || fail "the server did not report dropping a client that never reads"
+console_demo_stop
+grep -q "not reading (queue cap" "$DEMO_OUT" || fail "the server did not log dropping a client over the queue cap"
+grep -q "not reading (stalled)" "$DEMO_OUT" || fail "the server did not log dropping a stalled client"

@@ -442,20 +442,22 @@ async function bad(addr, progress) {
   await assertProgress(progress, 'garbage gRPC');
   console.log('ok - garbage gRPC frames and an oversize request get gRPC errors');
 
-  // A client that never reads: TCP-level (socket paused) and HTTP/2-level
-  // (zero flow-control window). The demo runs with a small queue cap and a
-  // state larger than it: the server must drop these clients, not buffer.
-  const closedBy = [];
-  for (const mode of ['tcp', 'window']) {
+  // Clients that never read. 'tcp': the socket is paused (TCP backpressure);
+  // 'window': a zero HTTP/2 flow-control window. Both open 16 WatchUpdates
+  // calls, each queueing the full state (~600 KiB): the per-connection cap
+  // (4 MiB in this test) is hit and the server drops them. 'stall': one call
+  // with a zero window stays under the cap, and is dropped when its queue
+  // makes no progress for the stall timeout (1.5 s in this test).
+  const closedBy = new Set();
+  for (const mode of ['tcp', 'window', 'stall']) {
     await new Promise((resolve) => {
       let sock;
-      const opts = mode === 'window' ? { settings: { initialWindowSize: 0 } } : {
+      const opts = mode !== 'tcp' ? { settings: { initialWindowSize: 0 } } : {
         createConnection: () => { sock = net.connect(port, '127.0.0.1'); return sock; },
       };
       const sess = http2.connect('http://' + addr, opts);
       sess.on('error', () => {});
-      // 16 WatchUpdates calls that are never read: each queues the full state.
-      for (let i = 0; i < 16; i++) {
+      for (let i = 0; i < (mode === 'stall' ? 1 : 16); i++) {
         const req = sess.request({ ':method': 'POST', ':path': SVC + 'WatchUpdates',
           'content-type': 'application/grpc', te: 'trailers' });
         req.on('error', () => {});
@@ -464,13 +466,15 @@ async function bad(addr, progress) {
       }
       if (sock) setTimeout(() => sock.pause(), 50);
       const t = setTimeout(() => { sess.destroy(); resolve(); }, 8000);
-      sess.on('close', () => { closedBy.push(mode); clearTimeout(t); resolve(); });
-      if (sock) sock.on('close', () => { closedBy.push(mode); clearTimeout(t); resolve(); });
+      const done = () => { closedBy.add(mode); clearTimeout(t); resolve(); };
+      sess.on('close', done);
+      if (sock) sock.on('close', done);
     });
     await assertProgress(progress, `a client that never reads (${mode})`);
   }
-  check(closedBy.includes('window'), 'a zero-window client was not dropped');
-  console.log(`ok - clients that never read were dropped (${closedBy.join(', ')})`);
+  for (const mode of ['tcp', 'window', 'stall'])
+    check(closedBy.has(mode), `a client that never reads (${mode}) was not dropped`);
+  console.log('ok - clients that never read were dropped (queue cap: tcp, window; stall timeout)');
 
   // A thousand connections at once (the server accepts a bounded number).
   const socks = [];
@@ -479,16 +483,24 @@ async function bad(addr, progress) {
     for (let i = 0; i < 1000; i++) {
       const s = net.connect(port, '127.0.0.1');
       s.on('error', () => {});
-      s.on('connect', () => { if (i % 2) s.write(preface); if (++n === 1000) resolve(); });
+      s.on('data', () => {});   // read, so the server's close is seen
+      s.on('connect', () => { s.wasConnected = true; if (i % 2) s.write(preface); if (++n === 1000) resolve(); });
       s.on('close', () => { if (!s.counted) { s.counted = true; } });
       socks.push(s);
       setTimeout(resolve, 5000);
     }
   });
   await assertProgress(progress, 'a thousand connections');
-  await sleep(500);
-  const closedEarly = socks.filter((s) => s.destroyed || s.counted).length;
-  check(closedEarly >= 1000 - 200, `the server kept ${1000 - closedEarly} of 1000 connections (cap 128)`);
+  // The server keeps at most max_connections (128) and closes the others;
+  // give it a few seconds to get through the accept queue.
+  // (SYNs beyond the listen backlog are retried by the kernel for a while:
+  // only connections that were established count.)
+  const kept = () => socks.filter((s) => s.wasConnected && !(s.destroyed || s.counted)).length;
+  const end = Date.now() + 8000;
+  while (kept() > 128 && Date.now() < end) await sleep(100);
+  const k = kept();
+  check(k <= 128, `the server kept ${k} of 1000 connections (cap 128)`);
+  const closedEarly = 1000 - k;
   socks.forEach((s) => s.destroy());
   await sleep(500);
   console.log(`ok - 1000 connections: ${1000 - closedEarly} kept, the rest closed`);

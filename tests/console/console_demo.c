@@ -10,6 +10,7 @@
  *   PTCON_DEMO_RETENTION_MS  completed-task retention (default 2000)
  *   PTCON_DEMO_MANY        extra idle tasks with long names (default 0)
  *   PTCON_DEMO_MAX_QUEUED  per-connection queue cap in bytes (default: lib's)
+ *   PTCON_DEMO_STALL_MS    stall timeout of a non-reading client (default: lib's)
  *
  * Script (times from start; the test asserts these numbers):
  *   demo.fixed    spawned at once with fields peer="unix:/run/demo.sock",
@@ -86,6 +87,7 @@ int main(void) {
   const char *ret = getenv("PTCON_DEMO_RETENTION_MS");
   const char *many = getenv("PTCON_DEMO_MANY");
   const char *maxq = getenv("PTCON_DEMO_MAX_QUEUED");
+  const char *stall = getenv("PTCON_DEMO_STALL_MS");
   signal(SIGTERM, on_sig);
   signal(SIGINT, on_sig);
   signal(SIGPIPE, SIG_IGN);
@@ -103,6 +105,7 @@ int main(void) {
   opt.retention_ms = ret ? (uint32_t)atoi(ret) : 2000;
   opt.log = logline;
   if (maxq) opt.max_queued_bytes = (size_t)strtoull(maxq, NULL, 10);
+  if (stall) opt.stall_timeout_ms = (uint32_t)atoi(stall);
   ptcon_server *srv = NULL;
   int rc = ptcon_server_new(&srv, &opt);
   if (rc) {

@@ -11,7 +11,4 @@ set -euo pipefail
 console_npm
 console_demo_start
 node "$CONSOLE_DIR/console_client.js" demo "$DEMO_ADDR" "$DEMO_PROGRESS"
-console_demo_alive
-# A clean stop: the server thread exits and the demo exits 0.
-kill -TERM "$DEMO_PID"
-wait "$DEMO_PID" || fail "console_demo exited with $?"
+console_demo_stop

@@ -46,3 +46,13 @@ console_demo_start() {
 console_demo_alive() {
   kill -0 "$DEMO_PID" 2>/dev/null || { cat "$DEMO_OUT" >&2; fail "console_demo died"; }
 }
+
+# console_demo_stop: SIGTERM, then the demo must exit 0 (a clean server
+# shutdown; under ASan also: no memory error, no leak).
+console_demo_stop() {
+  console_demo_alive
+  kill -TERM "$DEMO_PID"
+  local rc=0
+  wait "$DEMO_PID" || rc=$?
+  [ "$rc" = 0 ] || { cat "$DEMO_OUT" >&2; fail "console_demo exited with $rc"; }
+}

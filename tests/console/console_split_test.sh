@@ -8,4 +8,4 @@ set -euo pipefail
 console_npm
 console_demo_start PTCON_DEMO_MANY=30000
 node "$CONSOLE_DIR/console_client.js" split "$DEMO_ADDR" 30000
-console_demo_alive
+console_demo_stop

@@ -22,11 +22,9 @@ static const uint8_t k_header[40] = {
 };
 
 PT_TEST(console_hist_empty_is_header_plus_zero) {
-  ptcon_hist h;
-  memset(&h, 0, sizeof h);
   pb_buf b;
   pb_buf_init(&b, 0);
-  ptcon_hist_encode_v2(&h, &b);
+  ptcon_hist_encode_v2(NULL, &b);
   PT_ASSERT_UINT_EQ(b.len, 41);
   uint8_t want[41];
   memcpy(want, k_header, 40);
@@ -34,6 +32,24 @@ PT_TEST(console_hist_empty_is_header_plus_zero) {
   want[40] = 0;
   PT_ASSERT_MEM_EQ(b.data, want, 41);
   pb_buf_free(&b);
+}
+
+PT_TEST(console_hist_grows_by_bucket) {
+  ptcon_hist *h = NULL;
+  PT_ASSERT_INT_EQ(ptcon_hist_record(&h, 5), 0);
+  PT_ASSERT_UINT_EQ(h->ncounts, 32);             /* minimum: bucket 0 */
+  PT_ASSERT_INT_EQ(ptcon_hist_record(&h, 1000000), 0);   /* 1 ms */
+  PT_ASSERT(h->ncounts > ptcon_hist_index(1000000));
+  PT_ASSERT(h->ncounts <= 320);                  /* ~1.2 KiB, not the full 2.1 */
+  PT_ASSERT_UINT_EQ(h->counts[5], 1);
+  PT_ASSERT_UINT_EQ(h->counts[ptcon_hist_index(1000000)], 1);
+  PT_ASSERT_INT_EQ(ptcon_hist_record(&h, UINT64_MAX), 0);
+  PT_ASSERT_UINT_EQ(h->ncounts, PTCON_HIST_COUNTS);
+  PT_ASSERT_UINT_EQ(h->total, 3);
+  for (uint32_t i = 0; i < h->ncounts; i++)
+    if (i != 5 && i != ptcon_hist_index(1000000) && i != PTCON_HIST_COUNTS - 1)
+      PT_ASSERT_UINT_EQ(h->counts[i], 0);           /* growth zeroes new counters */
+  free(h);
 }
 
 PT_TEST(console_hist_index_layout) {
@@ -49,35 +65,36 @@ PT_TEST(console_hist_index_layout) {
 }
 
 PT_TEST(console_hist_runs_and_zigzag) {
-  ptcon_hist h;
-  memset(&h, 0, sizeof h);
+  ptcon_hist *h = NULL;
   ptcon_hist_record(&h, 1);      /* index 1 */
   ptcon_hist_record(&h, 1);
   ptcon_hist_record(&h, 3);      /* index 3: one zero between (index 2) */
   ptcon_hist_record(&h, 7);      /* index 7: three zeros between (4,5,6) */
   pb_buf b;
   pb_buf_init(&b, 0);
-  ptcon_hist_encode_v2(&h, &b);
+  ptcon_hist_encode_v2(h, &b);
   /* counts 0..7: [0, 2, 0, 1, 0, 0, 0, 1] -> 0 (single zero at 0), 2, 0, 1, -3, 1
    * zigzag: 0->00, 2->04, 0->00, 1->02, -3->05, 1->02 */
   static const uint8_t payload[] = {0x00, 0x04, 0x00, 0x02, 0x05, 0x02};
   PT_ASSERT_UINT_EQ(b.len, 40 + sizeof payload);
   PT_ASSERT_MEM_EQ(b.data + 40, payload, sizeof payload);
   PT_ASSERT_UINT_EQ(b.data[7], sizeof payload);
-  PT_ASSERT_UINT_EQ(h.max, 7);
+  PT_ASSERT_UINT_EQ(h->max, 7);
+  free(h);
   /* A leading run: value 40 alone -> counts[0..36] = 36 zeros then 1 */
-  memset(&h, 0, sizeof h);
+  h = NULL;
   ptcon_hist_record(&h, 40);     /* index 32 + (40>>1) - 16 = 36 */
   pb_buf_reset(&b);
-  ptcon_hist_encode_v2(&h, &b);
+  ptcon_hist_encode_v2(h, &b);
   static const uint8_t p2[] = {0x47, 0x02};   /* zigzag(-36) = 71 = 0x47 */
   PT_ASSERT_UINT_EQ(b.len, 42);
   PT_ASSERT_MEM_EQ(b.data + 40, p2, 2);
   /* Outliers are clamped and counted. */
   ptcon_hist_record(&h, PTCON_HIST_HIGHEST + 5);
-  PT_ASSERT_UINT_EQ(h.high_outliers, 1);
-  PT_ASSERT_UINT_EQ(h.highest_outlier, PTCON_HIST_HIGHEST + 5);
-  PT_ASSERT_UINT_EQ(h.max, PTCON_HIST_HIGHEST);
+  PT_ASSERT_UINT_EQ(h->high_outliers, 1);
+  PT_ASSERT_UINT_EQ(h->highest_outlier, PTCON_HIST_HIGHEST + 5);
+  PT_ASSERT_UINT_EQ(h->max, PTCON_HIST_HIGHEST);
+  free(h);
   pb_buf_free(&b);
 }
 

@@ -257,3 +257,18 @@ PT_TEST_T(tui_client_autostart_failure_names_log, 60000) {
   pt_rm_rf(home);
   free(home);
 }
+
+PT_TEST(tui_client_id_str_any_type) {
+  char b[32];
+  json_t *i = json_integer(42), *s = json_string("t-7"), *o = json_object();
+  PT_ASSERT_INT_EQ(pt_client_id_str(i, b, sizeof b), 0);
+  PT_ASSERT_STR_EQ(b, "42");
+  PT_ASSERT_INT_EQ(pt_client_id_str(s, b, sizeof b), 0);
+  PT_ASSERT_STR_EQ(b, "t-7");
+  PT_ASSERT_INT_EQ(pt_client_id_str(o, b, sizeof b), -EINVAL);
+  PT_ASSERT_STR_EQ(b, "");
+  PT_ASSERT_INT_EQ(pt_client_id_str(NULL, b, sizeof b), -EINVAL);
+  json_decref(i);
+  json_decref(s);
+  json_decref(o);
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `polytoken attach ID` opens the conversation screen directly, with the
-# session's transcript; an unknown ID is one error line, no curses screen.
+# session's transcript, following turns other clients send; an unknown ID is one error line, no curses screen.
 . "$(dirname "$0")/tui_lib.sh"
 
 id=$("$PT" new --name "attach test") || fail "new"
@@ -13,6 +13,11 @@ wait_screen "bot> "
 wait_screen "[connected]"
 # attach made it the daemon's active session.
 "$PT" daemon status | grep -q "active session: $id" || fail "not the active session"
+# A turn sent by another client to this session shows up here, with its
+# user text (reloaded from the transcript when the turn ends).
+"$PT" send --session "$id" "message from another client" >/dev/null || fail "second send"
+wait_screen "you> message from another client"
+[ "$(screen | grep -c '^bot> ')" -eq 2 ] || { dump_screen; fail "expected two replies"; }
 T send-keys F10
 wait_screen "EXIT=0"
 run_in_pane "clear; $PT attach 0123456789ab; echo EXIT2=\$?"

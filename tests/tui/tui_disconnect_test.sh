@@ -17,7 +17,7 @@ wait_screen "Ctrl-R reconnect"
 T send-keys -l "kept text"
 T send-keys Enter
 wait_screen "Not connected to the daemon"
-wait_screen "> kept text"
+wait_input "kept text"
 T send-keys C-r
 wait_screen "Reconnected to the daemon."
 wait_screen "[connected]"

@@ -96,3 +96,17 @@ wait_screen_gone() {
 
 # alt_screen: 1 while the pane shows the alternate screen (curses running).
 alt_screen() { T display -p '#{alternate_on}'; }
+
+# input_line: the conversation screen's input row (second to last), trimmed.
+input_line() { screen | tail -n 2 | head -n 1 | sed 's/ *$//'; }
+
+# wait_input TEXT: polls until the input row is exactly "> TEXT" (or ">" when
+# TEXT is empty).
+wait_input() {
+  local want="> $1" end=$((SECONDS + WAIT_S))
+  [ -z "$1" ] && want=">"
+  until [ "$(input_line)" = "$want" ]; do
+    if [ $SECONDS -ge $end ]; then dump_screen; fail "input line is not: $want"; fi
+    sleep 0.05
+  done
+}

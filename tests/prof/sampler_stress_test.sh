@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# sampler_stress_test.sh - the preloaded sampler at 2000 Hz over a workload
+# with heavy malloc on three threads, thread churn, fork+exec of /bin/true
+# (which inherits LD_PRELOAD and profiles itself), dlopen/dlclose of
+# libraries (libgcc_s among them, which makes the unwind tables rebuild) and
+# periodic dumps every second, for 8 seconds. It must neither crash nor
+# deadlock: the run is bounded (20 s) and must exit 0; every snapshot it
+# leaves must be readable by `go tool pprof` (and the dump side's validator).
+set -euo pipefail
+: "${PT_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+: "${PT_BUILD_PROF:=$PT_SRC/build/sampler-prof}"
+export PT_BUILD_PROF
+# shellcheck source=../lib.sh
+source "$PT_SRC/tests/lib.sh"
+
+LIB="$PT_BUILD_PROF/libptprof.so"
+PROG="$PT_BUILD_PROF/tests/prof/sampler_prog"
+VALIDATE="$PT_BUILD_PROF/tools/ptprof-validate"
+[ -f "$LIB" ] || fail "no $LIB (build with -Dprofiling=true)"
+[ -x "$PROG" ] || fail "no $PROG"
+command -v go >/dev/null || skip "go (golang-go) not installed"
+
+WORK=$(mktemp -d "$TMPDIR/sampler-stress.XXXXXX")
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# setsid: a deadlocked run and every child it forked can be killed as a group.
+setsid env PTPROF_DIR="$WORK/snap" PTPROF_PREFIX=stress- PTPROF_HZ=2000 PTPROF_INTERVAL=1 \
+  PTPROF_KEEP=4 LD_PRELOAD="$LIB" "$PROG" stress 8 >"$WORK/out.txt" 2>&1 &
+pid=$!
+PIDS+=("$pid")
+deadline=$((SECONDS + 20))
+while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+if kill -0 "$pid" 2>/dev/null; then
+  note "still running after 20 s; threads:"
+  for t in /proc/"$pid"/task/*; do echo "  $(cat "$t/comm") $(cat "$t/wchan" 2>/dev/null)"; done
+  kill -KILL -- -"$pid" 2>/dev/null || true
+  fail "deadlock: the stress run did not finish within 20 s"
+fi
+rc=0
+wait "$pid" || rc=$?
+PIDS=()
+cat "$WORK/out.txt"
+[ "$rc" -eq 0 ] || fail "stress run exited with $rc (crash?)"
+read -r _ threads _ forks _ dlopens _ allocs < <(grep '^threads ' "$WORK/out.txt")
+note "threads=$threads forks=$forks dlopens=$dlopens allocs=$allocs"
+[ "$threads" -gt 100 ] && [ "$forks" -gt 10 ] && [ "$dlopens" -gt 50 ] && [ "$allocs" -gt 100000 ] \
+  || fail "the workload did too little to count as stress"
+
+shopt -s nullglob
+root=("$WORK"/snap/stress-2*.pb.gz)
+kids=("$WORK"/snap/stress-pid*.pb.gz)
+[ ${#root[@]} -eq 4 ] || { ls "$WORK/snap" | head >&2; fail "expected 4 root snapshots (keep=4), got ${#root[@]}"; }
+note "root snapshots: ${#root[@]}, exec'd children's snapshots: ${#kids[@]}"
+[ ${#kids[@]} -ge 1 ] || fail "no snapshot from the exec'd children"
+check=("${root[@]}" "${kids[@]:0:5}")
+for f in "${check[@]}"; do
+  go tool pprof -symbolize=none -nodefraction=0 -top "$f" >"$WORK/top.txt" 2>&1 \
+    || { cat "$WORK/top.txt" >&2; fail "go tool pprof rejected $f"; }
+  if [ -x "$VALIDATE" ]; then
+    "$VALIDATE" "$f" >"$WORK/val.txt" 2>&1 || { cat "$WORK/val.txt" >&2; fail "ptprof-validate rejected $f"; }
+  fi
+done
+# The final root snapshot has samples from the workload's threads.
+go tool pprof -symbolize=none -nodefraction=0 -sample_index=samples -top "${root[-1]}" >"$WORK/top.txt" 2>&1
+grep -q "stress_alloc_round" "$WORK/top.txt" || { cat "$WORK/top.txt" >&2; fail "stress_alloc_round not in the last snapshot"; }
+[ -z "$(find "$WORK/snap" -name '.*tmp*')" ] || fail "temp files left behind"
+note "stress: ok"
+exit 0
