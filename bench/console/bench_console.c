@@ -12,9 +12,9 @@
  *       tasks; the main thread generates EVENTS_PER_S poll events per second
  *       spread over them; prints the server thread's CPU time per second
  *       (measured from /proc) over SECONDS after a 2 s warm-up.
- *   bench_console memory N
+ *   bench_console memory N [POLL_NS]
  *       bytes of heap per retained (completed, polled) task, and per live
- *       task, from mallinfo2 deltas.
+ *       task, from mallinfo2 deltas; each task is polled once for POLL_NS.
  */
 #include <dirent.h>
 #include <malloc.h>
@@ -156,17 +156,12 @@ static double thread_cpu_s(const char *name) {
     fclose(f);
     comm[strcspn(comm, "\n")] = 0;
     if (strcmp(comm, name) != 0) continue;
-    snprintf(p, sizeof p, "/proc/self/task/%s/stat", e->d_name);
+    /* schedstat: first field = ns on CPU (finer than stat's clock ticks) */
+    snprintf(p, sizeof p, "/proc/self/task/%s/schedstat", e->d_name);
     f = fopen(p, "r");
     if (!f) continue;
-    char buf[1024];
-    if (fgets(buf, sizeof buf, f)) {
-      char *q = strrchr(buf, ')');
-      unsigned long ut = 0, st = 0;
-      /* fields after ')': state(3) ... utime(14) stime(15) */
-      if (q && sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
-        cpu = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-    }
+    unsigned long long ns = 0;
+    if (fscanf(f, "%llu", &ns) == 1) cpu = (double)ns / 1e9;
     fclose(f);
   }
   closedir(d);
@@ -239,7 +234,13 @@ static size_t heap_used(void) {
   return mi.uordblks + mi.hblkhd;
 }
 
-static int bench_memory(int n) {
+static void spin_ns(uint64_t ns) {
+  uint64_t end = now_ns() + ns;
+  while (now_ns() < end) {
+  }
+}
+
+static int bench_memory(int n, uint64_t poll_ns) {
   ptcon_agg *a;
   if (ptcon_agg_new(&a, 600000, (uint32_t)n)) return 1;
   ptcon_agg_collect(a);
@@ -250,6 +251,7 @@ static int bench_memory(int n) {
     ids[i] = ptcon_task_spawn("mem.task", "task", __FILE__, __LINE__, NULL, 0);
     ptcon_task_wake(ids[i]);
     ptcon_task_poll_begin(ids[i]);
+    if (poll_ns) spin_ns(poll_ns);
     ptcon_task_poll_end(ids[i]);
     if (i % 1000 == 999) ptcon_agg_drain(a);
   }
@@ -258,9 +260,10 @@ static int bench_memory(int n) {
   for (int i = 0; i < n; i++) ptcon_task_end(ids[i]);
   ptcon_agg_collect(a);
   size_t h2 = heap_used();
-  printf("memory: %d tasks polled once: %.0f bytes heap per live task; after they end "
+  printf("memory: %d tasks polled once for %llu ns: %.0f bytes heap per live task; after they end "
          "(retained): %.0f bytes per retained task (record %zu + 2 histograms, %zu + 4 per counter)\n",
-         n, (double)(h1 - h0) / n, (double)(h2 - h0) / n, sizeof(ptcon_rec), sizeof(ptcon_hist));
+         n, (unsigned long long)poll_ns, (double)(h1 - h0) / n, (double)(h2 - h0) / n,
+         sizeof(ptcon_rec), sizeof(ptcon_hist));
   printf("memory: fixed: slot table %zu KiB virtual (touched as used), ring %zu KiB per "
          "recording thread\n",
          sizeof(ptcon_slot) * PTCON_MAX_LIVE_TASKS / 1024, sizeof(ptcon_ring) / 1024);
@@ -274,7 +277,8 @@ int main(int argc, char **argv) {
   if (argc >= 6 && strcmp(argv[1], "server") == 0)
     return bench_server(atoi(argv[2]), atol(argv[3]), atoi(argv[4]), argv[5]);
   if (argc >= 2 && strcmp(argv[1], "memory") == 0)
-    return bench_memory(argc > 2 ? atoi(argv[2]) : 10000);
-  fprintf(stderr, "usage: bench_console poll [ITER] | server TASKS EPS SECONDS PORTFILE | memory [N]\n");
+    return bench_memory(argc > 2 ? atoi(argv[2]) : 10000,
+                        argc > 3 ? (uint64_t)atoll(argv[3]) : 0);
+  fprintf(stderr, "usage: bench_console poll [ITER] | server TASKS EPS SECONDS PORTFILE | memory [N [POLL_NS]]\n");
   return 2;
 }

@@ -20,6 +20,7 @@ cc -O2 -g -std=c11 -D_GNU_SOURCE -fno-omit-frame-pointer -I"$SRC/src" -I"$SRC/in
 echo "== machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 "$OUT/bench_console" poll 20000000
 "$OUT/bench_console" memory 10000
+"$OUT/bench_console" memory 2000 1000000
 
 # The server runs: a real client watches the whole time (WatchUpdates +
 # WatchState), so encoding and sending are part of the measured CPU.

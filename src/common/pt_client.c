@@ -696,8 +696,8 @@ static int autostart(pt_client *c, int *fd_out, pt_client_error *err) {
     free(log_path);
     return rc;
   }
-  /* The daemon resolves its home from the same variable we resolved. */
-  setenv("POLYTOKEN_HOME", c->home, 1);
+  /* The home goes to the daemon as --home (no setenv: the process
+   * environment is not ours to change, and other threads may read it). */
   pid_t pid = spawn_daemon(c, log_path, err);
   if (pid < 0) { free(log_path); return pid; }
   int limit = start_timeout_ms();

@@ -98,6 +98,8 @@ struct ptcon_server {
   uint64_t next_tick, next_drain;
   uint64_t ticks;
   uint64_t now;              /* mono ns, updated each loop iteration */
+  uint64_t accept_resume;    /* listener out of epoll until then (EMFILE); 0 = in */
+  uint64_t accept_logged;    /* last time that was logged (once per 10 s) */
 };
 
 static _Atomic int g_server_running;
@@ -495,8 +497,19 @@ static void conn_accept(ptcon_server *s) {
     int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
-      if (errno == EMFILE || errno == ENFILE)
-        slog(s, "task console: accept: %s", strerror(errno));
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        /* The pending connection stays queued and the level-triggered
+         * listener would fire again at once: take it out of epoll for
+         * 100 ms instead of spinning (and logging) in a loop. */
+        uint64_t t = ptcon_mono_ns();
+        if (!s->accept_logged || t - s->accept_logged > 10000000000u) {
+          slog(s, "task console: accept: %s (pausing accepts for 100 ms at a time)",
+               strerror(errno));
+          s->accept_logged = t;
+        }
+        epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lfd, NULL);
+        s->accept_resume = t + 100000000u;
+      }
       return;
     }
     if (s->nconns >= s->opt.max_connections) {
@@ -595,6 +608,11 @@ static void *server_main(void *arg) {
   s->next_drain = now + DRAIN_INTERVAL_NS;
   for (;;) {
     now = s->now = ptcon_mono_ns();
+    if (s->accept_resume && now >= s->accept_resume) {
+      struct epoll_event le = {.events = EPOLLIN, .data.ptr = NULL};
+      epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &le);
+      s->accept_resume = 0;
+    }
     uint64_t due = s->next_drain < s->next_tick ? s->next_drain : s->next_tick;
     int timeout = due > now ? (int)((due - now + 999999u) / 1000000u) : 0;
     int n = epoll_wait(s->epfd, evs, 64, timeout);

@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #if PT_PROFILING
 static void on_reached(const char *session_id, const char *session_dir, void *ud) {
@@ -34,6 +35,11 @@ static void after_teardown(void *ud) {
 
 /* Runs the TUI; attach_id NULL opens the picker. Returns the exit code. */
 static int run_tui(const char *attach_id) {
+  if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+    tui_cli_fail("the TUI needs a terminal (stdin and stdout must be a tty); see polytoken --help "
+                 "for the scriptable commands");
+    return 1;
+  }
   /* Connect (starting the daemon if needed) before curses takes the
    * terminal, so a failure is one plain line on stderr. */
   pt_client *c = pt_client_new(NULL, "polytoken-tui");

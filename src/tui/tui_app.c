@@ -13,6 +13,7 @@
  * start timeout, which is acceptable for an explicit user action).
  */
 #include "tui/tui_app.h"
+#include "tui/tui_feedback.h"
 #include "tui/tui_lineedit.h"
 #include "tui/tui_loop.h"
 #include "tui/tui_term.h"
@@ -64,9 +65,10 @@ struct tui_app {
   int reached_fired;
 
   /* units of work */
-  tui_unit u_input, u_render, u_conn, u_resize, u_signals;
+  tui_unit u_input, u_render, u_conn, u_resize, u_signals, u_refresh;
   tui_poll stdin_poll;
   tui_timer render_timer;
+  tui_timer refresh_timer; /* keeps relative times and the list current */
   tui_signal sig_winch, sig_int, sig_term, sig_hup;
   conn_watch *conn;
 
@@ -88,7 +90,10 @@ struct tui_app {
   int foreign_turn;      /* the running turn was started by another client */
   char turn_id[64];
   int scroll; /* wrapped lines scrolled up from the bottom */
+  size_t last_total; /* wrapped lines at the last draw (to hold the view) */
   tui_lineedit *input;
+
+  tui_feedback *feedback; /* F3 overlay (tui_feedback.h), created in run */
 };
 
 static void request_render(tui_app *app);
@@ -214,7 +219,9 @@ static void draw_picker(tui_app *app) {
   int list_y = 2, list_h = rows - 4;
   if (list_h < 1) list_h = 1;
   attron(A_BOLD);
-  mvprintw(1, 2, "%-30.30s %-16s %6s  %s", "NAME", "LAST ACTIVITY", "TURNS", "ID");
+  char header[128];
+  snprintf(header, sizeof header, "%-30.30s %-16s %6s  %s", "NAME", "LAST ACTIVITY", "TURNS", "ID");
+  put_str(1, 2, header, cols - 3); /* clipped: printw would wrap onto the list */
   attroff(A_BOLD);
   size_t n = app->sessions ? json_array_size(app->sessions) : 0;
   if (!app->sessions) {
@@ -349,6 +356,9 @@ static void draw_conv(tui_app *app) {
   int view_h = conv_view_height();
   size_t n;
   sb_line *v = layout(app, cols, &n);
+  /* Scrolled up: keep the same lines in view while output grows below. */
+  if (app->scroll > 0 && n > app->last_total) app->scroll += (int)(n - app->last_total);
+  app->last_total = n;
   int max_scroll = (int)n > view_h ? (int)n - view_h : 0;
   if (app->scroll > max_scroll) app->scroll = max_scroll;
   if (app->scroll < 0) app->scroll = 0;
@@ -388,7 +398,7 @@ static void draw_conv(tui_app *app) {
   const char *hint = !pt_client_connected(app->client)
     ? "Ctrl-R reconnect  F2 /sessions  F10 /quit  PgUp/PgDn scroll"
     : app->streaming ? "Esc/Ctrl-C cancel reply  PgUp/PgDn scroll  F2 /sessions  F10 /quit"
-                     : "Enter send  PgUp/PgDn scroll  Up/Down history  F2 /sessions  F10 /quit  Ctrl-C quit";
+                     : "Enter send  PgUp/PgDn scroll  Up/Down history  F2 /sessions  F3 feedback  F10 /quit  Ctrl-C quit";
   draw_bar(rows - 1, hint, "");
   curs_set(1);
   move(iy, 2 + tui_str_width(t + start, cur - start));
@@ -397,7 +407,8 @@ static void draw_conv(tui_app *app) {
 static void render_now(tui_app *app) {
   if (!tui_term_active()) return;
   erase();
-  if (app->screen == SCR_PICKER) draw_picker(app);
+  if (app->feedback && tui_feedback_active(app->feedback)) tui_feedback_draw(app->feedback);
+  else if (app->screen == SCR_PICKER) draw_picker(app);
   else draw_conv(app);
   refresh();
   /* Seam: the first time the conversation screen is on the terminal. */
@@ -414,6 +425,8 @@ static void render_now(tui_app *app) {
 }
 
 static void render_cb(void *ud) { render_now(ud); }
+static void request_render(tui_app *app);
+static void feedback_redraw(void *ud) { request_render(ud); }
 
 static void request_render(tui_app *app) {
   /* Before tui_app_run set up the loop handles there is nothing to wake;
@@ -426,11 +439,12 @@ static void request_render(tui_app *app) {
 /* ---- quitting ---- */
 
 static void close_cb_noop(uv_handle_t *h) { (void)h; }
-static void conn_close_cb(uv_handle_t *h) { free(h->data ? ((tui_poll *)h->data) : NULL); }
+/* h->data is the tui_poll, the first member of the heap-allocated
+ * conn_watch: freeing it frees the watch. */
+static void conn_close_cb(uv_handle_t *h) { free(h->data); }
 
 static void conn_watch_stop(tui_app *app) {
   if (!app->conn) return;
-  /* conn_watch starts with its tui_poll, so freeing the poll frees it. */
   tui_poll_close(&app->conn->poll, conn_close_cb);
   app->conn = NULL;
   tui_unit_end(&app->u_conn);
@@ -444,6 +458,7 @@ static void app_quit(tui_app *app, int code) {
   pt_client_close(app->client);
   tui_poll_close(&app->stdin_poll, close_cb_noop);
   tui_timer_close(&app->render_timer, close_cb_noop);
+  tui_timer_close(&app->refresh_timer, close_cb_noop);
   tui_signal_close(&app->sig_winch, close_cb_noop);
   tui_signal_close(&app->sig_int, close_cb_noop);
   tui_signal_close(&app->sig_term, close_cb_noop);
@@ -452,6 +467,7 @@ static void app_quit(tui_app *app, int code) {
   tui_unit_end(&app->u_render);
   tui_unit_end(&app->u_resize);
   tui_unit_end(&app->u_signals);
+  tui_unit_end(&app->u_refresh);
 }
 
 /* ---- daemon connection ---- */
@@ -723,6 +739,9 @@ static void conv_key(tui_app *app, int is_key, wint_t ch) {
     case KEY_NPAGE: app->scroll -= conv_view_height() - 1; if (app->scroll < 0) app->scroll = 0; break;
     case KEY_ENTER: conv_submit(app); break;
     case KEY_F(2): go_picker(app); break;
+    case KEY_F(3):
+      if (app->feedback) tui_feedback_open(app->feedback);
+      break;
     case KEY_F(10): app_quit(app, 0); break;
     default: break;
     }
@@ -938,6 +957,7 @@ static void relayout(tui_app *app) {
   struct winsize ws;
   if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
     resize_term(ws.ws_row, ws.ws_col);
+  app->last_total = (size_t)-1; /* re-wrapped: do not treat as new output */
   clear();
   request_render(app);
 }
@@ -955,10 +975,20 @@ static void stdin_cb(void *ud, int status, int events) {
       relayout(app);
       continue;
     }
-    if (app->screen == SCR_PICKER) picker_key(app, is_key, ch);
+    if (app->feedback && tui_feedback_active(app->feedback)) tui_feedback_key(app->feedback, is_key, ch);
+    else if (app->screen == SCR_PICKER) picker_key(app, is_key, ch);
     else conv_key(app, is_key, ch);
     request_render(app);
   }
+}
+
+/* Every 30 s: the picker's "3 min ago" texts age, and other clients may have
+ * created or renamed sessions, so reload the list (idle picker only). */
+static void refresh_cb(void *ud) {
+  tui_app *app = ud;
+  if (app->screen == SCR_PICKER && app->pmode == PM_NORMAL && pt_client_connected(app->client))
+    picker_reload(app);
+  request_render(app);
 }
 
 static void winch_cb(void *ud, int signum) {
@@ -1030,6 +1060,9 @@ int tui_app_run(tui_app *app, char *errbuf, size_t errlen) {
   tui_poll_init(&app->loop, &app->stdin_poll, STDIN_FILENO, &app->u_input, stdin_cb, app);
   tui_poll_start(&app->stdin_poll, UV_READABLE);
   tui_timer_init(&app->loop, &app->render_timer, &app->u_render, render_cb, app);
+  tui_unit_start(&app->u_refresh, "tui.refresh");
+  tui_timer_init(&app->loop, &app->refresh_timer, &app->u_refresh, refresh_cb, app);
+  tui_timer_start(&app->refresh_timer, 30000, 30000);
   tui_signal_init(&app->loop, &app->sig_winch, &app->u_resize, winch_cb, app);
   tui_signal_start(&app->sig_winch, SIGWINCH);
   /* Raw mode delivers Ctrl-C as a key; these catch kill(1) and hangups. */
@@ -1039,6 +1072,8 @@ int tui_app_run(tui_app *app, char *errbuf, size_t errlen) {
   tui_signal_start(&app->sig_term, SIGTERM);
   tui_signal_init(&app->loop, &app->sig_hup, &app->u_signals, quit_signal_cb, app);
   tui_signal_start(&app->sig_hup, SIGHUP);
+  /* The feedback overlay is optional: without memory for it F3 does nothing. */
+  app->feedback = tui_feedback_new(app->client, &app->loop, feedback_redraw, app);
   app->running = 1;
   conn_watch_start(app);
   if (app->screen == SCR_PICKER) picker_reload(app);
@@ -1046,6 +1081,9 @@ int tui_app_run(tui_app *app, char *errbuf, size_t errlen) {
   uv_run(&app->loop, UV_RUN_DEFAULT);
   /* Every handle is closed by app_quit; the loop ran their close callbacks. */
   tui_term_end();
+  /* uv_run returned, so no upload worker is running (tui_feedback_del rule). */
+  tui_feedback_del(app->feedback);
+  app->feedback = NULL;
   if (app->after_teardown) app->after_teardown(app->hook_ud);
   uv_loop_close(&app->loop);
   return app->exit_code;

@@ -1,5 +1,6 @@
 /* tui_cli.c - scriptable subcommands (see tui_cli.h). */
 #include "tui/tui_cli.h"
+#include "tui/cli_feedback.h"
 #include "tui/tui_text.h"
 #include "common/pt_client.h"
 #include "common/pt_version.h"
@@ -41,6 +42,8 @@ void tui_cli_usage(void) {
          "  new [--name NAME]            create a session, print its id\n"
          "  send --session ID TEXT...    send a message, print the streamed reply\n"
          "  profile dump                 ask the daemon for a profile snapshot (profiling build)\n"
+         "  artifacts [--json]           list the daemon's diagnostic artifacts\n"
+         "  feedback send|show ...       send feedback with attachments, or review one\n"
          "  --version                    print the version\n"
          "  --help                       this help; COMMAND --help for a command's help\n"
          "\n"
@@ -413,6 +416,8 @@ int tui_cli_main(int argc, char **argv) {
   if (strcmp(cmd, "new") == 0) return cmd_new(argc, argv);
   if (strcmp(cmd, "send") == 0) return cmd_send(argc, argv);
   if (strcmp(cmd, "profile") == 0) return cmd_profile(argc, argv);
+  if (strcmp(cmd, "artifacts") == 0) return cli_artifacts_main(argc, argv);
+  if (strcmp(cmd, "feedback") == 0) return cli_feedback_main(argc, argv);
   if (cmd[0] == '-') tui_cli_fail("unknown option '%s' (try polytoken --help)", cmd);
   else tui_cli_fail("unknown command '%s' (try polytoken --help)", cmd);
   return 2;

@@ -3,16 +3,36 @@
 #include "tui/tui_loop.h"
 
 void tui_unit_start(tui_unit *u, const char *name) {
-  if (u->live) return;
+  if (u->live) {
+    u->end_pending = 0;
+    return;
+  }
   u->name = name;
   u->live = 1;
   pt_task_spawn(&u->task, name, "local");
 }
 
+static void really_end(tui_unit *u) {
+  u->live = 0;
+  u->end_pending = 0;
+  pt_task_end(&u->task);
+}
+
 void tui_unit_end(tui_unit *u) {
   if (!u->live) return;
-  u->live = 0;
-  pt_task_end(&u->task);
+  if (u->in_poll) u->end_pending = 1;
+  else really_end(u);
+}
+
+/* Every libuv callback of a unit runs between these two. */
+static void poll_begin(tui_unit *u) {
+  u->in_poll++;
+  pt_task_poll_begin(&u->task);
+}
+
+static void poll_end(tui_unit *u) {
+  pt_task_poll_end(&u->task);
+  if (--u->in_poll == 0 && u->end_pending) really_end(u);
 }
 
 void tui_unit_wake(tui_unit *u) {
@@ -31,9 +51,10 @@ static void disarm(tui_unit *u, int *armed) {
 
 static void poll_tramp(uv_poll_t *h, int status, int events) {
   tui_poll *p = h->data;
-  pt_task_poll_begin(&p->unit->task);
+  tui_unit *u = p->unit;
+  poll_begin(u);
   p->fn(p->ud, status, events);
-  pt_task_poll_end(&p->unit->task);
+  poll_end(u);
 }
 
 int tui_poll_init(uv_loop_t *loop, tui_poll *p, int fd, tui_unit *u, tui_poll_fn fn, void *ud) {
@@ -68,9 +89,10 @@ static void timer_tramp(uv_timer_t *h) {
   tui_timer *t = h->data;
   /* A one-shot timer is no longer pending once it fired. */
   if (uv_timer_get_repeat(h) == 0) disarm(t->unit, &t->armed);
-  pt_task_poll_begin(&t->unit->task);
+  tui_unit *u = t->unit;
+  poll_begin(u);
   t->fn(t->ud);
-  pt_task_poll_end(&t->unit->task);
+  poll_end(u);
 }
 
 int tui_timer_init(uv_loop_t *loop, tui_timer *t, tui_unit *u, tui_timer_fn fn, void *ud) {
@@ -105,10 +127,11 @@ void tui_timer_close(tui_timer *t, uv_close_cb cb) {
 
 static void signal_tramp(uv_signal_t *h, int signum) {
   tui_signal *s = h->data;
-  pt_task_wake(&s->unit->task);
-  pt_task_poll_begin(&s->unit->task);
+  tui_unit *u = s->unit;
+  tui_unit_wake(u);
+  poll_begin(u);
   s->fn(s->ud, signum);
-  pt_task_poll_end(&s->unit->task);
+  poll_end(u);
 }
 
 int tui_signal_init(uv_loop_t *loop, tui_signal *s, tui_unit *u, tui_signal_fn fn, void *ud) {

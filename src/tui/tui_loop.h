@@ -26,11 +26,16 @@ typedef struct tui_unit {
   pt_task task;
   const char *name;
   int live;
+  int in_poll;     /* nesting depth of callbacks running for this unit */
+  int end_pending; /* tui_unit_end was called inside a callback */
 } tui_unit;
 
-/* Spawns the unit's task (kind "local"); idempotent while live. */
+/* Spawns the unit's task (kind "local"); idempotent while live (and it
+ * revokes an end requested by the callback that is still running). */
 void tui_unit_start(tui_unit *u, const char *name);
-/* Ends the task; idempotent. */
+/* Ends the task; idempotent. Called from inside one of the unit's own
+ * callbacks, the end happens right after that callback's poll_end, so the
+ * console never sees a task end in the middle of a poll. */
 void tui_unit_end(tui_unit *u);
 /* Marks the unit woken (work was scheduled for it). */
 void tui_unit_wake(tui_unit *u);

@@ -136,6 +136,24 @@ PT_TEST(feedback_gunzip_matches_gzip) {
   PT_ASSERT_MEM_EQ(out, "abcabcabcabcabcabcabcabcabc", 27);
   free(out);
   free(g);
+  /* Fixed Huffman codes (Z_FIXED) with long back-references. */
+  char *fx = path2(dir, "fixed.gz");
+  char *fargv[] = {"python3", "-c",
+                   "import zlib,sys\n"
+                   "d=(b'fixed huffman block '*500)+bytes(range(256))*4\n"
+                   "c=zlib.compressobj(9,zlib.DEFLATED,31,9,zlib.Z_FIXED)\n"
+                   "open(sys.argv[1],'wb').write(c.compress(d)+c.flush())",
+                   fx, NULL};
+  run_ok(fargv);
+  g = pt_read_file(fx, &glen);
+  PT_ASSERT(g);
+  PT_ASSERT_INT_EQ(pt_gunzip((uint8_t *)g, glen, 0, &out, &olen), 0);
+  PT_ASSERT_UINT_EQ(olen, 20 * 500 + 1024);
+  PT_ASSERT_MEM_EQ(out, "fixed huffman block fixed", 25);
+  PT_ASSERT_INT_EQ(out[20 * 500 + 1023], 255);
+  free(out);
+  free(g);
+  free(fx);
   PT_ASSERT_INT_EQ(pt_gunzip((const uint8_t *)"not gzip at all, really", 23, 0, &out, &olen), -EINVAL);
   free(py);
   free(buf);

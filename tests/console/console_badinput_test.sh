@@ -15,3 +15,11 @@ node "$CONSOLE_DIR/console_client.js" bad "$DEMO_ADDR" "$DEMO_PROGRESS"
 console_demo_stop
 grep -q "not reading (queue cap" "$DEMO_OUT" || fail "the server did not log dropping a client over the queue cap"
 grep -q "not reading (stalled)" "$DEMO_OUT" || fail "the server did not log dropping a stalled client"
+
+# Out of file descriptors: a demo limited to 48 fds and 200 connections. The
+# server pauses accepting (no busy loop), the app loop keeps ticking, and the
+# server serves again once the connections are gone.
+DEMO_LIMIT_FDS=48 console_demo_start
+node "$CONSOLE_DIR/console_client.js" flood "$DEMO_ADDR" "$DEMO_PROGRESS" 200
+console_demo_stop
+grep -q "pausing accepts" "$DEMO_OUT" || fail "the server did not run out of descriptors (test setup)"

@@ -6,6 +6,7 @@
 //   node console_client.js demo  ADDR PROGRESS_FILE   scripted-workload checks
 //   node console_client.js split ADDR NTASKS          a state over 4 MiB
 //   node console_client.js bad   ADDR PROGRESS_FILE   hostile clients
+//   node console_client.js flood ADDR PROGRESS_FILE N connections held, then closed
 //   node console_client.js names ADDR NAME...         the named tasks exist
 //
 // Exit 0 = every assertion held; 1 = a failure (printed).
@@ -252,7 +253,7 @@ async function demo(addr, progress) {
   const sa = watchState(A);
   await waitFor(() => ua.count >= 1, 10000, 'the first Update');
   check(ma.metas.size >= 1, 'first Update has no metadata');
-  for (const name of ['demo.fixed', 'demo.selfwake', 'demo.remote', 'demo.short', 'demo.ticker'])
+  for (const name of ['demo.fixed', 'demo.selfwake', 'demo.remote', 'demo.short', 'demo.ticker', 'demo.late'])
     check(ma.byName(name).length === 1, `task ${name} missing from the initial state`);
   // Let the script finish and a few deltas arrive (one per second, with now).
   const before = ua.count;
@@ -316,6 +317,23 @@ async function demo(addr, progress) {
   });
   check(im.error && im.error.code === grpc.status.INVALID_ARGUMENT, 'missing id: INVALID_ARGUMENT');
   console.log('ok - task details, histograms decode (10 polls), NOT_FOUND, INVALID_ARGUMENT');
+
+  // A details stream ends with OK once its task is gone (demo.late ends
+  // after ~3 s; retention 2 s).
+  const late = ma.byName('demo.late')[0];
+  check(late, 'demo.late missing');
+  const lateEnd = await new Promise((resolve) => {
+    const c = A.WatchTaskDetails({ id: { id: late.id } });
+    let n = 0;
+    c.on('data', () => { n++; });
+    c.on('status', (st) => resolve({ code: st.code, n }));
+    c.on('error', () => {});
+    setTimeout(() => resolve({ code: 'timeout', n }), 15000);
+  });
+  check(lateEnd.code === grpc.status.OK, `details stream of an aged-out task ended with ${lateEnd.code}`);
+  check(lateEnd.n >= 2, `details stream of demo.late carried ${lateEnd.n} messages`);
+  check(ma.byName('demo.late')[0].stats.dropped_at, 'demo.late has no dropped_at');
+  console.log('ok - a details stream ends with OK when its task ages out');
 
   // Retention (2 s in the demo): a fresh client no longer gets demo.short.
   await sleep(1500);
@@ -517,6 +535,34 @@ async function bad(addr, progress) {
   console.log('ok - server still up, app loop never blocked');
 }
 
+// --------------------------------------------------------------- flood ----
+// N connections held for 2 s (the server may run out of descriptors), then
+// closed: the app loop never stalls and the server serves again afterwards.
+async function flood(addr, progress, n) {
+  const port = Number(addr.split(':').pop());
+  const socks = [];
+  for (let i = 0; i < n; i++) {
+    const s = net.connect(port, '127.0.0.1');
+    s.on('error', () => {});
+    s.on('data', () => {});
+    socks.push(s);
+  }
+  await sleep(500);
+  await assertProgress(progress, `${n} connections`);
+  await sleep(1500);
+  socks.forEach((s) => s.destroy());
+  await sleep(500);
+  const I = loadService();
+  const A = newClient(I, addr);
+  const m = new Model();
+  const u = watchUpdates(A, m, 'after-flood');
+  await waitFor(() => u.count >= 2, 10000, 'Updates after the flood');
+  check(m.byName('demo.ticker').length === 1, 'ticker visible after the flood');
+  await assertProgress(progress, 'after the flood');
+  A.close();
+  console.log(`ok - ${n} connections held and closed; server serves again`);
+}
+
 // --------------------------------------------------------------- names ----
 async function names(addr, wanted) {
   const I = loadService();
@@ -531,6 +577,6 @@ async function names(addr, wanted) {
 
 const [, , mode, addr, arg, ...rest] = process.argv;
 const run = { demo: () => demo(addr, arg), split: () => split(addr, Number(arg)),
-  bad: () => bad(addr, arg), names: () => names(addr, [arg, ...rest]) }[mode];
-if (!run) fail('usage: console_client.js demo|split|bad|names ADDR ...');
+  bad: () => bad(addr, arg), flood: () => flood(addr, arg, Number(rest[0] || 200)), names: () => names(addr, [arg, ...rest]) }[mode];
+if (!run) fail('usage: console_client.js demo|split|bad|flood|names ADDR ...');
 run().then(() => process.exit(0), (e) => fail(e.stack || String(e)));

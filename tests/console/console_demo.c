@@ -20,6 +20,7 @@
  *   demo.remote   woken 3 times from another thread, then polled once.
  *   demo.short    polled 3 times, then ends (completed, kind "local").
  *   demo.ticker   polled every 5 ms for ever (the progress counter).
+ *   demo.late     polled once, ends after 600 loop iterations (~3 s or more).
  * Exit: SIGTERM or SIGINT -> stops the server, exits 0.
  */
 #include <errno.h>
@@ -127,6 +128,9 @@ int main(void) {
   uint64_t remote = ptcon_task_spawn("demo.remote", "blocking", __FILE__, __LINE__, NULL, 0);
   uint64_t shortt = ptcon_task_spawn("demo.short", "local", __FILE__, __LINE__, NULL, 0);
   uint64_t ticker = ptcon_task_spawn("demo.ticker", "task", __FILE__, __LINE__, NULL, 0);
+  uint64_t late = ptcon_task_spawn("demo.late", "task", __FILE__, __LINE__, NULL, 0);
+  ptcon_task_poll_begin(late);
+  ptcon_task_poll_end(late);
 
   for (int i = 0; i < 10; i++) {
     ptcon_task_wake(fixed);
@@ -154,18 +158,24 @@ int main(void) {
   }
   ptcon_task_end(shortt);
 
+  /* The progress file stays open: the counter must stay observable even
+   * when the process runs out of descriptors (a test does that). */
+  int pfd = progress ? open(progress, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
   uint64_t count = 0;
   while (!g_stop) {
     ptcon_task_wake(ticker);
     ptcon_task_poll_begin(ticker);
     count++;
     ptcon_task_poll_end(ticker);
-    if (count % 10 == 0) {
-      snprintf(buf, sizeof buf, "%llu\n", (unsigned long long)count);
-      write_file(progress, buf);
+    if (count == 600) ptcon_task_end(late);
+    if (count % 10 == 0 && pfd >= 0) {
+      /* fixed width, one pwrite: a reader never sees a torn number */
+      int n = snprintf(buf, sizeof buf, "%020llu\n", (unsigned long long)count);
+      if (pwrite(pfd, buf, (size_t)n, 0) != n) { /* best effort */ }
     }
     sleep_ms(5);
   }
+  if (pfd >= 0) close(pfd);
   ptcon_server_del(srv);
   return 0;
 }

@@ -31,9 +31,11 @@ console_demo_start() {
   local dir
   dir=$(mktemp -d "$TMPDIR/console.XXXXXX")
   DEMO_PROGRESS="$dir/progress"
-  env PTCON_DEMO_BIND=127.0.0.1:0 PTCON_DEMO_PORTFILE="$dir/port" \
+  # DEMO_LIMIT_FDS=N: run the demo with RLIMIT_NOFILE = N.
+  ( [ -n "${DEMO_LIMIT_FDS:-}" ] && ulimit -n "$DEMO_LIMIT_FDS"
+    exec env PTCON_DEMO_BIND=127.0.0.1:0 PTCON_DEMO_PORTFILE="$dir/port" \
       PTCON_DEMO_PROGRESS="$DEMO_PROGRESS" PTCON_DEMO_RETENTION_MS=2000 "$@" \
-      "$demo" >"$dir/demo.out" 2>&1 &
+      "$demo" ) >"$dir/demo.out" 2>&1 &
   DEMO_PID=$!
   PT_PIDS+=("$DEMO_PID")
   DEMO_OUT="$dir/demo.out"

@@ -57,7 +57,7 @@ PY
 "$PT" sessions | grep -q "cli one" || fail "sessions plain output"
 
 # send prints the streamed reply and exits 0; the turn is counted.
-reply=$("$PT" send --session "$id" hello from the cli) || fail "send failed"
+reply=$(timeout 120 "$PT" send --session "$id" hello from the cli) || fail "send failed"
 [ -n "$(echo "$reply" | tr -d '[:space:]')" ] || fail "send printed no reply"
 note "reply: $reply"
 "$PT" sessions --json | python3 -c "
@@ -80,6 +80,20 @@ POLYTOKEN_HOME="$POLYTOKEN_HOME/other" POLYTOKEN_DAEMON=/bin/false POLYTOKEN_STA
   one_line_failure "$PT" sessions
 POLYTOKEN_HOME="$POLYTOKEN_HOME/other" POLYTOKEN_DAEMON=/bin/false "$PT" sessions 2>&1 |
   grep -q 'daemon.stderr' || fail "start failure does not name the log"
+
+# A failed turn: the partial reply on stdout, one error line, non-zero exit.
+# (A second daemon in its own home, whose external responder fails.)
+fhome="$POLYTOKEN_HOME/failing"
+fid=$(POLYTOKEN_HOME="$fhome" POLYTOKEN_RESPONDER_CMD='echo partial; echo broken >&2; exit 3' \
+  "$PT" new) || fail "new (failing home)"
+fpid=$(POLYTOKEN_HOME="$fhome" daemon_pid)
+out=$(POLYTOKEN_HOME="$fhome" timeout 120 "$PT" send --session "$fid" hello 2>"$TMPDIR/err"); rc=$?
+POLYTOKEN_HOME="$fhome" "$PT" daemon stop >/dev/null
+[ -n "$fpid" ] && wait_for 20 bash -c "! kill -0 $fpid"
+[ $rc -eq 1 ] || fail "failed turn exit code $rc"
+[ "$(wc -l <"$TMPDIR/err")" -eq 1 ] || fail "failed turn stderr: $(cat "$TMPDIR/err")"
+grep -q '^polytoken: the turn failed: .*broken' "$TMPDIR/err" || fail "failed turn message: $(cat "$TMPDIR/err")"
+note "failed turn: stdout '$out', $(cat "$TMPDIR/err")"
 
 # stop: waits until the daemon is gone.
 pid=$(daemon_pid)

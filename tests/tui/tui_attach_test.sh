@@ -4,7 +4,7 @@
 . "$(dirname "$0")/tui_lib.sh"
 
 id=$("$PT" new --name "attach test") || fail "new"
-"$PT" send --session "$id" "remember the word marmalade" >/dev/null || fail "send"
+timeout 120 "$PT" send --session "$id" "remember the word marmalade" >/dev/null || fail "send"
 tui_start
 run_in_pane "$PT attach $id; echo EXIT=\$?"
 wait_screen "attach test ($id)"
@@ -15,7 +15,7 @@ wait_screen "[connected]"
 "$PT" daemon status | grep -q "active session: $id" || fail "not the active session"
 # A turn sent by another client to this session shows up here, with its
 # user text (reloaded from the transcript when the turn ends).
-"$PT" send --session "$id" "message from another client" >/dev/null || fail "second send"
+timeout 120 "$PT" send --session "$id" "message from another client" >/dev/null || fail "second send"
 wait_screen "you> message from another client"
 [ "$(screen | grep -c '^bot> ')" -eq 2 ] || { dump_screen; fail "expected two replies"; }
 T send-keys F10

@@ -38,6 +38,9 @@ tui_cleanup() {
   return 0
 }
 trap tui_cleanup EXIT
+# A driver timeout (SIGTERM) or Ctrl-C still runs the cleanup.
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 T() { tmux -L "$PT_TMUX" "$@"; }
 

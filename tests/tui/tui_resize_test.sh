@@ -28,8 +28,24 @@ wait_screen_re "^     ten eleven"
 # Input line and hint line are on the last two rows.
 screen | sed -n 19p | grep -q "^>" || { dump_screen; fail "input line not on row 19"; }
 
+# Scrollback: two more turns overflow the 17-row view; PgUp shows older
+# lines and a "more below" marker, PgDn goes back to the newest.
+for msg in "second message" "third message"; do
+  T send-keys -l "$msg"
+  T send-keys Enter
+  wait_screen "you> $msg"
+  wait_screen "Enter send"
+done
+wait_screen_gone "you> one two three"
+T send-keys PPage
+wait_screen "more lines below (PgDn)"
+wait_screen "you> one two three"
+T send-keys NPage
+wait_screen_gone "more lines below"
+wait_screen "you> third message"
+
 T resize-window -x 100 -y 30
-wait_screen "you> $long"
+wait_screen "you> third message"
 wait_screen_re "^.{88}\[connected\] ?$"
 T send-keys F10
 wait_screen "EXIT=0"

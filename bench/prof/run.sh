@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# bench/prof/run.sh - the CPU sampler benchmark (on demand; not run by CI).
+#
+# Runs bench_work (a fixed amount of work with a known CPU split) side by
+# side: unprofiled, ours (LD_PRELOAD=libptprof.so), gperftools' libprofiler
+# (LD_PRELOAD, CPUPROFILE) and `perf record -g` (when perf works), at 99 and
+# 999 Hz, with 1, 4 and 16 threads, short-lived threads, and half the time in
+# malloc; repeats each run REPS times (interleaved) and reports medians as
+# ratios measured in the same run: CPU overhead, completeness, split error,
+# malloc time under its caller. Then bench_sampler measures the handler cost
+# per sample at depth 30 and the dump cost of 10k distinct stacks.
+#
+#   bench/prof/run.sh [BUILD_DIR]     default build/sampler-prof (profiling build)
+# Environment: REPS (default 3), SCALE (default 1 = about 2 CPU s per run),
+# OUT (results directory, default $TMPDIR/ptprof-bench).
+# Method and the numbers of the last run: docs/performance.md, "CPU sampler".
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${1:-$SRC/build/sampler-prof}
+OUT=${OUT:-${TMPDIR:-/tmp}/ptprof-bench}
+mkdir -p "$OUT"
+[ -f "$BUILD/libptprof.a" ] && [ -f "$BUILD/libptprof.so" ] \
+  || { echo "run.sh: no libptprof in $BUILD (meson setup $BUILD -Dprofiling=true && ninja -C $BUILD)" >&2; exit 2; }
+
+CFLAGS=(-O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread)
+cc "${CFLAGS[@]}" -o "$OUT/bench_work" "$SRC/bench/prof/bench_work.c"
+# shellcheck disable=SC2046
+cc "${CFLAGS[@]}" -D_GNU_SOURCE -I"$SRC" -I"$SRC/include" -I"$SRC/src" -I"$BUILD" \
+  -o "$OUT/bench_sampler" "$SRC/bench/prof/bench_sampler.c" "$BUILD/libptprof.a" \
+  $(pkg-config --libs libdw libelf zlib libnghttp2) -ldl -lrt -lm
+
+exec python3 "$SRC/bench/prof/bench.py" --out "$OUT" --lib "$BUILD/libptprof.so" \
+  --work "$OUT/bench_work" --micro "$OUT/bench_sampler" \
+  --reps "${REPS:-3}" --scale "${SCALE:-1}"
