@@ -37,6 +37,13 @@
 extern "C" {
 #endif
 
+/* Exported from libptprof.so (the library is built with hidden visibility). */
+#if defined(__GNUC__)
+#define PTCON_API __attribute__((visibility("default")))
+#else
+#define PTCON_API
+#endif
+
 /* ---- instrumentation ---------------------------------------------------- */
 
 /* Capacity of the live-task table. Spawning beyond it returns 0 (the task is
@@ -77,24 +84,26 @@ typedef struct ptcon_field {
  * "blocking" or "block_on"; NULL = "task". kind and file must be string
  * literals (static storage): only the pointers are kept. fields may be NULL
  * when nfields == 0. Any thread; lock-free; no allocation. */
-uint64_t ptcon_task_spawn(const char *name, const char *kind, const char *file, uint32_t line,
+PTCON_API uint64_t ptcon_task_spawn(const char *name, const char *kind, const char *file, uint32_t line,
                           const ptcon_field *fields, size_t nfields);
 
 /* Around each run of the task's callback; on the thread that runs it. Polls
  * of different tasks must not nest on one thread (a libuv loop never does);
  * a nested poll of the same task counts once (outermost). */
-void ptcon_task_poll_begin(uint64_t id);
-void ptcon_task_poll_end(uint64_t id);
+PTCON_API void ptcon_task_poll_begin(uint64_t id);
+PTCON_API void ptcon_task_poll_end(uint64_t id);
 /* The task was woken. Any thread. A wake issued from inside the task's own
  * poll (same thread, between begin and end) counts as a self-wake. */
-void ptcon_task_wake(uint64_t id);
+PTCON_API void ptcon_task_wake(uint64_t id);
 /* A wake source was armed (registered fd, pending timer) / disarmed. The
  * client shows clones - drops as the number of live wakers. Any thread. */
-void ptcon_task_waker_clone(uint64_t id);
-void ptcon_task_waker_drop(uint64_t id);
+PTCON_API void ptcon_task_waker_clone(uint64_t id);
+PTCON_API void ptcon_task_waker_drop(uint64_t id);
 /* The task ended; the id must not be used again. Any thread. Never lost:
- * recorded in the task's slot, not in the event ring. */
-void ptcon_task_end(uint64_t id);
+ * recorded in the task's slot (an END event follows only as a hint for
+ * prompt clean-up; if the ring drops it, the server's slot scan ends the
+ * task anyway). */
+PTCON_API void ptcon_task_end(uint64_t id);
 
 /* Counters of the instrumentation itself (for tests and benchmarks).
  * Any thread; values are approximate while events are being recorded. */
@@ -103,7 +112,7 @@ typedef struct ptcon_instrument_stats {
   uint64_t dropped_events;   /* ring-full drops + failed spawns, since start */
   uint64_t threads;          /* rings registered (one per recording thread) */
 } ptcon_instrument_stats;
-void ptcon_instrument_get_stats(ptcon_instrument_stats *out);
+PTCON_API void ptcon_instrument_get_stats(ptcon_instrument_stats *out);
 
 /* ---- bind addresses ----------------------------------------------------- */
 
@@ -113,7 +122,7 @@ void ptcon_instrument_get_stats(ptcon_instrument_stats *out);
  * (127.0.0.0/8, ::1, localhost). Port 0 asks the kernel for a free port.
  * Returns 0 and fills *ss and *sslen, -EINVAL for a malformed string, -EPERM for
  * a non-loopback address without allow_non_loopback. Pure; any thread. */
-int ptcon_bind_parse(const char *bind, int allow_non_loopback,
+PTCON_API int ptcon_bind_parse(const char *bind, int allow_non_loopback,
                      struct sockaddr_storage *ss, socklen_t *sslen);
 
 /* ---- server ------------------------------------------------------------- */
@@ -143,7 +152,7 @@ typedef struct ptcon_server_options {
 } ptcon_server_options;
 
 /* Fills defaults (bind NULL; everything else 0 = default). */
-void ptcon_server_options_init(ptcon_server_options *opt);
+PTCON_API void ptcon_server_options_init(ptcon_server_options *opt);
 
 /* Binds, listens and starts the server thread. On success *out owns the
  * server (free with ptcon_server_del). Errors: -EINVAL/-EPERM from the bind
@@ -151,14 +160,14 @@ void ptcon_server_options_init(ptcon_server_options *opt);
  * and run on without a console), -EBUSY when a server already runs in this
  * process, -ENOMEM, or another socket/thread error. Call from any thread
  * but not concurrently with another ptcon_server_new/_del. */
-int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt);
+PTCON_API int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt);
 
 /* The port actually bound (useful with port 0). */
-uint16_t ptcon_server_port(const ptcon_server *srv);
+PTCON_API uint16_t ptcon_server_port(const ptcon_server *srv);
 
 /* Stops the thread, closes every connection (their calls end abruptly) and
  * frees everything. NULL is a no-op. Not from the server thread (log cb). */
-void ptcon_server_del(ptcon_server *srv);
+PTCON_API void ptcon_server_del(ptcon_server *srv);
 
 /* Convenience for the daemon and the TUI: starts a server whose bind address
  * is the environment variable bind_env (e.g. POLYTOKEN_CONSOLE_DAEMON_BIND)
@@ -169,11 +178,11 @@ void ptcon_server_del(ptcon_server *srv);
  * returns 0; on failure logs exactly one line ("task console disabled:
  * <bind>: <reason>") and returns the error; the caller runs on without a
  * console. log may be NULL. Same threading rules as ptcon_server_new. */
-int ptcon_server_start_env(ptcon_server **out, const char *bind_env, const char *default_bind,
+PTCON_API int ptcon_server_start_env(ptcon_server **out, const char *bind_env, const char *default_bind,
                            ptcon_log_fn log, void *log_ud);
 
 /* Human-readable text for an error code returned by this module. */
-const char *ptcon_strerror(int err);
+PTCON_API const char *ptcon_strerror(int err);
 
 #ifdef __cplusplus
 }

@@ -15,8 +15,10 @@ gperftools' legacy binary profile, `perf script` text), and computes:
   malloc        of the CPU sampled with a libc leaf in the malloc workload,
                 the share whose stack reaches malloc_caller (the caller)
 
-Medians over the repetitions are printed as a Markdown table and saved as
-JSON (results.json in --out).
+Overhead is the median over the repetitions; the other three pool the
+repetitions (sums first, then the ratio) so that the binomial noise of a
+short run at 99 Hz does not swamp the split error. Printed as a Markdown
+table and saved as JSON (results.json in --out).
 """
 import argparse
 import gzip
@@ -211,23 +213,39 @@ def read_perf(text):
 
 
 def metrics(samples, truth, workload):
-    total = sum(w for w, _ in samples)
-    res = {"completeness": total / 1e9 / truth["total"] if truth["total"] else None}
+    """Raw sums of one run (ns of sampled CPU, s of real CPU); ratios are
+    formed after pooling the repetitions (see summarize)."""
+    def base(n):
+        # GCC clones: work_a.constprop.0, f.isra.0, f.part.0, f.cold
+        return n.split(".")[0] if n else n
 
     def incl(name):
-        return sum(w for w, fr in samples if any(f[0] == name for f in fr))
+        return sum(w for w, fr in samples if any(base(f[0]) == name for f in fr))
 
+    res = {"sampled": sum(w for w, _ in samples) / 1e9, "real": truth["total"]}
     if workload != "malloc":
-        a, b = incl("work_a"), incl("work_b")
-        real_a = truth["work_a"] / (truth["work_a"] + truth["work_b"])
-        res["split_err_pp"] = abs(a / (a + b) - real_a) * 100 if a + b else None
+        res.update(a=incl("work_a") / 1e9, b=incl("work_b") / 1e9, real_a=truth["work_a"],
+                   real_b=truth["work_b"])
     else:
         libc = [(w, fr) for w, fr in samples if fr and "libc.so" in (fr[0][1] or "")]
-        lw = sum(w for w, _ in libc)
-        under = sum(w for w, fr in libc if any(f[0] == "malloc_caller" for f in fr))
-        res["malloc_under_caller"] = under / lw if lw else None
-        res["malloc_completeness"] = incl("malloc_caller") / 1e9 / truth["malloc_caller"]
+        res["libc"] = sum(w for w, _ in libc) / 1e9
+        res["libc_under"] = sum(w for w, fr in libc
+                                if any(base(f[0]) == "malloc_caller" for f in fr)) / 1e9
     return res
+
+
+def summarize(ms):
+    """Pools the repetitions: sums first, then ratios (the sampling noise of
+    one short run would otherwise dominate the split error at 99 Hz)."""
+    tot = lambda k: sum(m.get(k, 0) or 0 for m in ms)
+    s = {"completeness": tot("sampled") / tot("real") if tot("real") else None,
+         "split_err_pp": None, "malloc_under_caller": None}
+    if tot("a") + tot("b") > 0:
+        real = tot("real_a") / (tot("real_a") + tot("real_b"))
+        s["split_err_pp"] = abs(tot("a") / (tot("a") + tot("b")) - real) * 100
+    if tot("libc") > 0:
+        s["malloc_under_caller"] = tot("libc_under") / tot("libc")
+    return s
 
 
 def run_one(cmd, env, cwd):
@@ -316,8 +334,7 @@ def main():
             if key == "none@0":
                 continue
             s = {"overhead_pct": (med([m["cpu"] for m in ms]) - base) / base * 100}
-            for k in ("completeness", "split_err_pp", "malloc_under_caller", "malloc_completeness"):
-                s[k] = med([m.get(k) for m in ms])
+            s.update(summarize(ms))
             summary.setdefault(wname, {})[key] = s
         spread = [m["cpu"] for m in per["none@0"]]
         summary[wname]["baseline"] = {"cpu_s": base, "spread_pct": (max(spread) - min(spread)) / base * 100}

@@ -151,6 +151,22 @@ ptcon_rec *ptcon_agg_find(ptcon_agg *a, uint64_t id) {
   return NULL;
 }
 
+/* Completes the record of slot idx's occupant if that slot is ENDED with
+ * generation gen, and returns the slot. Shared by the END event and the scan. */
+static void end_from_slot(ptcon_agg *a, ptcon_rec *r, uint32_t idx, uint64_t gen) {
+  ptcon_slot *s = &ptcon_slots[idx];
+  uint64_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+  if (st != (gen << 2 | PTCON_SLOT_ENDED)) return;
+  if (r) {
+    uint64_t et = ptcon_clock_to_mono_ns(&a->clock,
+                                         atomic_load_explicit(&s->ended_ticks, memory_order_relaxed));
+    uint64_t now = ptcon_mono_ns();
+    rec_complete(a, r, et > now ? now : et);
+    if (a->slot_rec[idx] == r) a->slot_rec[idx] = NULL;
+  }
+  ptcon_slot_reap(idx, gen);
+}
+
 static void apply(ptcon_agg *a, ptcon_rec *r, unsigned type, uint64_t t) {
   if (r->dropped) return;   /* late event of a completed task */
   if (t < r->created) t = r->created;
@@ -203,8 +219,12 @@ uint32_t ptcon_agg_drain(ptcon_agg *a) {
     for (; head != tail; head++) {
       const ptcon_event *e = &rg->ev[head & (PTCON_RING_CAP - 1)];
       uint64_t id = e->w0 & PTCON_EV_ID_MASK;
+      unsigned type = (unsigned)(e->w0 >> 60);
       ptcon_rec *r = rec_lookup(a, id, 1);
-      if (r) apply(a, r, (unsigned)(e->w0 >> 60), to_ns(a, e->ticks));
+      if (type == PTCON_EV_END)
+        end_from_slot(a, r, (uint32_t)(id & PTCON_SLOT_MASK), id >> PTCON_SLOT_BITS);
+      else if (r)
+        apply(a, r, type, to_ns(a, e->ticks));
       a->events++;
     }
     atomic_store_explicit(&rg->head, head, memory_order_release);
@@ -230,8 +250,9 @@ void ptcon_agg_collect(ptcon_agg *a) {
   uint64_t now = ptcon_mono_ns();
   if (now < a->now) now = a->now;
   a->now = now;
-  /* Slot scan: tasks with no events yet, and ended tasks (the end is never
-   * an event, so it cannot be dropped). */
+  /* Slot scan: tasks with no events yet, and ended tasks whose END hint
+   * was dropped or is still in a ring (the slot's ENDED state cannot be
+   * lost, so no task stays a ghost). */
   uint32_t hwm = atomic_load_explicit(&ptcon_slot_hwm, memory_order_acquire);
   if (hwm > PTCON_MAX_LIVE_TASKS) hwm = PTCON_MAX_LIVE_TASKS;
   for (uint32_t i = 0; i < hwm; i++) {
@@ -242,14 +263,7 @@ void ptcon_agg_collect(ptcon_agg *a) {
     uint64_t gen = st >> 2;
     uint64_t id = gen << PTCON_SLOT_BITS | i;
     ptcon_rec *r = rec_lookup(a, id, 1);
-    if (kind == PTCON_SLOT_ENDED) {
-      if (r) {
-        uint64_t et = to_ns(a, atomic_load_explicit(&s->ended_ticks, memory_order_relaxed));
-        rec_complete(a, r, et > now ? now : et);
-        if (a->slot_rec[i] == r) a->slot_rec[i] = NULL;
-      }
-      ptcon_slot_reap(i, gen);
-    }
+    if (kind == PTCON_SLOT_ENDED) end_from_slot(a, r, i, gen);
   }
   /* Retention, then the hard cap (oldest first). */
   while (a->done_head &&

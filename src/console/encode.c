@@ -13,8 +13,8 @@
 #define META_NAME "runtime.spawn"
 #define META_TARGET "polytoken::task"
 
-static void enc_time(pb_buf *b, uint32_t field, uint64_t ns, int duration) {
-  (void)duration;
+/* Timestamp and Duration share one layout: seconds, nanos in [0, 1e9). */
+static void enc_time(pb_buf *b, uint32_t field, uint64_t ns) {
   pb_mark m = pb_begin(b, field);
   uint64_t s = ns / 1000000000u, n = ns % 1000000000u;
   if (s) pb_uint64(b, 1, s);
@@ -26,10 +26,10 @@ static void enc_time(pb_buf *b, uint32_t field, uint64_t ns, int duration) {
  * CPUs could otherwise make a duration the client computes negative). */
 static void enc_ts(pb_buf *b, uint32_t field, const ptcon_agg *a, uint64_t mono) {
   if (mono > a->now) mono = a->now;
-  enc_time(b, field, ptcon_agg_wall_ns(a, mono), 0);
+  enc_time(b, field, ptcon_agg_wall_ns(a, mono));
 }
 
-static void enc_dur(pb_buf *b, uint32_t field, uint64_t ns) { enc_time(b, field, ns, 1); }
+static void enc_dur(pb_buf *b, uint32_t field, uint64_t ns) { enc_time(b, field, ns); }
 
 static void enc_id(pb_buf *b, uint32_t field, uint64_t id) {
   pb_mark m = pb_begin(b, field);
@@ -37,9 +37,20 @@ static void enc_id(pb_buf *b, uint32_t field, uint64_t id) {
   pb_end(b, m);
 }
 
+/* __FILE__ in a meson build is relative to the build directory
+ * ("../../src/daemon/x.c"): drop the leading "./" and "../" so the client
+ * shows "src/daemon/x.c". */
+static const char *display_path(const char *f) {
+  for (;;) {
+    if (f[0] == '.' && f[1] == '/') f += 2;
+    else if (f[0] == '.' && f[1] == '.' && f[2] == '/') f += 3;
+    else return f;
+  }
+}
+
 static void enc_location(pb_buf *b, uint32_t field, const char *file, uint32_t line) {
   pb_mark m = pb_begin(b, field);
-  if (file) pb_string(b, 1, file);
+  if (file) pb_string(b, 1, display_path(file));
   if (line) pb_uint64(b, 3, line);
   pb_end(b, m);
 }

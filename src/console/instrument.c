@@ -154,25 +154,6 @@ int ptcon_slot_reap(uint32_t idx, uint64_t gen) {
   return 1;
 }
 
-void ptcon_task_end(uint64_t id) {
-  ptcon_slot *slots = slots_get();
-  if (!slots || id == 0) return;
-  uint32_t idx = (uint32_t)(id & PTCON_SLOT_MASK);
-  uint64_t gen = (id & PTCON_EV_ID_MASK) >> PTCON_SLOT_BITS;
-  ptcon_slot *s = &slots[idx];
-  if (t_current == id) t_current = 0;
-  uint64_t t = ptcon_ticks();
-  atomic_store_explicit(&s->ended_ticks, t ? t : 1, memory_order_relaxed);
-  uint64_t expect = gen << 2 | PTCON_SLOT_LIVE;
-  if (!atomic_compare_exchange_strong_explicit(&s->state, &expect, gen << 2 | PTCON_SLOT_ENDED,
-                                               memory_order_release, memory_order_relaxed))
-    return;  /* stale or double end */
-  /* Nobody will reap it: do it now. If a consumer attaches in between, one
-   * of the two CASes in ptcon_slot_reap wins. */
-  if (!atomic_load_explicit(&ptcon_consumer_active, memory_order_acquire))
-    ptcon_slot_reap(idx, gen);
-}
-
 /* ---- rings -------------------------------------------------------------- */
 
 static void ring_orphan(void *p) {
@@ -234,6 +215,27 @@ static inline void ring_push(uint64_t type, uint64_t id) {
   e->w0 = type << 60 | (id & PTCON_EV_ID_MASK);
   e->ticks = ptcon_ticks();
   atomic_store_explicit(&r->tail, tail + 1, memory_order_release);
+}
+
+void ptcon_task_end(uint64_t id) {
+  ptcon_slot *slots = slots_get();
+  if (!slots || id == 0) return;
+  uint32_t idx = (uint32_t)(id & PTCON_SLOT_MASK);
+  uint64_t gen = (id & PTCON_EV_ID_MASK) >> PTCON_SLOT_BITS;
+  ptcon_slot *s = &slots[idx];
+  if (t_current == id) t_current = 0;
+  uint64_t t = ptcon_ticks();
+  atomic_store_explicit(&s->ended_ticks, t ? t : 1, memory_order_relaxed);
+  uint64_t expect = gen << 2 | PTCON_SLOT_LIVE;
+  if (!atomic_compare_exchange_strong_explicit(&s->state, &expect, gen << 2 | PTCON_SLOT_ENDED,
+                                               memory_order_release, memory_order_relaxed))
+    return;  /* stale or double end */
+  /* Nobody will reap it: do it now. If a consumer attaches in between, one
+   * of the two CASes in ptcon_slot_reap wins. */
+  if (!atomic_load_explicit(&ptcon_consumer_active, memory_order_acquire))
+    ptcon_slot_reap(idx, gen);
+  else
+    ring_push(PTCON_EV_END, id);   /* prompt reaping; the scan is the fallback */
 }
 
 #define ACTIVE() __builtin_expect(atomic_load_explicit(&ptcon_consumer_active, memory_order_relaxed), 1)

@@ -11,7 +11,9 @@
  *     then publishes state = gen|LIVE with release order;
  *   end (any app thread): writes ended_ticks, CAS gen|LIVE -> gen|ENDED
  *     (release); if no consumer is attached it also reaps (CAS ENDED->FREE and
- *     pushes the index back);
+ *     pushes the index back), else it pushes an END event so the consumer
+ *     completes and reaps the task at its next drain (if that event is
+ *     dropped, the consumer's periodic slot scan does it);
  *   reap (consumer): CAS gen|ENDED -> gen|FREE and pushes the index back.
  * Exactly one CAS wins each transition, so an index is pushed once.
  *
@@ -72,6 +74,7 @@ enum {
   PTCON_EV_SELF_WAKE,
   PTCON_EV_WAKER_CLONE,
   PTCON_EV_WAKER_DROP,
+  PTCON_EV_END,   /* a hint only: the slot's ENDED state is the truth */
 };
 #define PTCON_EV_ID_MASK ((UINT64_C(1) << 60) - 1)
 

@@ -692,7 +692,7 @@ int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt) {
   }
   int one = 1;
   setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(s->lfd, (struct sockaddr *)&ss, sslen) != 0 || listen(s->lfd, 128) != 0) {
+  if (bind(s->lfd, (struct sockaddr *)&ss, sslen) != 0 || listen(s->lfd, 1024) != 0) {
     rc = -errno;
     goto fail_bind;
   }

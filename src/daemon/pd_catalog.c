@@ -394,7 +394,8 @@ static void fmt_label_time(int64_t t, char *out, size_t cap) {
   strftime(out, cap, "%Y-%m-%d %H:%M:%S UTC", &tm);
 }
 
-static int scan_profiles(pd_catalog *c, builder *b, int profdir, const char *prefix,
+static int scan_profiles(pd_catalog *c, builder *b, int profdir, pd_catalog_root root,
+                         const char *prefix,
                          const char *kind, const char *source, const char *newest_label,
                          const char *older_label) {
   int dfd = dup(profdir);
@@ -444,7 +445,7 @@ static int scan_profiles(pd_catalog *c, builder *b, int profdir, const char *pre
       char *label = xasprintf("%s, %s", older_label, when);
       char *rel = xasprintf("profiling/%s", snaps[i].name);
       if (!label || !rel) { free(label); free(rel); r = -ENOMEM; break; }
-      r = add_file(c, b, profdir, snaps[i].name, rel, PD_CATALOG_ROOT_SESSION, kind, source, 0,
+      r = add_file(c, b, profdir, snaps[i].name, rel, root, kind, source, 0,
                    label, snaps[i].t);
       free(rel);
     }
@@ -517,21 +518,25 @@ int pd_catalog_refresh(pd_catalog *c) {
   int r = 0;
   c->stats.refreshes++;
 
-  /* Profiles of the active session. */
+  /* Profiles of the active session; with no active session, the state
+   * root's profiling/ directory, where the profiling daemon writes until a
+   * session is attached (docs/profiling.md). */
   char *sdir = session_dir(c);
+  pd_catalog_root proot = sdir ? PD_CATALOG_ROOT_SESSION : PD_CATALOG_ROOT_STATE;
+  if (!sdir) sdir = strdup(c->home);
   if (sdir) {
     int sfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int pfd = sfd >= 0 ? openat(sfd, "profiling", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                        : -1;
     if (pfd >= 0) {
-      r = scan_profiles(c, &b, pfd, DAEMON_PREFIX, "cpu-profile", "daemon",
+      r = scan_profiles(c, &b, pfd, proot, DAEMON_PREFIX, "cpu-profile", "daemon",
                         "CPU profile (pprof)", "CPU profile (pprof)");
 #if PT_PROFILING
       /* TUI snapshots only in a profiling daemon: a normal build refreshes no
        * TUI profile artifacts (brief: restart the daemon with the profiling
        * build to see the TUI dump). */
       if (r == 0)
-        r = scan_profiles(c, &b, pfd, TUI_PREFIX, "tui-cpu-profile", "tui",
+        r = scan_profiles(c, &b, pfd, proot, TUI_PREFIX, "tui-cpu-profile", "tui",
                           "TUI CPU profile (pprof)", "TUI CPU profile (pprof)");
 #endif
       close(pfd);

@@ -6,9 +6,12 @@
  * (`<session>/profiling/daemon-profile-*.pb.gz`, kind "cpu-profile", and in a
  * profiling build only, `tui-profile-*.pb.gz`, kind "tui-cpu-profile"), the
  * daemon log (`<home>/logs/daemon.log`, kind "daemon-log") and telemetry
- * (the `.jsonl` files in `<home>/telemetry/`, kind "telemetry"). The newest daemon snapshot
- * is labelled exactly "CPU profile (pprof)", the newest TUI snapshot
- * "TUI CPU profile (pprof)"; older snapshots carry their time in the label.
+ * (the `.jsonl` files in `<home>/telemetry/`, kind "telemetry"). With no
+ * active session, the snapshots of `<home>/profiling/` are listed instead
+ * (the profiling daemon writes there until a session is attached). The
+ * newest daemon snapshot is labelled exactly "CPU profile (pprof)", the
+ * newest TUI snapshot "TUI CPU profile (pprof)"; older snapshots carry their
+ * time in the label.
  *
  * Generation: a counter that increases whenever the catalog's content (the
  * ordered list of entries with their hashes) changes. It is persisted with a

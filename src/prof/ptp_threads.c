@@ -367,6 +367,17 @@ void ptp_threads_exclude_self(void) {
   pthread_mutex_unlock(&reg_mu);
 }
 
+void ptp_threads_forget_self(void) {
+  if (ptp_threads_init() != 0) return;
+  pthread_mutex_lock(&reg_mu);
+  ptp_thread_rec *r = rec_find(self_tid());
+  if (r && !r->self_registered) {
+    disarm(r);
+    rec_remove(r);
+  }
+  pthread_mutex_unlock(&reg_mu);
+}
+
 /* ---- activation and sweep ------------------------------------------- */
 
 int ptp_threads_activate(uint32_t magic, int64_t period_ns) {

@@ -76,6 +76,9 @@ void ptp_threads_on_thread_start(void *entry);
 
 /* The calling thread never gets a timer (the sampler's consumer thread). */
 void ptp_threads_exclude_self(void);
+/* Drops the calling thread's record (and timer) now: for a thread without
+ * the exit destructor (the consumer thread) that is about to exit. */
+void ptp_threads_forget_self(void);
 
 /* Starts sampling: remembers magic/period, then arms a timer for every
  * registered and every /proc/self/task thread. Returns 0, -EBUSY (already

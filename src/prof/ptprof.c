@@ -267,6 +267,7 @@ static void *consumer_main(void *arg) {
   sem_post(&p->consumer_ready);
   int64_t next_sweep = ptp_now_mono() + SWEEP_NS;
   uint64_t timer_errors_seen = 0;
+  int backoff = 0;   /* a periodic dump is due but a manual one holds api_mu */
   while (!atomic_load(&p->consumer_stop)) {
     int64_t now = ptp_now_mono();
     int64_t timeout = POLL_MS;
@@ -278,6 +279,7 @@ static void *consumer_main(void *arg) {
       if (due - now < timeout * 1000000) timeout = (due - now) / 1000000;
     }
     if (timeout < 0) timeout = 0;
+    if (backoff && timeout < 5) timeout = 5;
     atomic_store(&p->sh->wake_armed, 1);
     struct pollfd pfd = { .fd = p->wake_rd, .events = POLLIN };
     if (poll(&pfd, 1, (int)timeout) > 0) {
@@ -305,12 +307,15 @@ static void *consumer_main(void *arg) {
     }
     if (now >= due && !atomic_load(&p->consumer_stop)) {
       /* Only try: ptprof_stop holds api_mu while it joins this thread. */
+      backoff = 1;
       if (pthread_mutex_trylock(&p->api_mu) == 0) {
         if (p->running) do_dump(p, NULL, 0);
         pthread_mutex_unlock(&p->api_mu);
+        backoff = 0;
       }
     }
   }
+  ptp_threads_forget_self();
   return NULL;
 }
 

@@ -109,10 +109,12 @@ char *cli_feedback_describe(json_t *entry, const uint8_t *data, size_t len) {
       sb_printf(&b, "  samples: %" PRId64 " (%.2f s of CPU) in %zu stacks\n", s.samples, cpu,
                 s.n_stacks);
       sb_printf(&b, "  duration: %.2f s\n", dur);
-      sb_printf(&b, "  top functions (samples where the function is the leaf):\n");
+      sb_printf(&b, "  top functions (flat: samples in the function itself; cum: with callees):\n");
+      sb_printf(&b, "      flat  flat%%     cum  function\n");
       for (size_t i = 0; i < s.n_top; i++) {
         double pct = s.samples ? 100.0 * (double)s.top[i].flat / (double)s.samples : 0.0;
-        sb_printf(&b, "    %6" PRId64 " %5.1f%%  %s\n", s.top[i].flat, pct, s.top[i].name);
+        sb_printf(&b, "    %6" PRId64 " %5.1f%% %7" PRId64 "  %s\n", s.top[i].flat, pct,
+                  s.top[i].cum, s.top[i].name);
       }
       if (s.n_top == 0) sb_printf(&b, "    (no samples)\n");
       pt_pprof_summary_clear(&s);

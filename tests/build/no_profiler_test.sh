@@ -9,8 +9,14 @@ check_static() { # BUILD_DIR
   local b=$1 bin
   for bin in "$b/polytokend" "$b/polytoken"; do
     [ -x "$bin" ] || fail "missing $bin"
-    if ldd "$bin" | grep -E 'libdw|libelf|nghttp2|libz\.|libptprof'; then
+    # Direct dependencies (DT_NEEDED): libcurl, a normal-build dependency
+    # for feedback upload, itself pulls in nghttp2 and zlib, which is
+    # libcurl's business; our binaries must not ask for them.
+    if readelf -d "$bin" | grep NEEDED | grep -E 'libdw|libelf|nghttp2|libz[.]|libptprof'; then
       fail "$bin links a profiling library"
+    fi
+    if ldd "$bin" | grep -E 'libdw|libelf|libptprof'; then
+      fail "$bin loads libdw, libelf or libptprof"
     fi
     if nm "$bin" 2>/dev/null | grep -E ' (ptprof_|ptp_|ptcon_)'; then
       fail "$bin contains profiler symbols"
@@ -22,7 +28,7 @@ check_static "$PT_BUILD_DEV"
 check_static "$PT_BUILD_RELEASE"
 
 # The profiling binaries do link them (the check above is not vacuous).
-ldd "$PT_BUILD_PROF/polytokend" | grep -q libdw || fail "profiling daemon does not link libdw"
+readelf -d "$PT_BUILD_PROF/polytokend" | grep NEEDED | grep -q libdw || fail "profiling daemon does not link libdw"
 nm "$PT_BUILD_PROF/polytokend" | grep -q ' T ptprof_new' || fail "profiling daemon lacks ptprof_new"
 
 run_daemon() { # BUILD_DIR -> prints "sigprof=<0|1> ports=<list>"
@@ -48,4 +54,33 @@ note "profile: $out"
 [[ "$out" == *"sigprof=1"* ]] || fail "profiling daemon has no SIGPROF handler"
 want=${out##*want=}
 [[ " ${out#*ports=} " == *" $want "* ]] || fail "profiling daemon does not serve its console on $want"
+
+# The TUI likewise: in the session picker of a normal build no SIGPROF
+# handler and no port; the profiling TUI serves its console from the start.
+command -v tmux >/dev/null || skip "tmux missing"
+PT_TMUX=noprof-$$
+run_tui() { # BUILD_DIR -> "sigprof=.. ports=.. want=.."
+  pt_home
+  local port; port=$(free_port)
+  tmux -L "$PT_TMUX" -f /dev/null new-session -d -x 100 -y 30 \
+    "env POLYTOKEN_HOME='$POLYTOKEN_HOME' POLYTOKEN_DAEMON='$1/polytokend' POLYTOKEN_CONSOLE_TUI_BIND=127.0.0.1:$port POLYTOKEN_CONSOLE_DAEMON_BIND=127.0.0.1:$(free_port) '$1/polytoken'"
+  wait_for 20 bash -c "tmux -L '$PT_TMUX' capture-pane -p | grep -q 'sessions'" || fail "TUI of $1 did not show the picker"
+  local pid; pid=$(pgrep -f "^$1/polytoken\$" | head -1)
+  [ -n "$pid" ] || fail "no TUI process for $1"
+  sleep 0.3
+  local s=0; sig_caught "$pid" 27 && s=1
+  echo "sigprof=$s ports=$(listening_ports "$pid" | tr '\n' ' ') want=$port"
+  tmux -L "$PT_TMUX" kill-server
+  "$1/polytoken" daemon stop >/dev/null 2>&1 || true
+}
+for b in "$PT_BUILD_DEV" "$PT_BUILD_RELEASE"; do
+  out=$(run_tui "$b")
+  note "TUI $b: $out"
+  [[ "$out" == *"sigprof=0"* ]] || fail "$b TUI installed a SIGPROF handler"
+  [[ "$out" =~ ports=\ *want ]] || fail "$b TUI listens on a TCP port: $out"
+done
+out=$(run_tui "$PT_BUILD_PROF")
+note "TUI profile: $out"
+want=${out##*want=}
+[[ " ${out#*ports=} " == *" $want "* ]] || fail "profiling TUI does not serve its console on $want"
 echo "ok"

@@ -485,3 +485,38 @@ PT_TEST(catalog_follows_active_session_hook) {
   free(as); free(pd2); free(s2); free(p);
   fx_fini(&f);
 }
+
+PT_TEST(catalog_state_root_profiles_without_session) {
+  fixture f;
+  fx_init(&f);
+  char *as = cat3(f.home, "/active_session", "");
+  PT_ASSERT(unlink(as) == 0);
+  char *rootprof = cat3(f.home, "/profiling", "");
+  PT_ASSERT(mkdir(rootprof, 0700) == 0);
+  char *p = cat3(rootprof, "/daemon-profile-20261129T220000Z-1.pb.gz", "");
+  char *script = pt_source_path("tests/catalog/mkprofile.py");
+  char *argv[] = {"python3", script, p, "hot_spin=5", NULL};
+  PT_ASSERT_INT_EQ(pt_run(argv, NULL, 20000), 0);
+  pd_catalog *c = NULL;
+  PT_ASSERT_INT_EQ(pd_catalog_new(&c, f.home), 0);
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  const pd_catalog_entry *e = find_label(c, "CPU profile (pprof)");
+  PT_ASSERT(e);
+  PT_ASSERT_INT_EQ(e->root, PD_CATALOG_ROOT_STATE);
+  PT_ASSERT_STR_EQ(e->path, "profiling/daemon-profile-20261129T220000Z-1.pb.gz");
+  uint8_t *d = NULL;
+  size_t len = 0;
+  PT_ASSERT_INT_EQ(pd_catalog_read(c, e->id, 0, PD_CATALOG_CHUNK_MAX, &d, &len), 0);
+  size_t flen = 0;
+  char *want = pt_read_file(p, &flen);
+  PT_ASSERT_UINT_EQ(len, flen);
+  PT_ASSERT_MEM_EQ(d, want, len);
+  free(d); free(want);
+  /* Once a session is active, its own directory is listed instead. */
+  pt_write_file(as, "0123456789ab\n", 13);
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  PT_ASSERT_UINT_EQ(count_kind(c, "cpu-profile"), 0);
+  pd_catalog_del(c);
+  free(script); free(p); free(rootprof); free(as);
+  fx_fini(&f);
+}

@@ -8,6 +8,8 @@
 //   node console_client.js bad   ADDR PROGRESS_FILE   hostile clients
 //   node console_client.js flood ADDR PROGRESS_FILE N connections held, then closed
 //   node console_client.js names ADDR NAME...         the named tasks exist
+//   node console_client.js generic ADDR [NAME...]     any console: invariants,
+//                                                      names, details, errors, pause
 //
 // Exit 0 = every assertion held; 1 = a failure (printed).
 'use strict';
@@ -272,7 +274,9 @@ async function demo(addr, progress) {
   check(fps.first_poll && fps.last_poll_started && fps.last_poll_ended, 'demo.fixed poll timestamps');
   check(tsNs(fps.last_poll_ended) >= tsNs(fps.last_poll_started), 'demo.fixed idle after its polls');
   const loc = fixed.task.location;
-  check(loc && /console_demo\.c$/.test(loc.file) && loc.line > 0, `demo.fixed location ${JSON.stringify(loc)}`);
+  // (relative to the source root when built in-tree; never with a leading ../)
+  check(loc && /(^|\/)tests\/console\/console_demo\.c$/.test(loc.file) && !loc.file.startsWith('.') &&
+    loc.line > 0, `demo.fixed location ${JSON.stringify(loc)}`);
   const meta = ma.metas.get(fixed.task.metadata.id);
   check(meta.name === 'runtime.spawn' && meta.location && meta.location.line === loc.line, 'callsite metadata');
   check(field(fixed.task, 'kind').debug_val === 'task', 'kind field');
@@ -331,7 +335,7 @@ async function demo(addr, progress) {
     setTimeout(() => resolve({ code: 'timeout', n }), 15000);
   });
   check(lateEnd.code === grpc.status.OK, `details stream of an aged-out task ended with ${lateEnd.code}`);
-  check(lateEnd.n >= 2, `details stream of demo.late carried ${lateEnd.n} messages`);
+  check(lateEnd.n >= 1, `details stream of demo.late carried ${lateEnd.n} messages`);
   check(ma.byName('demo.late')[0].stats.dropped_at, 'demo.late has no dropped_at');
   console.log('ok - a details stream ends with OK when its task ages out');
 
@@ -514,7 +518,7 @@ async function bad(addr, progress) {
   // (SYNs beyond the listen backlog are retried by the kernel for a while:
   // only connections that were established count.)
   const kept = () => socks.filter((s) => s.wasConnected && !(s.destroyed || s.counted)).length;
-  const end = Date.now() + 8000;
+  const end = Date.now() + 15000;
   while (kept() > 128 && Date.now() < end) await sleep(100);
   const k = kept();
   check(k <= 128, `the server kept ${k} of 1000 connections (cap 128)`);
@@ -533,6 +537,52 @@ async function bad(addr, progress) {
   await assertProgress(progress, 'the final check');
   A.close();
   console.log('ok - server still up, app loop never blocked');
+}
+
+// ------------------------------------------------------------- generic ----
+// For any console (console_demo, polytokend, polytoken): protocol invariants
+// over a few Updates, the named tasks, task details with decodable
+// histograms, NOT_FOUND, INVALID_ARGUMENT, pause and resume per connection.
+async function generic(addr, wanted) {
+  const I = loadService();
+  const A = newClient(I, addr), B = newClient(I, addr);
+  const ma = new Model(), mb = new Model();
+  const ua = watchUpdates(A, ma, 'A'), ub = watchUpdates(B, mb, 'B');
+  const sa = watchState(A), sb = watchState(B);
+  await waitFor(() => ua.count >= 3 && ub.count >= 3, 15000, 'three Updates on two connections');
+  check(!ua.error && !ub.error, `WatchUpdates failed: ${ua.error || ub.error}`);
+  check(ma.metas.size >= 1 && ma.tasks.size >= 1, 'no metadata or no tasks');
+  for (const n of wanted) check(ma.byName(n).length >= 1, `no task named ${n}`);
+  for (const e of ma.tasks.values()) {
+    const loc = e.task.location;
+    check(loc && loc.file && loc.line > 0, `task ${e.task.id.id} without a location`);
+  }
+  // Details of a task that was polled (else any task).
+  const polled = [...ma.tasks.entries()].find(([, e]) => Number(e.stats.poll_stats.polls || 0) > 0 && !e.stats.dropped_at);
+  const [did] = polled || [...ma.tasks.entries()].find(([, e]) => !e.stats.dropped_at) || [];
+  check(did, 'no live task for WatchTaskDetails');
+  const d = await firstDetails(A, did);
+  check(d.details, `WatchTaskDetails(${did}): ${d.error}`);
+  decodeHist(d.details.histogram.raw_histogram);
+  decodeHist(d.details.scheduled_times_histogram.raw_histogram);
+  const nf = await firstDetails(A, '987654321987');
+  check(nf.error && nf.error.code === grpc.status.NOT_FOUND, 'unknown id: NOT_FOUND');
+  const ia = await firstDetails(A, 0);
+  check(ia.error && ia.error.code === grpc.status.INVALID_ARGUMENT, 'id 0: INVALID_ARGUMENT');
+  // Pause A only.
+  await unary(A, 'Pause', {});
+  await sleep(300);
+  const ac = ua.count, bc = ub.count;
+  await sleep(2600);
+  check(ua.count === ac, 'A received Updates while paused');
+  check(ub.count >= bc + 2, 'B was paused by A');
+  check(sa.states[sa.states.length - 1] === 'PAUSED' && sb.states[sb.states.length - 1] === 'LIVE',
+    'State per connection');
+  await unary(A, 'Resume', {});
+  await waitFor(() => ua.count > ac, 5000, 'A Updates after Resume');
+  A.close();
+  B.close();
+  console.log(`ok - ${ma.tasks.size} tasks, invariants, ${wanted.length} names, details, errors, pause/resume`);
 }
 
 // --------------------------------------------------------------- flood ----
@@ -577,6 +627,7 @@ async function names(addr, wanted) {
 
 const [, , mode, addr, arg, ...rest] = process.argv;
 const run = { demo: () => demo(addr, arg), split: () => split(addr, Number(arg)),
+  generic: () => generic(addr, arg ? [arg, ...rest] : []),
   bad: () => bad(addr, arg), flood: () => flood(addr, arg, Number(rest[0] || 200)), names: () => names(addr, [arg, ...rest]) }[mode];
-if (!run) fail('usage: console_client.js demo|split|bad|flood|names ADDR ...');
+if (!run) fail('usage: console_client.js demo|split|bad|flood|names|generic ADDR ...');
 run().then(() => process.exit(0), (e) => fail(e.stack || String(e)));

@@ -1,7 +1,6 @@
 # tests/console/console_lib.sh - shared by tests/console/*_test.sh (source it
 # after tests/lib.sh). Not a test itself (no _test.sh suffix).
 
-: "${PT_BUILD_PROF:=$PT_SRC/build/console-prof}"
 CONSOLE_DIR="$PT_SRC/tests/console"
 
 # console_npm: makes sure tests/console/node_modules holds the pinned
