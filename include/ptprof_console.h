@@ -84,8 +84,8 @@ typedef struct ptcon_field {
  * "blocking" or "block_on"; NULL = "task". kind and file must be string
  * literals (static storage): only the pointers are kept. fields may be NULL
  * when nfields == 0. Any thread; lock-free; no allocation. */
-PTCON_API uint64_t ptcon_task_spawn(const char *name, const char *kind, const char *file, uint32_t line,
-                          const ptcon_field *fields, size_t nfields);
+PTCON_API uint64_t ptcon_task_spawn(const char *name, const char *kind, const char *file,
+                                    uint32_t line, const ptcon_field *fields, size_t nfields);
 
 /* Around each run of the task's callback; on the thread that runs it. Polls
  * of different tasks must not nest on one thread (a libuv loop never does);
@@ -123,7 +123,7 @@ PTCON_API void ptcon_instrument_get_stats(ptcon_instrument_stats *out);
  * Returns 0 and fills *ss and *sslen, -EINVAL for a malformed string, -EPERM for
  * a non-loopback address without allow_non_loopback. Pure; any thread. */
 PTCON_API int ptcon_bind_parse(const char *bind, int allow_non_loopback,
-                     struct sockaddr_storage *ss, socklen_t *sslen);
+                               struct sockaddr_storage *ss, socklen_t *sslen);
 
 /* ---- server ------------------------------------------------------------- */
 
@@ -178,8 +178,8 @@ PTCON_API void ptcon_server_del(ptcon_server *srv);
  * returns 0; on failure logs exactly one line ("task console disabled:
  * <bind>: <reason>") and returns the error; the caller runs on without a
  * console. log may be NULL. Same threading rules as ptcon_server_new. */
-PTCON_API int ptcon_server_start_env(ptcon_server **out, const char *bind_env, const char *default_bind,
-                           ptcon_log_fn log, void *log_ud);
+PTCON_API int ptcon_server_start_env(ptcon_server **out, const char *bind_env,
+                                     const char *default_bind, ptcon_log_fn log, void *log_ud);
 
 /* Human-readable text for an error code returned by this module. */
 PTCON_API const char *ptcon_strerror(int err);

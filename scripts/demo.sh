@@ -23,5 +23,7 @@ path=$($B/polytoken profile dump)
 echo "profile: $path"
 go tool pprof -symbolize=none -nodefraction=0 -top "$path" | head -n 25
 $B/polytoken daemon stop
-echo "snapshots:"
-ls -l "$POLYTOKEN_HOME/sessions/$sid/profiling/"
+# No session was attached (that is what the TUI does), so the daemon's
+# snapshots went to the state root's profiling/ directory.
+echo "snapshots (the manual one and the final one written at shutdown):"
+ls -l "$POLYTOKEN_HOME/profiling/"

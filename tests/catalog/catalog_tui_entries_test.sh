@@ -32,6 +32,14 @@ start_daemon "$PT_BUILD_PROF"
 ID=$(jget "$(ipc artifacts.list)" "[e['id'] for e in j['result']['entries'] if e['kind']=='tui-cpu-profile'][0]")
 ipc --fetch "$ID" "$TMPDIR/tui.pb.gz" >/dev/null || fail "fetch of the TUI snapshot"
 cmp "$TMPDIR/tui.pb.gz" "$PDIR/tui-profile-20261129T210100Z-1.pb.gz" || fail "TUI snapshot bytes differ"
+# A real snapshot from the profiling daemon becomes "CPU profile (pprof)",
+# and the review text decodes it.
+DUMP=$("$PT_BUILD_PROF/polytoken" profile dump) || fail "profile dump failed"
+NEWEST=$(jget "$(ipc artifacts.list)" "[e['path'] for e in j['result']['entries'] if e['label']=='CPU profile (pprof)'][0]")
+[ "$NEWEST" = "profiling/$(basename "$DUMP")" ] || fail "newest label on $NEWEST, dumped $DUMP"
+"$PT_BUILD_PROF/polytoken" feedback show cpu-profile >"$TMPDIR/show" || fail "feedback show failed"
+grep -q '^  samples: [0-9]' "$TMPDIR/show" && grep -q '^  duration: [0-9]' "$TMPDIR/show" &&
+  grep -q 'raw and unsanitized' "$TMPDIR/show" || { cat "$TMPDIR/show" >&2; fail "review text of a real snapshot"; }
 stop_pid "$DAEMON_PID"
 
 # Back to a normal daemon: gone again.
