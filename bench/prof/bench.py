@@ -339,8 +339,22 @@ def main():
         spread = [m["cpu"] for m in per["none@0"]]
         summary[wname]["baseline"] = {"cpu_s": base, "spread_pct": (max(spread) - min(spread)) / base * 100}
 
+    # Fixed cost per process (start: unwind tables, symbolizer; exit: final
+    # dump), measured on a program that does nothing: /bin/true.
+    fixed = {}
+    for rep in range(7):
+        for tool in ("none", "ours"):
+            d = tempfile.mkdtemp(dir=args.out)
+            env = dict(os.environ)
+            if tool == "ours":
+                env.update(LD_PRELOAD=args.lib, PTPROF_DIR=d + "/snap", PTPROF_HZ="99")
+            fixed.setdefault(tool, []).append(run_one(["/bin/true"], env, d)[1])
+            shutil.rmtree(d, ignore_errors=True)
+    fixed_ms = (statistics.median(fixed["ours"]) - statistics.median(fixed["none"])) * 1e3
+
     micro = json.loads(subprocess.run([args.micro, args.out + "/microdump"], capture_output=True, text=True,
                                       check=True).stdout)
+    micro["fixed_cost_ms"] = fixed_ms
     json.dump({"summary": summary, "micro": micro, "raw": results, "perf": have_perf,
                "gperftools": have_gperf}, open(args.out + "/results.json", "w"), indent=1)
 

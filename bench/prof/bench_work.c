@@ -6,7 +6,10 @@
  * gperftools' libprofiler or perf record.
  *
  *   bench_work threads N SCALE   N threads; each round: work_a (1 unit),
- *                                work_b (3 units)
+ *                                work_b (3 units), the round's length drawn
+ *                                from 0.5-1.5 units (a strictly periodic
+ *                                workload whose cycle divides the kernel tick
+ *                                would alias with tick-based samplers)
  *   bench_work short SCALE       200 short threads (~10 ms CPU each), two at
  *                                a time, same 1 : 3 split
  *   bench_work malloc SCALE      2 threads; per round work_b and
@@ -33,15 +36,15 @@ static double tcpu(void) {
 
 #define UNIT 250000   /* iterations: about 0.25 ms of CPU here */
 
-__attribute__((noinline)) static void work_a(long units) {
+__attribute__((noinline)) static void work_a(long iters) {
   uint64_t x = g_sink | 1;
-  for (long i = 0; i < units * UNIT; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  for (long i = 0; i < iters; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
   g_sink = x;
 }
 
-__attribute__((noinline)) static void work_b(long units) {
+__attribute__((noinline)) static void work_b(long iters) {
   uint64_t x = g_sink | 3;
-  for (long i = 0; i < units * UNIT; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  for (long i = 0; i < iters; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
   g_sink = x;
 }
 
@@ -70,19 +73,22 @@ typedef struct job { const char *mode; long rounds; long scale; } job;
 __attribute__((noinline)) static void *worker_root(void *arg) {
   const job *j = arg;
   double start = tcpu();
+  uint64_t rng = (uint64_t)(uintptr_t)&start;   /* differs per thread */
   for (long r = 0; r < j->rounds; r++) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    long len = UNIT / 2 + (long)((rng >> 33) % UNIT);   /* 0.5 .. 1.5 units */
     double t0 = tcpu();
     if (strcmp(j->mode, "malloc") == 0) {
-      work_b(4);
+      work_b(4 * UNIT);
       double t1 = tcpu();
       malloc_caller(4);
       double t2 = tcpu();
       add(&g_acc.b_ns, t0, t1);
       add(&g_acc.m_ns, t1, t2);
     } else {
-      work_a(1);
+      work_a(len);
       double t1 = tcpu();
-      work_b(3);
+      work_b(3 * len);
       double t2 = tcpu();
       add(&g_acc.a_ns, t0, t1);
       add(&g_acc.b_ns, t1, t2);

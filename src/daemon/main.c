@@ -36,6 +36,9 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
   const char *home_arg = NULL;
+  /* The daemon's log lines also go to stderr (the CLI appends that to
+   * logs/daemon.stderr); the library default is quiet for unit tests. */
+  pd_log_set_stderr(1);
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--version") == 0) {
       printf("polytokend %s%s\n", pt_version(), pt_is_profiling_build() ? " (profiling)" : "");

@@ -13,6 +13,11 @@
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *g_file; /* guarded by g_lock */
+/* Mirror lines to stderr? Off by default so code linked into the unit-test
+ * binary stays quiet; polytokend's main() turns it on (docs/daemon.md: "also
+ * on stderr"). POLYTOKEN_LOG_STDERR=1 forces it on (e.g. to see the daemon
+ * code's log while debugging a unit test). */
+static int g_stderr; /* guarded by g_lock */
 
 void pd_time_rfc3339(char *buf, unsigned long size) {
   struct timespec ts;
@@ -52,6 +57,19 @@ void pd_log_close(void) {
   pthread_mutex_unlock(&g_lock);
 }
 
+void pd_log_set_stderr(int on) {
+  pthread_mutex_lock(&g_lock);
+  g_stderr = on ? 1 : 0;
+  pthread_mutex_unlock(&g_lock);
+}
+
+/* Caller holds g_lock. */
+static int stderr_enabled(void) {
+  const char *e = getenv("POLYTOKEN_LOG_STDERR");
+  if (e && *e && strcmp(e, "0") != 0) return 1;
+  return g_stderr > 0;
+}
+
 static int debug_enabled(void) {
   static int v = -1; /* racy first read is harmless: every thread computes the same */
   if (v < 0) {
@@ -75,6 +93,6 @@ void pd_log(pd_log_level level, const char *fmt, ...) {
     if (*p == '\n' || *p == '\r') *p = ' ';
   pthread_mutex_lock(&g_lock);
   if (g_file) fprintf(g_file, "%s %s %s\n", ts, names[level], msg);
-  fprintf(stderr, "%s %s %s\n", ts, names[level], msg);
+  if (stderr_enabled()) fprintf(stderr, "%s %s %s\n", ts, names[level], msg);
   pthread_mutex_unlock(&g_lock);
 }

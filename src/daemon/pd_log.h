@@ -1,13 +1,15 @@
 /*
  * pd_log.h - the daemon log: $POLYTOKEN_HOME/logs/daemon.log, one line per
- * message: "2026-11-29T21:33:05.123Z LEVEL message", mirrored to stderr.
+ * message: "2026-11-29T21:33:05.123Z LEVEL message", mirrored to stderr when
+ * enabled (pd_log_set_stderr; polytokend enables it, library users such as
+ * the unit tests do not, unless POLYTOKEN_LOG_STDERR=1).
  *
  * Threads: callable from any thread (a mutex serialises lines, so lines from
  * the uv work threads never interleave). Not async-signal-safe: never call
  * from a signal handler (the daemon handles signals with uv_signal, i.e. on
  * the loop thread). DEBUG lines are written only when POLYTOKEN_DEBUG is set
  * (and not "0"). Before pd_log_open and after pd_log_close, messages go
- * to stderr only.
+ * to stderr only (if enabled), else nowhere.
  */
 #ifndef PD_LOG_H
 #define PD_LOG_H
@@ -20,6 +22,11 @@ int pd_log_open(const char *path);
 
 /* Flushes and closes the log file; later messages go to stderr only. */
 void pd_log_close(void);
+
+/* Mirrors every line to stderr (on != 0) or not (the default). The
+ * environment variable POLYTOKEN_LOG_STDERR=1 (not "0") turns the mirror on
+ * whatever this says. Any thread. */
+void pd_log_set_stderr(int on);
 
 void pd_log(pd_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

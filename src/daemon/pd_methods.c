@@ -177,6 +177,10 @@ static void m_send(pd_call *call, json_t *params, void *ctx) {
   int r = pd_turn_start(pd_daemon_loop(), pd_daemon_store(), s, pd_call_conn(call), text, &turn_id);
   if (r == -EBUSY)
     pd_call_error(call, "busy", "session %s already has a running turn", s->id);
+  else if (r == -EFBIG)
+    pd_call_error(call, "io_error",
+                  "session %s reached the transcript limit of %zu MiB; start a new session",
+                  s->id, PD_TRANSCRIPT_MAX >> 20);
   else if (r < 0)
     pd_call_error(call, "io_error", "could not save your message to the transcript: %s",
                   strerror(-r));

@@ -234,20 +234,13 @@ static void release_step(void *ctx) {
 
 /* ---- init ---- */
 
+/* The console reads POLYTOKEN_CONSOLE_DAEMON_BIND (and the retention and
+ * remote-override knobs) itself; on failure it logs one line through
+ * log_from_console and the daemon runs on without a console. */
 static void console_start(void) {
-  const char *bind = getenv("POLYTOKEN_CONSOLE_DAEMON_BIND");
-  if (!bind || !*bind) bind = PD_CONSOLE_DEFAULT_BIND;
-  ptcon_server_options o;
-  ptcon_server_options_init(&o);
-  o.bind = bind;
-  o.log = log_from_console;
-  int rc = ptcon_server_new(&g.console, &o);
-  if (rc != 0) {
+  if (ptcon_server_start_env(&g.console, "POLYTOKEN_CONSOLE_DAEMON_BIND",
+                             PD_CONSOLE_DEFAULT_BIND, log_from_console, NULL) != 0)
     g.console = NULL;
-    pd_warn("console: not serving on %s: %s; the daemon runs on without a task console", bind,
-            strerror(rc < 0 ? -rc : rc));
-    return;
-  }
 }
 
 int pd_profiling_init(uv_loop_t *loop) {

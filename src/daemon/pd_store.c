@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -585,7 +586,15 @@ int pd_transcript_append(pd_session *s, int turn_id, const char *role, const cha
       return r;
     }
   }
-  r = pt_append_durable(s->transcript_fd, path, line, len);
+  /* Never grow the transcript past what pd_transcript_read accepts. */
+  struct stat tst;
+  if (fstat(s->transcript_fd, &tst) != 0) {
+    r = -errno;
+  } else if ((uint64_t)tst.st_size + len > PD_TRANSCRIPT_MAX) {
+    r = -EFBIG;
+  } else {
+    r = pt_append_durable(s->transcript_fd, path, line, len);
+  }
   free(path);
   free(line);
   if (r == 0 && turn_id > s->turns) s->turns = turn_id;

@@ -105,7 +105,10 @@ int pd_transcript_read(const char *path, json_t **out, int *max_turn, char *err,
 
 /* Appends one entry {turn_id, role, text, ts[, status]} as a line, durably
  * (pt_append_durable: all or nothing). status may be NULL. Returns 0, or
- * -errno (-ENOSPC...) with the transcript unchanged. */
+ * -errno (-ENOSPC...) with the transcript unchanged. -EFBIG when the line
+ * would take the transcript past PD_TRANSCRIPT_MAX: the loader treats a
+ * larger transcript as damaged, so accepting the append would make the
+ * session unloadable at the next start. */
 int pd_transcript_append(pd_session *s, int turn_id, const char *role, const char *text,
                          const char *status);
 

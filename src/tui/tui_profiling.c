@@ -107,19 +107,12 @@ int tui_profiling_init(uv_loop_t *loop) {
     }
     free(home);
   }
-  const char *bind = getenv("POLYTOKEN_CONSOLE_TUI_BIND");
-  if (!bind || !*bind) bind = TUI_CONSOLE_DEFAULT_BIND;
-  ptcon_server_options o;
-  ptcon_server_options_init(&o);
-  o.bind = bind;
-  o.log = log_from_console;
-  int rc = ptcon_server_new(&g.console, &o);
-  if (rc != 0) {
+  /* Reads POLYTOKEN_CONSOLE_TUI_BIND itself; on failure it logs one line
+   * (to tui.log) and the TUI runs on without a console: CPU profiling
+   * still works. */
+  if (ptcon_server_start_env(&g.console, "POLYTOKEN_CONSOLE_TUI_BIND", TUI_CONSOLE_DEFAULT_BIND,
+                             log_from_console, NULL) != 0)
     g.console = NULL;
-    tui_prof_log("WARN console: not serving on %s: %s; the TUI runs on without a task console",
-                 bind, strerror(rc < 0 ? -rc : rc));
-    return 0; /* profiling of CPU still works */
-  }
   return 0;
 }
 
