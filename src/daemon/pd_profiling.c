@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pt_env.h"
 #include "daemon/pd_daemon.h"
 #include "daemon/pd_ipc.h"
 #include "daemon/pd_log.h"
@@ -65,18 +66,10 @@ static struct {
   char fallback_dir[PATH_MAX];
 } g;
 
-/* Reads a positive number from the environment (decimals allowed); returns
- * def when unset, and logs and returns def when malformed. */
 static double env_num(const char *name, double def, double min, double max) {
-  const char *s = getenv(name);
-  if (!s || !*s) return def;
-  char *end = NULL;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || !end || *end || v < min || v > max) {
-    pd_warn("profiling: ignoring %s=%s (expected a number from %g to %g)", name, s, min, max);
-    return def;
-  }
+  char err[256];
+  double v = pt_env_number(name, def, min, max, err, sizeof err);
+  if (err[0]) pd_warn("profiling: %s", err);
   return v;
 }
 

@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "common/pt_client.h"
+#include "common/pt_env.h"
 #include "ptprof.h"
 #include "ptprof_console.h"
 
@@ -80,15 +81,9 @@ static void log_from_console(void *ud, const char *line) {
 }
 
 static double env_num(const char *name, double def, double min, double max) {
-  const char *s = getenv(name);
-  if (!s || !*s) return def;
-  char *end = NULL;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || !end || *end || v < min || v > max) {
-    tui_prof_log("WARN profiling: ignoring %s=%s (expected %g to %g)", name, s, min, max);
-    return def;
-  }
+  char err[256];
+  double v = pt_env_number(name, def, min, max, err, sizeof err);
+  if (err[0]) tui_prof_log("WARN profiling: %s", err);
   return v;
 }
 

@@ -206,3 +206,47 @@ PT_TEST(daemon_transcript_real_enospc_on_tmpfs) {
   umount(home);
   pt_rm_rf(home);
 }
+
+/* A transcript must never grow past what the loader accepts
+ * (PD_TRANSCRIPT_MAX): an append that would cross it fails with -EFBIG,
+ * leaves the file as it was, and the session still loads afterwards.
+ * Without the cap the append succeeded and the next start skipped the
+ * session as damaged. */
+PT_TEST(daemon_transcript_append_capped_at_loader_limit) {
+  char *home = pt_tmpdir("trcap");
+  pd_store *st;
+  PT_ASSERT_INT_EQ(pd_store_open(home, &st), 0);
+  pd_session *a;
+  PT_ASSERT_INT_EQ(pd_store_create(st, "big", &a), 0);
+  char id[PD_SESSION_ID_LEN + 1];
+  memcpy(id, a->id, sizeof id);
+  /* One valid entry whose line leaves 40 bytes below the limit. */
+  static const char head[] = "{\"turn_id\":1,\"role\":\"user\",\"text\":\"";
+  static const char tail[] = "\",\"ts\":\"2026-11-29T21:42:31.727Z\"}\n";
+  size_t total = PD_TRANSCRIPT_MAX - 40;
+  size_t textlen = total - (sizeof head - 1) - (sizeof tail - 1);
+  char *buf = malloc(total);
+  PT_ASSERT(buf != NULL);
+  memcpy(buf, head, sizeof head - 1);
+  memset(buf + sizeof head - 1, 'x', textlen);
+  memcpy(buf + sizeof head - 1 + textlen, tail, sizeof tail - 1);
+  char *tpath = join(a->dir, "transcript.jsonl");
+  pt_write_file(tpath, buf, total);
+  free(buf);
+  a->turns = 1;
+  /* Any entry is longer than 40 bytes: refused, nothing written. */
+  PT_ASSERT_INT_EQ(pd_transcript_append(a, 2, "user", "one more question", NULL), -EFBIG);
+  struct stat sb;
+  PT_ASSERT_INT_EQ(stat(tpath, &sb), 0);
+  PT_ASSERT_UINT_EQ((uint64_t)sb.st_size, total);
+  PT_ASSERT_INT_EQ(a->turns, 1);
+  pd_store_del(st);
+  /* The session is still loadable. */
+  PT_ASSERT_INT_EQ(pd_store_open(home, &st), 0);
+  pd_session *ra = pd_store_find(st, id);
+  PT_ASSERT_MSG(ra != NULL, "session %s no longer loads", id);
+  PT_ASSERT_INT_EQ(ra->turns, 1);
+  pd_store_del(st);
+  free(tpath);
+  pt_rm_rf(home);
+}
