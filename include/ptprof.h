@@ -92,7 +92,8 @@ typedef void (*ptprof_log_fn)(int level, const char *msg, void *ctx);
 typedef struct ptprof_options {
   int hz;                  /* 1..10000; 0 = default 99 */
   const char *dir;         /* snapshot directory (copied); NULL = none yet:
-                              ptprof_set_dir must give one before a dump */
+                              ptprof_set_dir must give one before a dump
+                              (periodic dumps wait for it; the window runs on) */
   const char *prefix;      /* file name prefix (copied); NULL = "profile-";
                               must not contain '/' */
   int keep;                /* newest snapshots kept; 0 = default 8 */

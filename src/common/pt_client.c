@@ -67,9 +67,7 @@ struct pt_client {
   void *cb_ud;
 };
 
-static void set_err(pt_client_error *e, const char *code, const char *fmt, ...)
-  __attribute__((format(printf, 3, 4)));
-static void set_err(pt_client_error *e, const char *code, const char *fmt, ...) {
+void pt_client_error_set(pt_client_error *e, const char *code, const char *fmt, ...) {
   if (!e) return;
   snprintf(e->code, sizeof e->code, "%s", code);
   va_list ap;
@@ -237,7 +235,7 @@ static void drop_connection(pt_client *c, const pt_client_error *why, int notify
 void pt_client_close(pt_client *c) {
   if (c->fd < 0 && !c->pending) return;
   pt_client_error e;
-  set_err(&e, "disconnected", "connection to the daemon was closed");
+  pt_client_error_set(&e, "disconnected", "connection to the daemon was closed");
   drop_connection(c, &e, 1);
 }
 
@@ -252,7 +250,7 @@ static int lose_connection(pt_client *c, const pt_client_error *why, int rc) {
 void pt_client_del(pt_client *c) {
   if (!c) return;
   pt_client_error e;
-  set_err(&e, "disconnected", "client closed");
+  pt_client_error_set(&e, "disconnected", "client closed");
   drop_connection(c, &e, 0);
   json_decref(c->sync_result);
   json_decref(c->events);
@@ -297,10 +295,10 @@ static void dispatch_reply(pt_client *c, long id, json_t *msg) {
   if (json_is_object(error)) {
     const char *code = json_string_value(json_object_get(error, "code"));
     const char *message = json_string_value(json_object_get(error, "message"));
-    set_err(&e, code ? code : "internal", "%s", message ? message : (code ? code : "error"));
+    pt_client_error_set(&e, code ? code : "internal", "%s", message ? message : (code ? code : "error"));
     failed = 1;
   } else if (!result) {
-    set_err(&e, "bad_reply", "reply without result or error");
+    pt_client_error_set(&e, "bad_reply", "reply without result or error");
     failed = 1;
   }
   if (id == c->sync_id) {
@@ -338,7 +336,7 @@ static int handle_line(pt_client *c, const char *line, size_t len) {
   char why[160];
   if (pt_jsonl_parse(line, len, &msg, why, sizeof why) < 0) {
     pt_client_error e;
-    set_err(&e, "bad_reply", "daemon sent invalid JSON: %s", why);
+    pt_client_error_set(&e, "bad_reply", "daemon sent invalid JSON: %s", why);
     return lose_connection(c, &e, -EPROTO);
   }
   json_t *id = json_object_get(msg, "id");
@@ -357,7 +355,7 @@ int pt_client_feed(pt_client *c, const void *data, size_t len) {
   if (!c->framer) return -ENOTCONN;
   if (pt_jsonl_feed(c->framer, data, len) < 0) {
     pt_client_error e;
-    set_err(&e, "no_memory", "out of memory reading from the daemon");
+    pt_client_error_set(&e, "no_memory", "out of memory reading from the daemon");
     return lose_connection(c, &e, -ENOMEM);
   }
   for (;;) {
@@ -367,7 +365,7 @@ int pt_client_feed(pt_client *c, const void *data, size_t len) {
     if (r == 0) return 0;
     if (r == PT_JSONL_EOVERSIZE) {
       pt_client_error e;
-      set_err(&e, "oversize", "daemon sent a line over %zu bytes", PT_JSONL_MAX_LINE);
+      pt_client_error_set(&e, "oversize", "daemon sent a line over %zu bytes", PT_JSONL_MAX_LINE);
       return lose_connection(c, &e, -EMSGSIZE);
     }
     /* handle_line may close the connection (and free the framer). */
@@ -389,13 +387,13 @@ int pt_client_pump(pt_client *c) {
     }
     if (n == 0) {
       pt_client_error e;
-      set_err(&e, "disconnected", "the daemon closed the connection");
+      pt_client_error_set(&e, "disconnected", "the daemon closed the connection");
       return lose_connection(c, &e, -ECONNRESET);
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
     pt_client_error e;
-    set_err(&e, "disconnected", "reading from the daemon: %s", strerror(errno));
+    pt_client_error_set(&e, "disconnected", "reading from the daemon: %s", strerror(errno));
     return lose_connection(c, &e, -errno);
   }
 }
@@ -411,7 +409,7 @@ int pt_client_flush(pt_client *c) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 1;
     int e0 = n < 0 ? errno : EPIPE;
     pt_client_error e;
-    set_err(&e, "disconnected", "writing to the daemon: %s", strerror(e0));
+    pt_client_error_set(&e, "disconnected", "writing to the daemon: %s", strerror(e0));
     return lose_connection(c, &e, -e0);
   }
   if (c->fd < 0) return -ENOTCONN;
@@ -494,17 +492,17 @@ int pt_client_call(pt_client *c, const char *method, json_t *params, int timeout
   if (result) *result = NULL;
   if (c->fd < 0) {
     json_decref(params);
-    set_err(err, "disconnected", "not connected to the daemon");
+    pt_client_error_set(err, "disconnected", "not connected to the daemon");
     return -ENOTCONN;
   }
   if (c->sync_id) {
     json_decref(params);
-    set_err(err, "internal", "nested blocking call");
+    pt_client_error_set(err, "internal", "nested blocking call");
     return -EBUSY;
   }
   long id = queue_request(c, method, params, NULL, NULL);
   if (id < 0) {
-    set_err(err, id == PT_JSONL_EOVERSIZE ? "oversize" : "no_memory",
+    pt_client_error_set(err, id == PT_JSONL_EOVERSIZE ? "oversize" : "no_memory",
             "cannot send %s: %s", method, strerror((int)-id));
     return (int)id;
   }
@@ -528,9 +526,9 @@ int pt_client_call(pt_client *c, const char *method, json_t *params, int timeout
   /* Timed out or lost: forget the pending entry so a late reply is ignored. */
   free(take_pending(c, id));
   if (rc == -ETIMEDOUT)
-    set_err(err, "timeout", "no reply to %s from the daemon within %d ms", method, timeout_ms);
+    pt_client_error_set(err, "timeout", "no reply to %s from the daemon within %d ms", method, timeout_ms);
   else
-    set_err(err, "disconnected", "lost the connection to the daemon during %s", method);
+    pt_client_error_set(err, "disconnected", "lost the connection to the daemon during %s", method);
   return rc == -ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET;
 }
 
@@ -545,12 +543,12 @@ int pt_client_next_event(pt_client *c, int timeout_ms, json_t **event, pt_client
     }
     int rc = wait_once(c, deadline);
     if (rc == -ETIMEDOUT) {
-      set_err(err, "timeout", "no event from the daemon within %d ms", timeout_ms);
+      pt_client_error_set(err, "timeout", "no event from the daemon within %d ms", timeout_ms);
       return rc;
     }
     if (rc < 0) {
       if (json_array_size(c->events) > 0) continue; /* deliver what arrived first */
-      set_err(err, "disconnected", "lost the connection to the daemon");
+      pt_client_error_set(err, "disconnected", "lost the connection to the daemon");
       return -ECONNRESET;
     }
   }
@@ -588,21 +586,21 @@ static int try_connect(const pt_client *c) {
 static pid_t spawn_daemon(pt_client *c, const char *log_path, pt_client_error *err) {
   char *exe = pt_client_find_daemon();
   if (!exe) {
-    set_err(err, "daemon_start_failed",
+    pt_client_error_set(err, "daemon_start_failed",
             "cannot find polytokend (set POLYTOKEN_DAEMON or put it on PATH)");
     return -ENOENT;
   }
   int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (logfd < 0) {
     int e = errno;
-    set_err(err, "daemon_start_failed", "cannot open %s: %s", log_path, strerror(e));
+    pt_client_error_set(err, "daemon_start_failed", "cannot open %s: %s", log_path, strerror(e));
     free(exe);
     return -e;
   }
   int pfd[2];
   if (pipe2(pfd, O_CLOEXEC) != 0) {
     int e = errno;
-    set_err(err, "daemon_start_failed", "pipe: %s", strerror(e));
+    pt_client_error_set(err, "daemon_start_failed", "pipe: %s", strerror(e));
     close(logfd);
     free(exe);
     return -e;
@@ -610,7 +608,7 @@ static pid_t spawn_daemon(pt_client *c, const char *log_path, pt_client_error *e
   pid_t mid = fork();
   if (mid < 0) {
     int e = errno;
-    set_err(err, "daemon_start_failed", "fork: %s", strerror(e));
+    pt_client_error_set(err, "daemon_start_failed", "fork: %s", strerror(e));
     close(pfd[0]); close(pfd[1]); close(logfd); free(exe);
     return -e;
   }
@@ -620,14 +618,21 @@ static pid_t spawn_daemon(pt_client *c, const char *log_path, pt_client_error *e
     setsid();
     pid_t d = fork();
     if (d == 0) {
-      int devnull = open("/dev/null", O_RDONLY);
-      if (devnull >= 0) dup2(devnull, 0);
+      int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (devnull >= 0) dup2(devnull, 0); /* dup2 clears CLOEXEC on fd 0 */
       dup2(logfd, 1);
       dup2(logfd, 2);
-      /* Default signal dispositions for the daemon. */
+      /* Default signal dispositions and an empty signal mask for the
+       * daemon: the mask survives exec, and a TUI thread that blocked
+       * SIGTERM/SIGINT would otherwise hand the daemon a mask in which
+       * its shutdown signals never arrive. */
       signal(SIGPIPE, SIG_DFL);
       signal(SIGINT, SIG_DFL);
       signal(SIGHUP, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, NULL);
       char *argv[] = {exe, (char *)"--home", c->home, NULL};
       execv(exe, argv);
       static const char msg[] = "polytoken: exec polytokend failed\n";
@@ -649,7 +654,7 @@ static pid_t spawn_daemon(pt_client *c, const char *log_path, pt_client_error *e
   int st;
   while (waitpid(mid, &st, 0) < 0 && errno == EINTR) {}
   if (r != (ssize_t)sizeof daemon_pid || daemon_pid <= 0) {
-    set_err(err, "daemon_start_failed", "could not fork polytokend");
+    pt_client_error_set(err, "daemon_start_failed", "could not fork polytokend");
     return -ECHILD;
   }
   return daemon_pid;
@@ -657,7 +662,7 @@ static pid_t spawn_daemon(pt_client *c, const char *log_path, pt_client_error *e
 
 /* 1 if pid is gone or a zombie (its parent, init or a subreaper, may not have
  * reaped it yet). */
-static int pid_dead(pid_t pid) {
+int pt_client_pid_gone(pid_t pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return 1;
   char path[64], buf[256];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -669,6 +674,25 @@ static int pid_dead(pid_t pid) {
   buf[n] = '\0';
   char *rp = strrchr(buf, ')');
   return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+/* The pid recorded in $home/daemon.lock if that process is still alive,
+ * else 0. The daemon writes its pid there after taking the lock and empties
+ * the file just before it exits, so a live pid here is a daemon that holds
+ * (or is about to release) the lock. Reading never takes the lock, so it
+ * cannot make a starting daemon fail. */
+static pid_t lock_holder(const pt_client *c) {
+  char path[PATH_MAX], buf[32];
+  if (snprintf(path, sizeof path, "%s/daemon.lock", c->home) >= (int)sizeof path) return 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  long v = strtol(buf, NULL, 10);
+  if (v <= 0 || v > INT_MAX) return 0;
+  return pt_client_pid_gone((pid_t)v) ? 0 : (pid_t)v;
 }
 
 static int start_timeout_ms(void) {
@@ -684,7 +708,7 @@ static int autostart(pt_client *c, int *fd_out, pt_client_error *err) {
   char *logs = NULL, *log_path = NULL;
   int rc = mkdir_p(c->home);
   if (rc < 0) {
-    set_err(err, "daemon_start_failed", "cannot create %s: %s", c->home, strerror(-rc));
+    pt_client_error_set(err, "daemon_start_failed", "cannot create %s: %s", c->home, strerror(-rc));
     return rc;
   }
   if (asprintf(&logs, "%s/logs", c->home) < 0) return -ENOMEM;
@@ -692,7 +716,7 @@ static int autostart(pt_client *c, int *fd_out, pt_client_error *err) {
   rc = mkdir_p(logs);
   free(logs);
   if (rc < 0) {
-    set_err(err, "daemon_start_failed", "cannot create the log directory: %s", strerror(-rc));
+    pt_client_error_set(err, "daemon_start_failed", "cannot create the log directory: %s", strerror(-rc));
     free(log_path);
     return rc;
   }
@@ -706,15 +730,34 @@ static int autostart(pt_client *c, int *fd_out, pt_client_error *err) {
   for (;;) {
     int fd = try_connect(c);
     if (fd >= 0) { *fd_out = fd; free(log_path); return 0; }
+    pid_t holder = pt_client_pid_gone(pid) ? lock_holder(c) : 0;
+    if (holder > 0 && holder != pid) {
+      /* Ours exited because another daemon holds the lock: one that is
+       * still stopping (its socket is gone, its process not yet: `daemon
+       * stop` then Ctrl-R), or one that another client is starting. Wait
+       * until that one listens or is gone; if gone, start ours again. */
+      while (!pt_client_pid_gone(holder) && now_ms() < deadline) {
+        fd = try_connect(c);
+        if (fd >= 0) { *fd_out = fd; free(log_path); return 0; }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+      }
+      if (now_ms() < deadline) {
+        pid = spawn_daemon(c, log_path, err);
+        if (pid < 0) { free(log_path); return pid; }
+        dead_checks = 0;
+        continue;
+      }
+    }
     /* A daemon that exited may have lost a start race to another one that
      * is about to listen: allow a few more attempts before giving up. */
-    if (pid_dead(pid) && ++dead_checks > 25) {
-      set_err(err, "daemon_start_failed", "polytokend exited during startup; see %s", log_path);
+    if (pt_client_pid_gone(pid) && ++dead_checks > 25) {
+      pt_client_error_set(err, "daemon_start_failed", "polytokend exited during startup; see %s", log_path);
       free(log_path);
       return -ECHILD;
     }
     if (now_ms() >= deadline) {
-      set_err(err, "daemon_start_failed",
+      pt_client_error_set(err, "daemon_start_failed",
               "polytokend did not open its socket within %d ms; see %s", limit, log_path);
       free(log_path);
       return -ETIMEDOUT;
@@ -728,24 +771,24 @@ int pt_client_connect(pt_client *c, int autostart_daemon, int timeout_ms, pt_cli
   pt_client_close(c);
   int fd = try_connect(c);
   if (fd == -ENAMETOOLONG) {
-    set_err(err, "connect_failed", "socket path too long: %s/daemon.sock", c->home);
+    pt_client_error_set(err, "connect_failed", "socket path too long: %s/daemon.sock", c->home);
     return fd;
   }
   if (fd < 0 && (fd == -ENOENT || fd == -ECONNREFUSED)) {
     if (!autostart_daemon) {
-      set_err(err, "not_running", "the daemon is not running");
+      pt_client_error_set(err, "not_running", "the daemon is not running");
       return fd;
     }
     int rc = autostart(c, &fd, err);
     if (rc < 0) return rc;
   } else if (fd < 0) {
-    set_err(err, "connect_failed", "cannot connect to %s/daemon.sock: %s", c->home, strerror(-fd));
+    pt_client_error_set(err, "connect_failed", "cannot connect to %s/daemon.sock: %s", c->home, strerror(-fd));
     return fd;
   }
   c->framer = pt_jsonl_new(0);
   if (!c->framer) {
     close(fd);
-    set_err(err, "no_memory", "out of memory");
+    pt_client_error_set(err, "no_memory", "out of memory");
     return -ENOMEM;
   }
   c->fd = fd;

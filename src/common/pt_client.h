@@ -45,6 +45,7 @@
 #define PT_CLIENT_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include <jansson.h>
 
 #define PT_CLIENT_PROTOCOL 1
@@ -56,6 +57,12 @@ typedef struct pt_client_error {
   char message[512];
 } pt_client_error;
 
+/* Fills *e (if not NULL) with `code` and a printf-style message, both
+ * truncated to fit. For code that reports through a pt_client_error
+ * (this library, the feedback fetch). Any thread; touches only *e. */
+void pt_client_error_set(pt_client_error *e, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Resolves the state root: $POLYTOKEN_HOME, else
  * ${XDG_STATE_HOME:-$HOME/.local/state}/polytoken. Returns a malloc'd string
  * (caller frees) or NULL if neither HOME nor the other variables are set or
@@ -66,6 +73,10 @@ char *pt_client_home(void);
  * to /proc/self/exe, else the first executable `polytokend` on PATH.
  * Returns a malloc'd path (caller frees) or NULL if none was found. */
 char *pt_client_find_daemon(void);
+
+/* 1 if process `pid` no longer runs (gone, or a zombie not yet reaped by its
+ * parent), else 0. Any thread. */
+int pt_client_pid_gone(pid_t pid);
 
 /* Creates an unconnected client. home: state root (copied); NULL resolves it
  * with pt_client_home(). client_name: sent in hello ("polytoken-cli",

@@ -183,17 +183,6 @@ int pt_feedback_b64decode(const char *s, size_t n, uint8_t **out, size_t *outlen
 
 /* ---------- fetching from the daemon ---------- */
 
-static void cerr(pt_client_error *e, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void cerr(pt_client_error *e, const char *code, const char *fmt, ...) {
-  if (!e) return;
-  snprintf(e->code, sizeof e->code, "%s", code);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->message, sizeof e->message, fmt, ap);
-  va_end(ap);
-}
-
 int pt_feedback_fetch(pt_client *c, json_t *entry, uint8_t **data, size_t *len,
                       pt_client_error *err) {
   *data = NULL;
@@ -201,12 +190,12 @@ int pt_feedback_fetch(pt_client *c, json_t *entry, uint8_t **data, size_t *len,
   const char *id = jstr(entry, "id"), *sha = jstr(entry, "sha256");
   json_t *jsize = json_object_get(entry, "size");
   if (!id || !sha || !json_is_integer(jsize) || json_integer_value(jsize) < 0) {
-    cerr(err, "bad_request", "catalog entry lacks id, size or sha256");
+    pt_client_error_set(err, "bad_request", "catalog entry lacks id, size or sha256");
     return -EINVAL;
   }
   uint64_t size = (uint64_t)json_integer_value(jsize);
   uint8_t *buf = malloc(size ? size : 1);
-  if (!buf) { cerr(err, "no_memory", "out of memory for %" PRIu64 " bytes", size); return -ENOMEM; }
+  if (!buf) { pt_client_error_set(err, "no_memory", "out of memory for %" PRIu64 " bytes", size); return -ENOMEM; }
   uint64_t off = 0;
   for (;;) {
     json_t *params = json_pack("{s:s, s:I}", "id", id, "offset", (json_int_t)off);
@@ -228,7 +217,7 @@ int pt_feedback_fetch(pt_client *c, json_t *entry, uint8_t **data, size_t *len,
     if (bad) {
       free(chunk);
       free(buf);
-      cerr(err, "bad_reply", "artifact %s: the daemon's fetch reply does not match the listing", id);
+      pt_client_error_set(err, "bad_reply", "artifact %s: the daemon's fetch reply does not match the listing", id);
       return -EPROTO;
     }
     memcpy(buf + off, chunk, clen);
@@ -237,19 +226,19 @@ int pt_feedback_fetch(pt_client *c, json_t *entry, uint8_t **data, size_t *len,
     if (eof || off >= size) break;
     if (clen == 0) {
       free(buf);
-      cerr(err, "bad_reply", "artifact %s: empty chunk before the end", id);
+      pt_client_error_set(err, "bad_reply", "artifact %s: empty chunk before the end", id);
       return -EPROTO;
     }
   }
   if (off != size) {
     free(buf);
-    cerr(err, "bad_reply", "artifact %s: got %" PRIu64 " of %" PRIu64 " bytes", id, off, size);
+    pt_client_error_set(err, "bad_reply", "artifact %s: got %" PRIu64 " of %" PRIu64 " bytes", id, off, size);
     return -EPROTO;
   }
   char hex[PT_SHA256_HEX];
   if (pt_sha256_hex(buf, size, hex) < 0 || strcmp(hex, sha) != 0) {
     free(buf);
-    cerr(err, "bad_reply", "artifact %s: SHA-256 of the received bytes does not match the catalog",
+    pt_client_error_set(err, "bad_reply", "artifact %s: SHA-256 of the received bytes does not match the catalog",
          id);
     return -EBADMSG;
   }
@@ -266,7 +255,7 @@ int pt_feedback_fetch_add(pt_feedback *fb, pt_client *c, json_t *entry, pt_clien
   char msg[256];
   r = pt_feedback_add(fb, entry, data, len, msg, sizeof msg);
   free(data);
-  if (r < 0) cerr(err, "bad_request", "%s", msg);
+  if (r < 0) pt_client_error_set(err, "bad_request", "%s", msg);
   return r;
 }
 
@@ -442,6 +431,7 @@ void pt_feedback_upload_opts_from_env(pt_feedback_upload_opts *o) {
   o->tries = (int)env_long("POLYTOKEN_FEEDBACK_TRIES", 4, 1);
   o->base_delay_ms = (int)env_long("POLYTOKEN_FEEDBACK_BACKOFF_MS", 200, 0);
   o->timeout_ms = env_long("POLYTOKEN_FEEDBACK_TIMEOUT_MS", 30000, 1);
+  o->cancel = NULL;
 }
 
 static int write_status(const char *dir, const pt_feedback_upload_result *res, const char *url) {
@@ -471,9 +461,25 @@ static size_t discard_body(char *p, size_t sz, size_t n, void *ud) {
   return sz * n;
 }
 
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+static int cancelled(atomic_int *cancel) { return cancel && atomic_load(cancel) != 0; }
+
+/* Sleeps ms, in slices of at most 50 ms so a cancel flag set meanwhile ends
+ * the wait early. */
+static void sleep_ms(long ms, atomic_int *cancel) {
+  while (ms > 0 && !cancelled(cancel)) {
+    long slice = ms < 50 ? ms : 50;
+    struct timespec ts = {0, slice * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    ms -= slice;
+  }
+}
+
+/* libcurl progress callback (worker thread): non-zero aborts the transfer
+ * with CURLE_ABORTED_BY_CALLBACK. */
+static int xfer_check_cancel(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                             curl_off_t ulnow) {
+  (void)dltotal; (void)dlnow; (void)ultotal; (void)ulnow;
+  return cancelled(ud);
 }
 
 int pt_feedback_upload(const char *home, const char *bundle_dir, const pt_feedback_upload_opts *o,
@@ -538,12 +544,23 @@ int pt_feedback_upload(const char *home, const char *bundle_dir, const pt_feedba
   curl_easy_setopt(h, CURLOPT_USERAGENT, "polytoken-feedback");
   char errbuf[CURL_ERROR_SIZE];
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  if (o->cancel) {
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, xfer_check_cancel);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, o->cancel);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  }
   int tries = o->tries > 0 ? o->tries : 1;
   long delay = o->base_delay_ms;
+  int was_cancelled = 0;
   for (int t = 0; t < tries; t++) {
     if (t > 0) {
-      sleep_ms(delay);
+      sleep_ms(delay, o->cancel);
       delay *= 2;
+    }
+    if (cancelled(o->cancel)) {
+      was_cancelled = 1;
+      snprintf(res->error, sizeof res->error, "upload cancelled");
+      break;
     }
     errbuf[0] = '\0';
     CURLcode cc = curl_easy_perform(h);
@@ -554,6 +571,11 @@ int pt_feedback_upload(const char *home, const char *bundle_dir, const pt_feedba
     if (cc == CURLE_OK && status >= 200 && status < 300) {
       res->sent = 1;
       res->error[0] = '\0';
+      break;
+    }
+    if (cc == CURLE_ABORTED_BY_CALLBACK) {
+      was_cancelled = 1;
+      snprintf(res->error, sizeof res->error, "upload cancelled");
       break;
     }
     if (cc != CURLE_OK)
@@ -582,7 +604,7 @@ int pt_feedback_upload(const char *home, const char *bundle_dir, const pt_feedba
      * recorded as delivered. */
     r = 0;
   } else {
-    r = -EIO;
+    r = was_cancelled ? -ECANCELED : -EIO;
   }
 out:
   curl_mime_free(mime);

@@ -34,6 +34,7 @@
 #ifndef PT_FEEDBACK_H
 #define PT_FEEDBACK_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -91,9 +92,15 @@ typedef struct pt_feedback_upload_opts {
   int tries;           /* attempts in all (>= 1) */
   int base_delay_ms;   /* first backoff; doubles per retry */
   long timeout_ms;     /* per attempt (whole transfer) */
+  /* NULL, or a flag another thread may set to non-zero at any time: the
+   * transfer in progress is aborted (within about a second, libcurl's
+   * progress interval), no further attempt or backoff wait starts, and the
+   * upload ends with -ECANCELED. Read atomically; not owned. */
+  atomic_int *cancel;
 } pt_feedback_upload_opts;
 
-/* Defaults (4 tries, 200 ms, 30000 ms) overridden by POLYTOKEN_FEEDBACK_URL,
+/* Defaults (4 tries, 200 ms, 30000 ms, no cancel flag) overridden by
+ * POLYTOKEN_FEEDBACK_URL,
  * POLYTOKEN_FEEDBACK_TIMEOUT_MS, POLYTOKEN_FEEDBACK_TRIES,
  * POLYTOKEN_FEEDBACK_BACKOFF_MS. The url points into the environment. */
 void pt_feedback_upload_opts_from_env(pt_feedback_upload_opts *o);
@@ -110,7 +117,10 @@ typedef struct pt_feedback_upload_result {
  * with retries, then records the outcome: on a 2xx, status.json "sent" and the
  * directory moves to <home>/feedback/sent/<id>; otherwise status.json "failed"
  * with the error, left in the outbox. Returns 0 when sent, -EIO (not sent;
- * res->error says why), -EINVAL (no url, or not a bundle), -ENOMEM. */
+ * res->error says why), -ECANCELED (o->cancel was set; recorded as failed
+ * with error "upload cancelled", left in the outbox), -EINVAL (no url, or
+ * not a bundle), -ENOMEM. Blocking: run it on a worker thread in a program
+ * with an event loop. */
 int pt_feedback_upload(const char *home, const char *bundle_dir,
                        const pt_feedback_upload_opts *o, pt_feedback_upload_result *res);
 

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define TURN_DEADLINE_MS 5000
@@ -68,6 +69,24 @@ char *pd_default_home(void) {
   if (!home || !*home) return NULL;
   snprintf(buf, sizeof buf, "%s/.local/state/polytoken", home);
   return strdup(buf);
+}
+
+/* ---- limits ---- */
+
+/* Up to 1024 clients (docs/ipc.md) plus the log, telemetry, transcripts and
+ * responder pipes need more descriptors than the usual soft limit of 1024;
+ * without them accept() fails with EMFILE before the daemon can answer
+ * `busy`. Raise the soft limit towards the hard one (at most 8192). */
+static void raise_fd_limit(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  rlim_t want = 8192;
+  if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max) want = rl.rlim_max;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+    rl.rlim_cur = want;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+      pd_warn("cannot raise the open-file limit to %lu: %s", (unsigned long)want, strerror(errno));
+  }
 }
 
 /* ---- lock ---- */
@@ -276,6 +295,7 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
     goto fail_lock;
   }
   pd_info("polytokend %s starting (pid %ld, home %s)", pt_version(), (long)getpid(), home);
+  raise_fd_limit();
   /* A client that vanishes mid-write must give EPIPE, not kill us. */
   signal(SIGPIPE, SIG_IGN);
   pd_transcript_install_fault_hook();

@@ -34,6 +34,18 @@ static pd_session *need_session(pd_call *call, json_t *params, const char *key) 
   return s;
 }
 
+/* Completes a sessions.create/rename call from the store's result r:
+ * {session} on success, bad_request for a bad name, io_error otherwise. */
+static void reply_session(pd_call *call, int r, const pd_session *s, const char *verb) {
+  if (r == -EINVAL)
+    pd_call_error(call, "bad_request", "a session name has 1..%d bytes and no control characters",
+                  PD_SESSION_NAME_MAX);
+  else if (r < 0)
+    pd_call_error(call, "io_error", "could not %s the session: %s", verb, strerror(-r));
+  else
+    pd_call_reply(call, json_pack("{s:o}", "session", pd_session_json(s)));
+}
+
 static void m_status(pd_call *call, json_t *params, void *ctx) {
   (void)params;
   (void)ctx;
@@ -73,15 +85,9 @@ static void m_create(pd_call *call, json_t *params, void *ctx) {
     return;
   }
   const char *name = json_string_value(jn);
-  pd_session *s;
+  pd_session *s = NULL;
   int r = pd_store_create(pd_daemon_store(), name, &s);
-  if (r == -EINVAL)
-    pd_call_error(call, "bad_request", "a session name has 1..%d bytes and no control characters",
-                  PD_SESSION_NAME_MAX);
-  else if (r < 0)
-    pd_call_error(call, "io_error", "could not create the session: %s", strerror(-r));
-  else
-    pd_call_reply(call, json_pack("{s:o}", "session", pd_session_json(s)));
+  reply_session(call, r, s, "create");
 }
 
 static void m_rename(pd_call *call, json_t *params, void *ctx) {
@@ -91,13 +97,7 @@ static void m_rename(pd_call *call, json_t *params, void *ctx) {
   const char *name = need_str(call, params, "name");
   if (!name) return;
   int r = pd_store_rename(pd_daemon_store(), s, name);
-  if (r == -EINVAL)
-    pd_call_error(call, "bad_request", "a session name has 1..%d bytes and no control characters",
-                  PD_SESSION_NAME_MAX);
-  else if (r < 0)
-    pd_call_error(call, "io_error", "could not rename the session: %s", strerror(-r));
-  else
-    pd_call_reply(call, json_pack("{s:o}", "session", pd_session_json(s)));
+  reply_session(call, r, s, "rename");
 }
 
 static void m_delete(pd_call *call, json_t *params, void *ctx) {

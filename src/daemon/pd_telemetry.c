@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static struct {
@@ -54,8 +55,16 @@ static void write_line(const char *event) {
   char *line;
   size_t len;
   if (j && pt_jsonl_dump(j, 0, &line, &len) == 0) {
+    /* One whole line or nothing: a short write (disk full) is cut back so
+     * the next line does not continue a broken one. */
+    struct stat st;
+    off_t before = fstat(g.fd, &st) == 0 ? st.st_size : -1;
     ssize_t w = write(g.fd, line, len);
-    if (w != (ssize_t)len) pd_warn("telemetry: write failed: %s", w < 0 ? strerror(errno) : "short write");
+    if (w != (ssize_t)len) {
+      pd_warn("telemetry: write failed: %s", w < 0 ? strerror(errno) : "short write");
+      if (w > 0 && before >= 0 && ftruncate(g.fd, before) != 0)
+        pd_warn("telemetry: cannot cut back a partial line: %s", strerror(errno));
+    }
     free(line);
   }
   json_decref(j);

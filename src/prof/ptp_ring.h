@@ -28,6 +28,12 @@
 /* Deepest stack kept per sample; deeper ones get PTP_SAMPLE_DEPTH_CAP. */
 #define PTP_MAX_FRAMES 64
 
+/* Slot-only flag (never reaches a ptp_window): the slot is a thread's exit
+ * flush (expirations due but not delivered before it exited); frames[0] is
+ * its start routine. The consumer adds the weight to that thread's most
+ * recent stack of the window, or keeps the start routine if it has none. */
+#define PTP_SLOT_FLUSH 0x8000u
+
 typedef struct ptp_slot {
   _Atomic uint64_t seq;
   uint32_t tid;

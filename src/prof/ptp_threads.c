@@ -259,9 +259,11 @@ static void on_thread_exit(void *arg) {
      * expiration that fell due since the last tick is lost when the thread
      * exits first (up to ~20% of a 10 ms thread's samples at 99 Hz). We know
      * when the timer was armed and its schedule, so the expirations due by
-     * now minus those delivered are owed; they are recorded with the thread's
-     * start routine as a one-frame, truncated stack. Capped at what one tick
-     * (10 ms at HZ=100) can hide. */
+     * now minus those delivered are owed; they are added to the thread's
+     * most recent stack of the window (the best estimate of where it spent
+     * them), or, if it has none, recorded as a one-frame truncated stack of
+     * its start routine (PTP_SLOT_FLUSH, see ptprof.c). Capped at what one
+     * tick (10 ms at HZ=100) can hide. */
     int64_t now = cpu_ns(me);
     if (now >= 0 && r->armed_cpu_ns >= 0 && cur_period > 0) {
       int64_t el = now - r->armed_cpu_ns;
@@ -272,7 +274,7 @@ static void on_thread_exit(void *arg) {
         uint64_t owed = expected - got;
         if (owed > cap) owed = cap;
         uintptr_t frame = (uintptr_t)r->entry;
-        if (ptp_push_sample(me, (uint32_t)owed, PTP_SAMPLE_TRUNCATED, &frame, 1) == 0)
+        if (ptp_push_sample(me, (uint32_t)owed, PTP_SAMPLE_TRUNCATED | PTP_SLOT_FLUSH, &frame, 1) == 0)
           atomic_fetch_add(&st_flushed, 1);
       }
     }

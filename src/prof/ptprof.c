@@ -245,7 +245,13 @@ static void drain_locked(ptprof *p) {
         /* Taken before this window began (a handler that outlived the
          * dump's grace wait): part of the blind period. */
         atomic_fetch_add(&sh->drops[PTP_DROP_DUMPING], s->weight);
-      } else if (ptp_agg_add(p->agg, s->tid, s->flags, s->frames, s->nframes, s->weight) < 0) {
+      } else if ((s->flags & PTP_SLOT_FLUSH) &&
+                 ptp_agg_add_to_last(p->agg, s->tid, s->weight) == 0) {
+        /* a thread's exit flush, added to its most recent stack */
+        atomic_fetch_add_explicit(&p->st_samples, s->weight, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->st_signals, 1, memory_order_relaxed);
+      } else if (ptp_agg_add(p->agg, s->tid, (uint16_t)(s->flags & ~PTP_SLOT_FLUSH), s->frames,
+                             s->nframes, s->weight) < 0) {
         /* Out of memory for a new stack: no room to record it. */
         atomic_fetch_add(&sh->drops[PTP_DROP_RING_FULL], s->weight);
       } else {
@@ -267,7 +273,9 @@ static void *consumer_main(void *arg) {
   sem_post(&p->consumer_ready);
   int64_t next_sweep = ptp_now_mono() + SWEEP_NS;
   uint64_t timer_errors_seen = 0;
-  int backoff = 0;   /* a periodic dump is due but a manual one holds api_mu */
+  /* 1: a periodic dump is due but a manual one holds api_mu (retry in 5 ms);
+   * 2: it is due but there is no directory yet (retry at the poll rate). */
+  int backoff = 0;
   while (!atomic_load(&p->consumer_stop)) {
     int64_t now = ptp_now_mono();
     int64_t timeout = POLL_MS;
@@ -279,7 +287,8 @@ static void *consumer_main(void *arg) {
       if (due - now < timeout * 1000000) timeout = (due - now) / 1000000;
     }
     if (timeout < 0) timeout = 0;
-    if (backoff && timeout < 5) timeout = 5;
+    if (backoff == 1 && timeout < 5) timeout = 5;
+    if (backoff == 2 && timeout < POLL_MS) timeout = POLL_MS;
     atomic_store(&p->sh->wake_armed, 1);
     struct pollfd pfd = { .fd = p->wake_rd, .events = POLLIN };
     if (poll(&pfd, 1, (int)timeout) > 0) {
@@ -309,9 +318,9 @@ static void *consumer_main(void *arg) {
       /* Only try: ptprof_stop holds api_mu while it joins this thread. */
       backoff = 1;
       if (pthread_mutex_trylock(&p->api_mu) == 0) {
-        if (p->running) do_dump(p, NULL, 0);
+        int rc = p->running ? do_dump(p, NULL, 0) : 0;
         pthread_mutex_unlock(&p->api_mu);
-        backoff = 0;
+        backoff = rc == -EDESTADDRREQ ? 2 : 0;
       }
     }
   }
@@ -380,6 +389,7 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
     w.nthreads = ntids;
     if (p->hook) p->hook(&w, p->hook_ctx);
     if (!p->sym) rc = ptp_symbolizer_new(&p->sym);
+    else rc = ptp_symbolizer_refresh(p->sym);   /* cheap unless dlopen/dlclose */
   }
   if (rc == 0) rc = ptp_pprof_encode(&w, p->sym, &buf, &len);
   if (rc == 0) rc = ptp_store_write(p->store, buf, len, path_out, cap);

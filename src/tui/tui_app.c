@@ -13,6 +13,7 @@
  * start timeout, which is acceptable for an explicit user action).
  */
 #include "tui/tui_app.h"
+#include "tui/tui_editkey.h"
 #include "tui/tui_feedback.h"
 #include "tui/tui_lineedit.h"
 #include "tui/tui_loop.h"
@@ -182,15 +183,7 @@ static void set_message(tui_app *app, const char *fmt, ...) {
 
 /* Draws s[0..n) at (y, x), clipped to `width` columns. */
 static void put_clipped(int y, int x, const char *s, size_t n, int width) {
-  int col = 0;
-  size_t i = 0;
-  while (i < n) {
-    size_t b;
-    int w = tui_char_width(s + i, n - i, &b);
-    if (col + w > width) break;
-    col += w;
-    i += b;
-  }
+  size_t i = tui_fit_bytes(s, n, width);
   if (i > 0) mvaddnstr(y, x, s, (int)i);
 }
 
@@ -456,6 +449,8 @@ static void app_quit(tui_app *app, int code) {
   app->exit_code = code;
   conn_watch_stop(app);
   pt_client_close(app->client);
+  /* uv_run returns only once the upload worker is done: make it quick. */
+  tui_feedback_cancel_upload(app->feedback);
   tui_poll_close(&app->stdin_poll, close_cb_noop);
   tui_timer_close(&app->render_timer, close_cb_noop);
   tui_timer_close(&app->refresh_timer, close_cb_noop);
@@ -725,14 +720,9 @@ static void conv_submit(tui_app *app) {
 
 static void conv_key(tui_app *app, int is_key, wint_t ch) {
   tui_lineedit *le = app->input;
+  if (tui_edit_key(le, is_key, ch)) return;
   if (is_key) {
     switch (ch) {
-    case KEY_LEFT: tui_le_left(le); break;
-    case KEY_RIGHT: tui_le_right(le); break;
-    case KEY_HOME: tui_le_home(le); break;
-    case KEY_END: tui_le_end(le); break;
-    case KEY_BACKSPACE: tui_le_backspace(le); break;
-    case KEY_DC: tui_le_delete(le); break;
     case KEY_UP: tui_le_history_prev(le); break;
     case KEY_DOWN: tui_le_history_next(le); break;
     case KEY_PPAGE: app->scroll += conv_view_height() - 1; break;
@@ -759,17 +749,7 @@ static void conv_key(tui_app *app, int is_key, wint_t ch) {
   case KEY_CTRL('r'): reconnect(app); break;
   case KEY_CTRL('a'): tui_le_home(le); break;
   case KEY_CTRL('e'): tui_le_end(le); break;
-  case KEY_CTRL('u'): tui_le_kill_to_start(le); break;
-  case KEY_CTRL('w'): tui_le_kill_word(le); break;
-  case KEY_CTRL('h'): case 127: tui_le_backspace(le); break;
-  default:
-    if (ch >= 0x20 && ch != 0x7f) {
-      char buf[MB_LEN_MAX];
-      mbstate_t st;
-      memset(&st, 0, sizeof st);
-      size_t n = wcrtomb(buf, (wchar_t)ch, &st);
-      if (n != (size_t)-1) tui_le_insert(le, buf, n);
-    }
+  default: break;
   }
 }
 
@@ -833,19 +813,11 @@ static const char *selected_id(tui_app *app) {
 
 static void prompt_key(tui_app *app, int is_key, wint_t ch) {
   tui_lineedit *le = app->prompt;
-  if (is_key) {
-    switch (ch) {
-    case KEY_LEFT: tui_le_left(le); break;
-    case KEY_RIGHT: tui_le_right(le); break;
-    case KEY_HOME: tui_le_home(le); break;
-    case KEY_END: tui_le_end(le); break;
-    case KEY_BACKSPACE: tui_le_backspace(le); break;
-    case KEY_DC: tui_le_delete(le); break;
-    case KEY_ENTER: ch = '\r'; is_key = 0; break;
-    default: break;
-    }
-    if (is_key) return;
+  if (is_key && ch == KEY_ENTER) {
+    ch = '\r';
+    is_key = 0;
   }
+  if (tui_edit_key(le, is_key, ch) || is_key) return;
   if (ch == 27) { app->pmode = PM_NORMAL; return; }
   if (ch == KEY_CTRL('c')) { app_quit(app, 0); return; }
   if (ch == '\r' || ch == '\n') {
@@ -862,20 +834,6 @@ static void prompt_key(tui_app *app, int is_key, wint_t ch) {
     }
     free(name);
     app->pmode = PM_NORMAL;
-    return;
-  }
-  switch (ch) {
-  case KEY_CTRL('u'): tui_le_kill_to_start(le); break;
-  case KEY_CTRL('w'): tui_le_kill_word(le); break;
-  case KEY_CTRL('h'): case 127: tui_le_backspace(le); break;
-  default:
-    if (ch >= 0x20) {
-      char buf[MB_LEN_MAX];
-      mbstate_t st;
-      memset(&st, 0, sizeof st);
-      size_t n = wcrtomb(buf, (wchar_t)ch, &st);
-      if (n != (size_t)-1) tui_le_insert(le, buf, n);
-    }
   }
 }
 

@@ -100,20 +100,28 @@ static void daemon_usage(void) {
          "           \"not running\" when it is not running\n");
 }
 
+/* After daemon.stop: waits until the daemon is gone for good, i.e. it closed
+ * our connection, its socket refuses, and its process has ended (it holds
+ * the daemon lock until then, so a `daemon start` right after would
+ * otherwise meet "already running"). Bounded by STOP_WAIT_MS in all. */
 static int wait_gone(pt_client *c) {
-  /* The daemon closes connections during shutdown; then the socket refuses. */
+  pid_t pid = (pid_t)json_integer_value(json_object_get(pt_client_hello_result(c), "pid"));
   json_t *ev = NULL;
   pt_client_error err;
   while (pt_client_next_event(c, STOP_WAIT_MS, &ev, &err) == 0) json_decref(ev);
   if (strcmp(err.code, "timeout") == 0) return -ETIMEDOUT;
   pt_client *probe = pt_client_new(pt_client_home_dir(c), "polytoken-cli");
   if (!probe) return -ENOMEM;
+  int refused = 0;
   for (int i = 0; i < STOP_WAIT_MS / 20; i++) {
-    if (pt_client_connect(probe, 0, 1000, &err) < 0 && strcmp(err.code, "not_running") == 0) {
+    if (!refused) {
+      refused = pt_client_connect(probe, 0, 1000, &err) < 0 && strcmp(err.code, "not_running") == 0;
+      pt_client_close(probe);
+    }
+    if (refused && (pid <= 0 || pt_client_pid_gone(pid))) {
       pt_client_del(probe);
       return 0;
     }
-    pt_client_close(probe);
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
@@ -252,10 +260,20 @@ static int cmd_new(int argc, char **argv) {
     else if (strncmp(argv[i], "--name=", 7) == 0) name = argv[i] + 7;
     else { tui_cli_fail("new: unexpected argument '%s'", argv[i]); return 2; }
   }
-  pt_client *c = connect_or_fail(1, NULL);
-  if (!c) return 1;
+  /* JSON carries UTF-8 only: say so instead of silently using the
+   * default name (json_string would return NULL). */
+  json_t *jname = name ? json_string(name) : NULL;
+  if (name && !jname) {
+    tui_cli_fail("new: the name is not valid UTF-8");
+    return 2;
+  }
   json_t *p = json_object();
-  if (name) json_object_set_new(p, "name", json_string(name));
+  if (jname) json_object_set_new(p, "name", jname);
+  pt_client *c = connect_or_fail(1, NULL);
+  if (!c) {
+    json_decref(p);
+    return 1;
+  }
   json_t *res = call_or_fail(c, "sessions.create", p);
   pt_client_del(c);
   if (!res) return 1;
@@ -301,10 +319,14 @@ static int cmd_send(int argc, char **argv) {
   fclose(tf);
   if (!session) { tui_cli_fail("send: --session ID is required"); free(text); return 2; }
   if (!words || !*text) { tui_cli_fail("send: no text given"); free(text); return 2; }
-  pt_client *c = connect_or_fail(1, NULL);
-  if (!c) { free(text); return 1; }
-  json_t *res = call_or_fail(c, "turn.send", json_pack("{s:s, s:s}", "session", session, "text", text));
+  /* NULL when the session or the text is not valid UTF-8 (JSON carries
+   * UTF-8 only); sending no params would get a misleading reply. */
+  json_t *params = json_pack("{s:s, s:s}", "session", session, "text", text);
   free(text);
+  if (!params) { tui_cli_fail("send: the session id and the text must be valid UTF-8"); return 2; }
+  pt_client *c = connect_or_fail(1, NULL);
+  if (!c) { json_decref(params); return 1; }
+  json_t *res = call_or_fail(c, "turn.send", params);
   if (!res) { pt_client_del(c); return 1; }
   char turn_id[128];
   pt_client_id_str(json_object_get(res, "turn_id"), turn_id, sizeof turn_id);

@@ -3,6 +3,7 @@
 
 #include "common/pt_feedback.h"
 #include "tui/cli_feedback.h"
+#include "tui/tui_editkey.h"
 #include "tui/tui_lineedit.h"
 #include "tui/tui_loop.h"
 #include "tui/tui_text.h"
@@ -10,6 +11,7 @@
 #include <curses.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,7 @@ typedef struct upload_job {
   char url[2048];
   pt_feedback_upload_result res;
   int rc;
+  atomic_int cancel; /* set by the loop thread (quit), read by the worker */
 } upload_job;
 
 struct tui_feedback {
@@ -51,15 +54,7 @@ struct tui_feedback {
 };
 
 static void put_line(int y, int x, const char *s, size_t n, int width) {
-  int col = 0;
-  size_t i = 0;
-  while (i < n) {
-    size_t b;
-    int w = tui_char_width(s + i, n - i, &b);
-    if (w < 0 || col + w > width) break;
-    col += w;
-    i += b;
-  }
+  size_t i = tui_fit_bytes(s, n, width);
   if (i > 0) mvaddnstr(y, x, s, (int)i);
 }
 
@@ -110,6 +105,14 @@ void tui_feedback_del(tui_feedback *f) {
   free(f->job);
   tui_unit_end(&f->u_upload);
   free(f);
+}
+
+void tui_feedback_cancel_upload(tui_feedback *f) {
+  if (!f || !f->job) return;
+  atomic_store(&f->job->cancel, 1);
+  /* Not started yet: the threadpool drops it and upload_done gets
+   * UV_ECANCELED. Running: the worker sees the flag (pt_feedback_upload). */
+  uv_cancel((uv_req_t *)&f->job->req);
 }
 
 int tui_feedback_active(const tui_feedback *f) { return f && f->st != ST_CLOSED; }
@@ -239,7 +242,7 @@ static void upload_done(uv_work_t *req, int status) {
   upload_job *j = req->data;
   tui_feedback *f = j->f;
   pt_task_poll_begin(&f->u_upload.task);
-  if (status == UV_ECANCELED)
+  if (status == UV_ECANCELED || j->rc == -ECANCELED)
     snprintf(f->result, sizeof f->result, "Saved to %s\nUpload cancelled; the bundle stays in the outbox.", j->dir);
   else if (j->rc == 0)
     snprintf(f->result, sizeof f->result,
@@ -288,6 +291,8 @@ static void send_bundle(tui_feedback *f) {
   snprintf(j->url, sizeof j->url, "%s", o.url);
   j->opts = o;
   j->opts.url = j->url; /* the worker must not read the environment */
+  atomic_init(&j->cancel, 0);
+  j->opts.cancel = &j->cancel;
   j->req.data = j;
   tui_unit_start(&f->u_upload, "tui.feedback_upload");
   tui_unit_wake(&f->u_upload);
@@ -307,36 +312,15 @@ static void send_bundle(tui_feedback *f) {
 
 static void message_key(tui_feedback *f, int is_key, wint_t ch) {
   tui_lineedit *le = f->msg;
-  if (is_key) {
-    switch (ch) {
-    case KEY_LEFT: tui_le_left(le); break;
-    case KEY_RIGHT: tui_le_right(le); break;
-    case KEY_HOME: tui_le_home(le); break;
-    case KEY_END: tui_le_end(le); break;
-    case KEY_BACKSPACE: tui_le_backspace(le); break;
-    case KEY_DC: tui_le_delete(le); break;
-    case KEY_ENTER: goto next;
-    default: break;
-    }
+  if (!is_key && ch == 27) {
+    close_flow(f);
     return;
   }
-  switch (ch) {
-  case 27: close_flow(f); return;
-  case '\r': case '\n': goto next;
-  case KEY_CTRL('u'): tui_le_kill_to_start(le); return;
-  case KEY_CTRL('w'): tui_le_kill_word(le); return;
-  case KEY_CTRL('h'): case 127: tui_le_backspace(le); return;
-  default:
-    if (ch >= 0x20 && ch != 0x7f) {
-      char buf[MB_LEN_MAX];
-      mbstate_t st;
-      memset(&st, 0, sizeof st);
-      size_t n = wcrtomb(buf, (wchar_t)ch, &st);
-      if (n != (size_t)-1) tui_le_insert(le, buf, n);
-    }
+  int enter = is_key ? ch == KEY_ENTER : (ch == '\r' || ch == '\n');
+  if (!enter) {
+    tui_edit_key(le, is_key, ch);
     return;
   }
-next:
   if (tui_le_len(le) == 0) {
     snprintf(f->status, sizeof f->status, "Write a message first (Esc cancels).");
     return;

@@ -43,6 +43,12 @@ tui_feedback *tui_feedback_new(pt_client *client, uv_loop_t *loop, void (*redraw
  * after uv_run returned, which waits for the worker). NULL ok. */
 void tui_feedback_del(tui_feedback *f);
 
+/* Asks a running upload to stop (the TUI is quitting: uv_run would wait for
+ * the worker, which may be in a 30 s timeout or a backoff wait). The worker
+ * ends within about a second; the bundle stays in the outbox, recorded as
+ * failed with "upload cancelled". No-op without an upload. Loop thread. */
+void tui_feedback_cancel_upload(tui_feedback *f);
+
 /* Opens the flow at the message step (no-op while already open). */
 void tui_feedback_open(tui_feedback *f);
 /* 1 while the flow is on screen. */

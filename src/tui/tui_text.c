@@ -46,6 +46,19 @@ int tui_str_width(const char *s, size_t n) {
   return w;
 }
 
+size_t tui_fit_bytes(const char *s, size_t n, int width) {
+  int col = 0;
+  size_t i = 0;
+  while (i < n) {
+    size_t b;
+    int w = tui_char_width(s + i, n - i, &b);
+    if (col + w > width) break;
+    col += w;
+    i += b;
+  }
+  return i;
+}
+
 size_t tui_utf8_prev(const char *s, size_t off) {
   if (off == 0) return 0;
   size_t i = off - 1;

@@ -24,6 +24,10 @@ int tui_char_width(const char *s, size_t n, size_t *bytes);
 /* Display columns of s[0..n). */
 int tui_str_width(const char *s, size_t n);
 
+/* Bytes of the longest prefix of s[0..n) made of whole characters that fits
+ * in `width` display columns (0 when width <= 0). */
+size_t tui_fit_bytes(const char *s, size_t n, int width);
+
 /* Byte offset of the start of the character before byte offset `off`
  * (0 stays 0). */
 size_t tui_utf8_prev(const char *s, size_t off);

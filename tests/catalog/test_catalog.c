@@ -6,6 +6,7 @@
 #include "pt_test.h"
 #include "pt_config.h"
 #include "daemon/pd_catalog.h"
+#include "common/pt_feedback.h"
 #include "common/pt_sha256.h"
 
 #include <errno.h>
@@ -84,28 +85,12 @@ static size_t count_kind(pd_catalog *c, const char *kind) {
   return n;
 }
 
-static int b64val(int ch) {
-  if (ch >= 'A' && ch <= 'Z') return ch - 'A';
-  if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
-  if (ch >= '0' && ch <= '9') return ch - '0' + 52;
-  if (ch == '+') return 62;
-  if (ch == '/') return 63;
-  return -1;
-}
-
+/* Decodes with the same decoder the CLI/TUI use (pt_feedback.c), which
+ * rejects malformed input. */
 static uint8_t *b64dec(const char *s, size_t *len) {
-  size_t n = strlen(s);
-  uint8_t *o = malloc(n / 4 * 3 + 1);
-  PT_ASSERT(o);
-  size_t k = 0;
-  for (size_t i = 0; i + 3 < n; i += 4) {
-    int a = b64val(s[i]), b = b64val(s[i + 1]), c = b64val(s[i + 2]), d = b64val(s[i + 3]);
-    PT_ASSERT(a >= 0 && b >= 0);
-    o[k++] = (uint8_t)(a << 2 | b >> 4);
-    if (s[i + 2] != '=') { PT_ASSERT(c >= 0); o[k++] = (uint8_t)((b & 15) << 4 | c >> 2); }
-    if (s[i + 3] != '=') { PT_ASSERT(d >= 0); o[k++] = (uint8_t)((c & 3) << 6 | d); }
-  }
-  *len = k;
+  PT_ASSERT(s != NULL);
+  uint8_t *o = NULL;
+  PT_ASSERT_INT_EQ(pt_feedback_b64decode(s, strlen(s), &o, len), 0);
   return o;
 }
 

@@ -5,6 +5,7 @@
 #include "pt_test.h"
 #include "common/pt_feedback.h"
 #include "common/pt_feedback_pprof.h"
+#include "common/pt_file.h"
 #include "common/pt_sha256.h"
 
 #include <dirent.h>
@@ -238,7 +239,7 @@ PT_TEST(feedback_bundle_written_to_outbox) {
   PT_ASSERT_INT_EQ(n, 0);
 
   /* No URL: upload refuses clearly and the bundle stays. */
-  pt_feedback_upload_opts o = {NULL, 4, 200, 1000};
+  pt_feedback_upload_opts o = {NULL, 4, 200, 1000, NULL};
   pt_feedback_upload_result res;
   PT_ASSERT_INT_EQ(pt_feedback_upload(home, dir, &o, &res), -EINVAL);
   PT_ASSERT(access(mp, F_OK) == 0);
@@ -279,4 +280,91 @@ PT_TEST(feedback_base64_roundtrip_and_errors) {
   PT_ASSERT_STR_EQ(buf, "2.0 KiB");
   pt_feedback_fmt_age(1000, 1000 + 125, buf, sizeof buf);
   PT_ASSERT_STR_EQ(buf, "2 min ago");
+}
+
+/* ---- cancelling an upload (the TUI quits while one runs) ---- */
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
+typedef struct {
+  const char *home, *dir;
+  pt_feedback_upload_opts o;
+  pt_feedback_upload_result res;
+  int rc;
+} upload_arg;
+
+static void *upload_thread(void *p) {
+  upload_arg *a = p;
+  a->rc = pt_feedback_upload(a->home, a->dir, &a->o, &a->res);
+  return NULL;
+}
+
+/* A bundle made by hand: manifest without attachments plus the message. */
+static char *make_bundle(const char *home) {
+  char *dir = path2(home, "feedback/outbox/b1");
+  PT_ASSERT_INT_EQ(pt_mkdir_p(dir, 0700), 0);
+  char *m = path2(dir, "manifest.json");
+  const char *man = "{\"id\":\"b1\",\"attachments\":[]}\n";
+  pt_write_file(m, man, strlen(man));
+  free(m);
+  m = path2(dir, "message.txt");
+  pt_write_file(m, "slow", 4);
+  free(m);
+  return dir;
+}
+
+/* A loopback server that completes the TCP handshake (kernel backlog) but
+ * never accepts or answers: curl sends and then waits for its timeout. The
+ * timeout here is 60 s per attempt with 4 attempts, so only the cancel flag
+ * can end the upload before the test's own 30 s limit. */
+PT_TEST(feedback_upload_cancel_stops_a_hanging_upload) {
+  char *home = pt_tmpdir("fbcancel");
+  char *dir = make_bundle(home);
+  int srv = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  PT_ASSERT(srv >= 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  PT_ASSERT_INT_EQ(bind(srv, (struct sockaddr *)&sa, sizeof sa), 0);
+  PT_ASSERT_INT_EQ(listen(srv, 4), 0);
+  socklen_t sl = sizeof sa;
+  PT_ASSERT_INT_EQ(getsockname(srv, (struct sockaddr *)&sa, &sl), 0);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/feedback", ntohs(sa.sin_port));
+
+  atomic_int cancel;
+  atomic_init(&cancel, 0);
+  upload_arg a = {home, dir, {url, 4, 200, 60000, &cancel}, {0}, 1};
+  pthread_t th;
+  PT_ASSERT_INT_EQ(pthread_create(&th, NULL, upload_thread, &a), 0);
+  /* The first attempt is under way once its connection is queued on the
+   * listening socket (readable = a connection waits to be accepted). */
+  struct pollfd pfd = {.fd = srv, .events = POLLIN};
+  PT_ASSERT_INT_EQ(poll(&pfd, 1, 20000), 1);
+  atomic_store(&cancel, 1);
+  PT_ASSERT_INT_EQ(pthread_join(th, NULL), 0);
+  PT_ASSERT_INT_EQ(a.rc, -ECANCELED);
+  PT_ASSERT_INT_EQ(a.res.sent, 0);
+  PT_ASSERT_INT_EQ(a.res.attempts, 1); /* no retry after the cancel */
+  PT_ASSERT_STR_EQ(a.res.error, "upload cancelled");
+  /* recorded as failed, left in the outbox */
+  char *st = path2(dir, "status.json");
+  json_t *sj = json_load_file(st, 0, NULL);
+  PT_ASSERT(sj != NULL);
+  PT_ASSERT_STR_EQ(json_string_value(json_object_get(sj, "state")), "failed");
+  PT_ASSERT_STR_EQ(json_string_value(json_object_get(sj, "error")), "upload cancelled");
+  json_decref(sj);
+
+  /* Cancelled before it starts: no attempt at all. */
+  upload_arg b = {home, dir, {url, 4, 200, 60000, &cancel}, {0}, 1};
+  upload_thread(&b);
+  PT_ASSERT_INT_EQ(b.rc, -ECANCELED);
+  PT_ASSERT_INT_EQ(b.res.attempts, 0);
+  close(srv);
+  free(st);
+  free(dir);
+  pt_rm_rf(home);
+  free(home);
 }

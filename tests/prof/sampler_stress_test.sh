@@ -23,7 +23,8 @@ command -v go >/dev/null || skip "go (golang-go) not installed"
 WORK=$(mktemp -d "$TMPDIR/sampler-stress.XXXXXX")
 PIDS=()
 cleanup() {
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  # the run is a process group leader (setsid): its forked children go too
+  for p in "${PIDS[@]}"; do kill -KILL -- -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT

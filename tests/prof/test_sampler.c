@@ -21,7 +21,10 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -709,10 +712,20 @@ PT_TEST_T(prof_sampler_write_error, 60000) {
   PT_ASSERT_INT_EQ(st.dump_errors, 2);
   PT_ASSERT_INT_EQ(st.dumps, 2);
   ptprof_del(p);
-  /* No directory at all: the dump says so and the window keeps running. */
+  /* No directory at all: the dump says so and the window keeps running;
+   * periodic dumps wait for one (without spinning: the consumer thread
+   * stays nearly idle). */
   ptprof_options_init(&o);
+  o.interval_ms = 20;
   PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
   PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_SELF, &ru0);
+  nanosleep(&(struct timespec){ 0, 500000000 }, NULL);
+  getrusage(RUSAGE_SELF, &ru1);
+  double used = (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) + (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                ((ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) + (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec)) / 1e6;
+  PT_ASSERT_MSG(used < 0.25, "%.3f s of CPU while idle without a directory", used);
   PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), -EDESTADDRREQ);
   PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), -EDESTADDRREQ);
   ptprof_del(p);
@@ -790,6 +803,83 @@ PT_TEST_T(prof_sampler_timer_cleanup, 60000) {
   PT_ASSERT_INT_EQ(ptprof_stop(p, 0, NULL, 0), 0);
   PT_ASSERT_INT_EQ(count_proc_timers(), 0);
   ptprof_del(p);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* ---- unwind tables follow dlopen/dlclose ------------------------------ */
+
+typedef struct find_obj { const char *name; int found; } find_obj;
+static int find_obj_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  find_obj *f = arg;
+  if (info->dlpi_name && strstr(info->dlpi_name, f->name)) f->found = 1;
+  return 0;
+}
+
+PT_TEST(prof_sampler_cfi_dlopen) {
+  /* A glibc library this process has not loaded yet is a system object:
+   * loading it must extend the published tables, unloading shrink them. */
+  static const char *const cands[] = { "libBrokenLocale.so.1", "libanl.so.1", "libresolv.so.2" };
+  const char *lib = NULL;
+  for (size_t i = 0; i < sizeof cands / sizeof cands[0] && !lib; i++) {
+    find_obj f = { cands[i], 0 };
+    dl_iterate_phdr(find_obj_cb, &f);
+    if (!f.found) lib = cands[i];
+  }
+  if (!lib) PT_SKIP("every candidate library is already loaded");
+  PT_ASSERT_INT_EQ(ptp_cfi_refresh(), 0);
+  ptp_cfi_info before, loaded, after;
+  ptp_cfi_get_info(&before);
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h) PT_SKIP("library not installed");
+  PT_ASSERT_INT_EQ(ptp_cfi_refresh(), 0);
+  ptp_cfi_get_info(&loaded);
+  objrange o = { lib, 0, 0 };
+  dl_iterate_phdr(objrange_cb, &o);
+  PT_ASSERT(o.lo);
+  PT_ASSERT_MSG(loaded.builds == before.builds + 1, "builds %u -> %u", before.builds, loaded.builds);
+  PT_ASSERT_MSG(loaded.nobjs > before.nobjs, "objects %zu -> %zu", before.nobjs, loaded.nobjs);
+  PT_ASSERT(ptp_cfi_in_system(atomic_load(&ptp_g_cfi), o.lo + (o.hi - o.lo) / 2));
+  /* Nothing changed: no rebuild. */
+  PT_ASSERT_INT_EQ(ptp_cfi_refresh(), 0);
+  ptp_cfi_info same;
+  ptp_cfi_get_info(&same);
+  PT_ASSERT_INT_EQ(same.builds, loaded.builds);
+  dlclose(h);
+  find_obj f = { lib, 0 };
+  dl_iterate_phdr(find_obj_cb, &f);
+  if (f.found) PT_SKIP("dlclose kept the library loaded");
+  PT_ASSERT_INT_EQ(ptp_cfi_refresh(), 0);
+  ptp_cfi_get_info(&after);
+  PT_ASSERT_INT_EQ(after.builds, loaded.builds + 1);
+  PT_ASSERT_INT_EQ(after.nobjs, before.nobjs);
+}
+
+/* ---- stray SIGPROF ------------------------------------------------------ */
+
+PT_TEST_T(prof_sampler_stray_sigprof, 30000) {
+  /* SIGPROF not sent by our timers (kill, raise, a wrong magic) is ignored:
+   * the process survives and nothing is recorded for it. */
+  char *dir = pt_tmpdir("sampler-stray");
+  capture c;
+  cap_init(&c);
+  ptprof *p = start_sampler(dir, 1, &c);    /* 1 Hz: our own timers stay quiet */
+  for (int i = 0; i < 100; i++) raise(SIGPROF);
+  for (int i = 0; i < 100; i++) kill(getpid(), SIGPROF);
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = SIGPROF;
+  si.si_code = SI_TIMER;
+  si.si_value.sival_ptr = (void *)(uintptr_t)0xdeadbeef00000001ull;
+  for (int i = 0; i < 100; i++)
+    syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGPROF, &si);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), 0);
+  PT_ASSERT_UINT_EQ(ptp_signals_recorded(p), 0);
+  ptprof_del(p);
+  /* After stop the handler stays installed and still ignores them. */
+  for (int i = 0; i < 10; i++) raise(SIGPROF);
+  cap_free(&c);
   pt_rm_rf(dir);
   free(dir);
 }

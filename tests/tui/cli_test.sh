@@ -75,6 +75,16 @@ one_line_failure "$PT" daemon restart
 one_line_failure "$PT" sessions --bogus
 one_line_failure "$PT" attach 000000000000
 one_line_failure "$PT" profile dump
+# Text that is not UTF-8 cannot travel in JSON: a usage error (exit 2) that
+# says so, and no session created under the default name instead.
+before=$("$PT" sessions --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))')
+one_line_failure "$PT" new --name "$(printf 'bad\xff')"
+"$PT" new --name "$(printf 'bad\xff')" 2>&1 | grep -q 'not valid UTF-8' || fail "new: no UTF-8 message"
+"$PT" new --name "$(printf 'bad\xff')" >/dev/null 2>&1; [ $? -eq 2 ] || fail "new with bad UTF-8: exit code"
+after=$("$PT" sessions --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))')
+[ "$before" = "$after" ] || fail "new with a bad name created a session ($before -> $after)"
+one_line_failure "$PT" send --session "$id" "$(printf 'caf\xe9')"
+"$PT" send --session "$id" "$(printf 'caf\xe9')" 2>&1 | grep -q 'valid UTF-8' || fail "send: no UTF-8 message"
 # A daemon that cannot start: the error names the log.
 POLYTOKEN_HOME="$POLYTOKEN_HOME/other" POLYTOKEN_DAEMON=/bin/false POLYTOKEN_START_TIMEOUT_MS=2000 \
   one_line_failure "$PT" sessions

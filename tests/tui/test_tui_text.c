@@ -103,3 +103,18 @@ PT_TEST(tui_rfc3339_parse) {
   PT_ASSERT_INT_EQ(tui_parse_rfc3339("2023-11-14T22:13:20Zjunk", &t), -EINVAL);
   PT_ASSERT_INT_EQ(tui_parse_rfc3339(NULL, &t), -EINVAL);
 }
+
+PT_TEST(tui_fit_bytes_whole_characters) {
+  if (!setlocale(LC_CTYPE, "C.UTF-8")) PT_SKIP("no C.UTF-8 locale");
+  PT_ASSERT_UINT_EQ(tui_fit_bytes("hello", 5, 3), 3);
+  PT_ASSERT_UINT_EQ(tui_fit_bytes("hello", 5, 10), 5);
+  PT_ASSERT_UINT_EQ(tui_fit_bytes("hello", 5, 0), 0);
+  PT_ASSERT_UINT_EQ(tui_fit_bytes("hello", 5, -4), 0);
+  /* "日本" is 2+2 columns, 3+3 bytes: a wide char never gets cut in half */
+  const char *jp = "\xe6\x97\xa5\xe6\x9c\xac";
+  PT_ASSERT_UINT_EQ(tui_fit_bytes(jp, 6, 3), 3);
+  PT_ASSERT_UINT_EQ(tui_fit_bytes(jp, 6, 4), 6);
+  PT_ASSERT_UINT_EQ(tui_fit_bytes(jp, 6, 1), 0);
+  /* "é" (2 bytes, 1 column) fits whole, never split */
+  PT_ASSERT_UINT_EQ(tui_fit_bytes("a\xc3\xa9z", 4, 2), 3);
+}

@@ -7,14 +7,16 @@
 
 id=$("$PT" new --name "quit test") || fail "new"
 tui_start
-run_in_pane "stty -g > '$TMPDIR/stty.before'; echo SAVED"
+# The markers are split in the typed command (SAV""ED) so that the command
+# line itself, echoed before it runs, never matches what we wait for.
+run_in_pane "stty -g > '$TMPDIR/stty.before'; echo SAV\"\"ED"
 wait_screen "SAVED"
 
 # check_restored N CODE: the N-th run ended with exit code CODE, terminal ok.
 check_restored() {
   wait_screen "EXIT$1=$2"
   [ "$(alt_screen)" = 0 ] || { dump_screen; fail "run $1: still on the alternate screen"; }
-  run_in_pane "stty -g > '$TMPDIR/stty.after$1'; echo CHECKED$1"
+  run_in_pane "stty -g > '$TMPDIR/stty.after$1'; echo CHECK\"\"ED$1"
   wait_screen "CHECKED$1"
   cmp -s "$TMPDIR/stty.before" "$TMPDIR/stty.after$1" ||
     fail "run $1: terminal modes differ: $(cat "$TMPDIR/stty.before") vs $(cat "$TMPDIR/stty.after$1")"
