@@ -77,33 +77,40 @@ void ptp_agg_reset(ptp_agg *a) {
 }
 
 /* Remembers entry number e (0-based) as tid's most recent. Best effort: on
- * allocation failure the old value stays (only the exit flush's attribution
- * suffers). tid 0 is never a thread. */
+ * allocation failure tid may stay unremembered (only the exit flush's
+ * attribution suffers). tid 0 is never a thread. */
 static void note_last(ptp_agg *a, uint32_t tid, size_t e) {
   if (tid == 0) return;
   if ((a->nlast + 1) * 2 > a->caplast) {
     size_t ncap = a->caplast ? a->caplast * 2 : 64;
     uint32_t *nt = calloc(ncap, sizeof *nt), *ne = calloc(ncap, sizeof *ne);
-    if (!nt || !ne) { free(nt); free(ne); if (!a->caplast) return; goto insert; }
-    for (size_t i = 0; i < a->caplast; i++) {
-      if (!a->last_tid[i]) continue;
-      size_t k = (a->last_tid[i] * 2654435761u) & (ncap - 1);
-      while (nt[k]) k = (k + 1) & (ncap - 1);
-      nt[k] = a->last_tid[i];
-      ne[k] = a->last_ent[i];
+    if (nt && ne) {
+      for (size_t i = 0; i < a->caplast; i++) {
+        if (!a->last_tid[i]) continue;
+        size_t k = (a->last_tid[i] * 2654435761u) & (ncap - 1);
+        while (nt[k]) k = (k + 1) & (ncap - 1);
+        nt[k] = a->last_tid[i];
+        ne[k] = a->last_ent[i];
+      }
+      free(a->last_tid);
+      free(a->last_ent);
+      a->last_tid = nt;
+      a->last_ent = ne;
+      a->caplast = ncap;
+    } else {
+      free(nt);
+      free(ne);
     }
-    free(a->last_tid);
-    free(a->last_ent);
-    a->last_tid = nt;
-    a->last_ent = ne;
-    a->caplast = ncap;
   }
-insert:;
+  if (!a->caplast) return;
   size_t k = (tid * 2654435761u) & (a->caplast - 1);
   for (size_t n = 0; n < a->caplast; n++, k = (k + 1) & (a->caplast - 1)) {
-    if (a->last_tid[k] == tid) { a->last_ent[k] = (uint32_t)(e + 1); return; }
+    if (a->last_tid[k] == tid) {
+      a->last_ent[k] = (uint32_t)(e + 1);
+      return;
+    }
     if (!a->last_tid[k]) {
-      if ((a->nlast + 1) * 2 > a->caplast + 1) return;   /* full after a failed growth */
+      if (a->nlast + 1 >= a->caplast) return;   /* keep one empty slot: lookups end */
       a->last_tid[k] = tid;
       a->last_ent[k] = (uint32_t)(e + 1);
       a->nlast++;

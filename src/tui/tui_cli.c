@@ -103,9 +103,11 @@ static void daemon_usage(void) {
 /* After daemon.stop: waits until the daemon is gone for good, i.e. it closed
  * our connection, its socket refuses, and its process has ended (it holds
  * the daemon lock until then, so a `daemon start` right after would
- * otherwise meet "already running"). Bounded by STOP_WAIT_MS in all. */
-static int wait_gone(pt_client *c) {
-  pid_t pid = (pid_t)json_integer_value(json_object_get(pt_client_hello_result(c), "pid"));
+ * otherwise meet "already running"). Bounded by STOP_WAIT_MS in all.
+ * pid comes from the hello reply, read BEFORE daemon.stop: the daemon may
+ * close the connection right after its reply, which drops the client's copy
+ * of the hello result. */
+static int wait_gone(pt_client *c, pid_t pid) {
   json_t *ev = NULL;
   pt_client_error err;
   while (pt_client_next_event(c, STOP_WAIT_MS, &ev, &err) == 0) json_decref(ev);
@@ -167,10 +169,11 @@ static int cmd_daemon(int argc, char **argv) {
     }
     if (!c) return 1;
     if (stop) {
+      pid_t pid = (pid_t)json_integer_value(json_object_get(pt_client_hello_result(c), "pid"));
       json_t *res = call_or_fail(c, "daemon.stop", NULL);
       if (!res) { pt_client_del(c); return 1; }
       json_decref(res);
-      int rc = wait_gone(c);
+      int rc = wait_gone(c, pid);
       pt_client_del(c);
       if (rc < 0) {
         tui_cli_fail("the daemon did not stop within %d s", STOP_WAIT_MS / 1000);

@@ -883,3 +883,49 @@ PT_TEST_T(prof_sampler_stray_sigprof, 30000) {
   pt_rm_rf(dir);
   free(dir);
 }
+
+/* At 999 Hz a 10 ms thread owes a few expirations at exit (up to one tick's
+ * worth): they go to its most recent stack, so nearly all of its samples
+ * stay in its hot function instead of piling up on the start routine. */
+PT_TEST_T(prof_sampler_short_threads_999hz, 60000) {
+  char *dir = pt_tmpdir("sampler-short999");
+  capture c;
+  cap_init(&c);
+  ptprof *p = start_sampler(dir, 999, &c);
+  static worker w[60];
+  memset(w, 0, sizeof w);
+  ptprof_stats st0;
+  ptprof_get_stats(p, &st0);
+  for (int i = 0; i < 60; i += 2) {
+    w[i] = (worker){ .fn = hot_a, .cpu_ns = 10000000 };
+    w[i + 1] = (worker){ .fn = hot_b, .cpu_ns = 10000000 };
+    worker_start(&w[i]);
+    worker_start(&w[i + 1]);
+    worker_join(&w[i]);
+    worker_join(&w[i + 1]);
+  }
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), 0);
+  ptprof_stats st;
+  ptprof_get_stats(p, &st);
+  uint64_t total = 0, hot = 0;
+  int64_t real = 0;
+  for (int i = 0; i < 60; i++) {
+    const char *lo = i % 2 ? __start_ptt_hot_b : __start_ptt_hot_a;
+    const char *hi = i % 2 ? __stop_ptt_hot_b : __stop_ptt_hot_a;
+    total += count_tid(&c, w[i].tid, NULL, NULL);
+    hot += count_tid(&c, w[i].tid, lo, hi);
+    real += w[i].used_ns;
+  }
+  double ratio = (double)total * (1e9 / 999) / (double)real;
+  printf("# 999 Hz short threads: %llu expirations (%llu in the hot function), ratio %.2f, "
+         "exit flushes %llu\n", (unsigned long long)total, (unsigned long long)hot, ratio,
+         (unsigned long long)(st.threads_flushed - st0.threads_flushed));
+  PT_ASSERT(st.threads_flushed > st0.threads_flushed);   /* the flush path ran */
+  PT_ASSERT_MSG(ratio > 0.8 && ratio < 1.2, "sampled/real %.2f", ratio);
+  PT_ASSERT_MSG(hot * 100 >= total * 85, "%llu of %llu in the hot function",
+                (unsigned long long)hot, (unsigned long long)total);
+  ptprof_del(p);
+  cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}

@@ -19,7 +19,7 @@ for i in 1 2 3; do
   pid=$(daemon_pid)
   [ -n "$pid" ] || fail "start $i: no daemon pid"
   "$PT" daemon stop >/dev/null || fail "stop $i"
-  ! running "$pid" || fail "stop $i returned while daemon $pid still runs"
+  ! running "$pid" || fail "stop $i returned while daemon $pid still runs: $(cat /proc/$pid/stat 2>&1; ls /proc/$pid/task 2>&1 | tr "\n" " ")"
   # and a new daemon can take over at once
   out=$("$PT" daemon start) || fail "start right after stop $i: $out"
   "$PT" daemon stop >/dev/null || fail "second stop $i"
