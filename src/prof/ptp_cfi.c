@@ -1,7 +1,8 @@
 /*
- * ptp_cfi.c - builds the walker's unwind tables of the system objects from
- * their .eh_frame, with our own CFA-rule interpreter, outside the signal
- * handler, and publishes them (see ptp_cfi.h).
+ * ptp_cfi.c - builds the walker's unwind tables (system objects with the set,
+ * other shared objects on demand) from their .eh_frame, with our own
+ * CFA-rule interpreter, outside the signal handler, and publishes them (see
+ * ptp_cfi.h).
  *
  * Source of the data: each loaded object's PT_GNU_EH_FRAME segment
  * (.eh_frame_hdr), which is mapped in memory: its binary-search table lists
@@ -18,8 +19,10 @@
  * loaded segments, so corrupt or unexpected data ends the FDE, never the
  * process.
  *
- * Locking: cfi_mu guards the published pointer, the retired list and the
- * dlpi_adds/subs snapshot. Not for signal handlers.
+ * Locking: cfi_mu guards the published pointer, the retired list, the
+ * dlpi_adds/subs snapshot, the lazy-table accounting and every store into a
+ * slot's tab. The handler only reads the set and CASes a slot's state from
+ * NONE to WANTED. Not for signal handlers.
  */
 #include <dwarf.h>
 #include <elf.h>
@@ -141,12 +144,31 @@ typedef struct cie {
 typedef struct rowvec {
   ptp_cfi_row *v;
   size_t n, cap;
+  size_t max;            /* row limit (memory cap); reaching it sets oom */
   size_t norule;
   int oom;
 } rowvec;
 
+#define CFA_PLT (-2)   /* cfa_reg value: the PLT expression, cfa_off = threshold */
+
 static void emit(rowvec *rv, uintptr_t start, uintptr_t end, const cfstate *st) {
   if (end <= start || rv->oom) return;
+  if (st->cfa_reg == CFA_PLT) {
+    /* CFA = rsp + 8, or rsp + 16 from byte `threshold` of each 16-byte PLT
+     * entry on (after its push): exactly what the expression computes. */
+    cfstate s8 = *st, s16 = *st;
+    s8.cfa_reg = s16.cfa_reg = DW_RSP;
+    s8.cfa_off = 8;
+    s16.cfa_off = 16;
+    for (uintptr_t b = start & ~(uintptr_t)15; b < end && !rv->oom; b += 16) {
+      uintptr_t cut = b + (uintptr_t)st->cfa_off;
+      uintptr_t a0 = b < start ? start : b, a1 = cut < end ? cut : end;
+      if (a1 > a0) emit(rv, a0, a1, &s8);
+      uintptr_t c0 = cut < start ? start : cut, c1 = b + 16 < end ? b + 16 : end;
+      if (c1 > c0) emit(rv, c0, c1, &s16);
+    }
+    return;
+  }
   ptp_cfi_row row = { .start = start, .len = (uint32_t)(end - start) };
   if (end - start > UINT32_MAX) return;
   row.kind = PTP_CFI_NORULE;
@@ -177,8 +199,10 @@ static void emit(rowvec *rv, uintptr_t start, uintptr_t end, const cfstate *st) 
       return;
     }
   }
+  if (rv->n == rv->max) { rv->oom = 1; return; }
   if (rv->n == rv->cap) {
-    size_t ncap = rv->cap ? rv->cap * 2 : 4096;
+    size_t ncap = rv->cap ? rv->cap * 2 : 1024;
+    if (ncap > rv->max) ncap = rv->max;
     ptp_cfi_row *nv = realloc(rv->v, ncap * sizeof *nv);
     if (!nv) { rv->oom = 1; return; }
     rv->v = nv;
@@ -281,15 +305,26 @@ static int run_cfi(const cie *c, const uint8_t *p, const uint8_t *end, cfstate *
       break;
     case DW_CFA_def_cfa_offset:
       st->cfa_off = (int64_t)rd_uleb(&r);
+      if (st->cfa_reg < 0) st->cfa_reg = -1;         /* offset of an expression */
       break;
     case DW_CFA_def_cfa_offset_sf:
       st->cfa_off = rd_sleb(&r) * c->data_align;
+      if (st->cfa_reg < 0) st->cfa_reg = -1;
       break;
     case DW_CFA_def_cfa_expression: {
       uint64_t len = rd_uleb(&r);
       if (r.err || (uint64_t)(r.end - r.p) < len) return -1;
-      r.p += len;
+      /* The one expression we understand: the lazy-binding PLT's
+       * "rsp + 8 + ((rip & 15) >= N) * 8" (GNU ld, N = 11 or 10). */
+      static const uint8_t plt[] = { DW_OP_breg7, 8, DW_OP_breg16, 0, DW_OP_lit15, DW_OP_and,
+                                     0, DW_OP_ge, DW_OP_lit3, DW_OP_shl, DW_OP_plus };
       st->cfa_reg = -1;
+      if (len == sizeof plt && memcmp(r.p, plt, 6) == 0 && memcmp(r.p + 7, plt + 7, 4) == 0 &&
+          (r.p[6] == DW_OP_lit11 || r.p[6] == DW_OP_lit10)) {
+        st->cfa_reg = CFA_PLT;
+        st->cfa_off = r.p[6] - DW_OP_lit0;
+      }
+      r.p += len;
       break;
     }
     case DW_CFA_expression:
@@ -431,58 +466,55 @@ int ptp_cfi_is_system_name(const char *path) {
   return 0;
 }
 
-typedef struct build_ctx {
-  rowvec rows;
-  ptp_cfi_obj *objs;
-  size_t nobjs, capobjs;
-  int oom;
-} build_ctx;
+/* What the walker and the table builder need to know of one loaded object. */
+typedef struct objinfo {
+  objmem m;                /* readable segments: every read is checked */
+  seg text[8];             /* executable segments */
+  int ntext;
+  uintptr_t text_lo;       /* lowest executable address (identity) */
+  uintptr_t hdr;           /* PT_GNU_EH_FRAME, 0 if none */
+  size_t hdrsz;
+  int is_self;             /* holds this code (libptprof, or the main program
+                            * when linked statically) */
+} objinfo;
 
-static int add_obj(build_ctx *b, uintptr_t lo, uintptr_t hi) {
-  if (b->nobjs == b->capobjs) {
-    size_t ncap = b->capobjs ? b->capobjs * 2 : 16;
-    ptp_cfi_obj *no = realloc(b->objs, ncap * sizeof *no);
-    if (!no) return -1;
-    b->objs = no;
-    b->capobjs = ncap;
-  }
-  b->objs[b->nobjs++] = (ptp_cfi_obj){ lo, hi };
-  return 0;
-}
-
-static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  build_ctx *b = arg;
-  if (!ptp_cfi_is_system_name(info->dlpi_name)) return 0;
-  objmem m = { .nsegs = 0 };
-  uintptr_t hdr = 0;
-  size_t hdrsz = 0;
+static void obj_scan(const struct dl_phdr_info *info, objinfo *o) {
+  memset(o, 0, sizeof *o);
+  const uintptr_t self = (uintptr_t)&ptp_cfi_build;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && m.nsegs < 16)
-      m.segs[m.nsegs++] = (seg){ lo, lo + ph->p_memsz };
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
-      if (add_obj(b, lo, lo + ph->p_memsz) < 0) { b->oom = 1; return 1; }
-    if (ph->p_type == PT_GNU_EH_FRAME) { hdr = lo; hdrsz = ph->p_memsz; }
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && o->m.nsegs < 16)
+      o->m.segs[o->m.nsegs++] = (seg){ lo, hi };
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && hi > lo && o->ntext < 8) {
+      o->text[o->ntext++] = (seg){ lo, hi };
+      if (!o->text_lo || lo < o->text_lo) o->text_lo = lo;
+      if (self >= lo && self < hi) o->is_self = 1;
+    }
+    if (ph->p_type == PT_GNU_EH_FRAME) { o->hdr = lo; o->hdrsz = ph->p_memsz; }
   }
-  if (!hdr || hdrsz < 4 || !mem_ok(&m, hdr, hdrsz)) return 0;   /* object stays: truncated */
-  const uint8_t *h = (const uint8_t *)hdr;
-  if (h[0] != 1) return 0;
-  rd r = { .p = h + 4, .end = h + hdrsz };
-  (void)rd_enc(&r, h[1], hdr);                        /* eh_frame_ptr: unused */
-  uint64_t count = rd_enc(&r, h[2], hdr);
-  uint8_t tenc = h[3];
-  if (r.err || tenc == DW_EH_PE_omit) return 0;
-  cie_cache cc = { .addr = 0 };
-  for (uint64_t i = 0; i < count && !r.err; i++) {
-    (void)rd_enc(&r, tenc, hdr);                      /* initial location */
-    uintptr_t fde = rd_enc(&r, tenc, hdr);
-    if (r.err) break;
-    parse_fde(&m, fde, &b->rows, &cc);
-    if (b->rows.oom) { b->oom = 1; return 1; }
-  }
-  return 0;
+  if (o->hdr && (o->hdrsz < 4 || !mem_ok(&o->m, o->hdr, o->hdrsz))) o->hdr = 0;
+}
+
+/* FNV-1a over bytes. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const uint8_t *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* Identity of an object for carrying its table into a rebuilt set: name,
+ * load address, executable segments and the whole .eh_frame_hdr (every
+ * function's start address and FDE offset). An object replaced by another
+ * at the same address (dlclose + dlopen) differs in at least one of them
+ * unless it is the same code with the same unwind index. */
+static uint64_t obj_id(const struct dl_phdr_info *info, const objinfo *o) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  if (info->dlpi_name) h = fnv(h, info->dlpi_name, strlen(info->dlpi_name));
+  h = fnv(h, &info->dlpi_addr, sizeof info->dlpi_addr);
+  h = fnv(h, o->text, (size_t)o->ntext * sizeof o->text[0]);
+  if (o->hdr) h = fnv(h, (const void *)o->hdr, o->hdrsz);
+  return h;
 }
 
 static int cmp_row(const void *a, const void *b) {
@@ -490,48 +522,173 @@ static int cmp_row(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* Builds the table of one object from its .eh_frame, at most max_rows rows.
+ * Must run inside a dl_iterate_phdr callback for that object (the loader's
+ * lock keeps it mapped). Returns 0, -ENOENT (no usable .eh_frame_hdr),
+ * -E2BIG (more than max_rows rows) or -ENOMEM. */
+static int build_tab(const objinfo *o, size_t max_rows, ptp_cfi_tab **out) {
+  *out = NULL;
+  if (!o->hdr) return -ENOENT;
+  const uint8_t *h = (const uint8_t *)o->hdr;
+  if (h[0] != 1) return -ENOENT;
+  rd r = { .p = h + 4, .end = h + o->hdrsz };
+  (void)rd_enc(&r, h[1], o->hdr);                     /* eh_frame_ptr: unused */
+  uint64_t count = rd_enc(&r, h[2], o->hdr);
+  uint8_t tenc = h[3];
+  if (r.err || tenc == DW_EH_PE_omit) return -ENOENT;
+  rowvec rv = { .max = max_rows };
+  cie_cache cc = { .addr = 0 };
+  for (uint64_t i = 0; i < count && !r.err && !rv.oom; i++) {
+    (void)rd_enc(&r, tenc, o->hdr);                   /* initial location */
+    uintptr_t fde = rd_enc(&r, tenc, o->hdr);
+    if (r.err) break;
+    parse_fde(&o->m, fde, &rv, &cc);
+  }
+  if (rv.oom) {
+    int big = rv.n == rv.max;
+    free(rv.v);
+    return big ? -E2BIG : -ENOMEM;
+  }
+  qsort(rv.v, rv.n, sizeof *rv.v, cmp_row);
+  /* Overlapping FDEs should not exist; if they do, clip so binary search
+   * stays correct. */
+  size_t w = 0;
+  for (size_t i = 0; i < rv.n; i++) {
+    ptp_cfi_row row = rv.v[i];
+    if (w) {
+      ptp_cfi_row *p = &rv.v[w - 1];
+      if (p->start + p->len > row.start) p->len = (uint32_t)(row.start - p->start);
+      if (p->len == 0) w--;
+    }
+    rv.v[w++] = row;
+  }
+  size_t bytes = sizeof(ptp_cfi_tab) + w * sizeof(ptp_cfi_row);
+  ptp_cfi_tab *t = malloc(bytes);
+  if (!t) { free(rv.v); return -ENOMEM; }
+  t->nrows = w;
+  t->bytes = bytes;
+  if (w) memcpy(t->rows, rv.v, w * sizeof *rv.v);
+  free(rv.v);
+  *out = t;
+  return 0;
+}
+
+#define SYSTEM_MAX_ROWS ((size_t)1 << 22)   /* sanity bound, not a policy */
+
+typedef struct build_ctx {
+  ptp_cfi_obj *objs;
+  size_t nobjs, capobjs;
+  ptp_cfi_lib *libs;
+  size_t nlibs, caplibs;
+  int index;                /* position in the dl_iterate_phdr listing */
+  int have_gen;
+  unsigned long long adds, subs;
+  int oom;
+} build_ctx;
+
+static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  build_ctx *b = arg;
+  int index = b->index++;
+  if (!b->have_gen && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+    b->adds = info->dlpi_adds;
+    b->subs = info->dlpi_subs;
+    b->have_gen = 1;
+  }
+  /* The rule: tables for every object except the main program and the
+   * object holding libptprof, which are built with frame pointers, and
+   * except objects without .eh_frame_hdr (nothing to build from: frame
+   * pointers are the only way). glibc's objects are never walked with frame
+   * pointers, even without .eh_frame_hdr (then truncated). */
+  if (index == 0) return 0;
+  int system = ptp_cfi_is_system_name(info->dlpi_name);
+  objinfo o;
+  obj_scan(info, &o);
+  if (!o.ntext || o.is_self || (!o.hdr && !system)) return 0;
+  if (b->nlibs == b->caplibs) {
+    size_t ncap = b->caplibs ? b->caplibs * 2 : 32;
+    ptp_cfi_lib *nl = realloc(b->libs, ncap * sizeof *nl);
+    if (!nl) { b->oom = 1; return 1; }
+    b->libs = nl;
+    b->caplibs = ncap;
+  }
+  if (b->nobjs + (size_t)o.ntext > b->capobjs) {
+    size_t ncap = b->capobjs ? b->capobjs * 2 : 64;
+    while (ncap < b->nobjs + (size_t)o.ntext) ncap *= 2;
+    ptp_cfi_obj *no = realloc(b->objs, ncap * sizeof *no);
+    if (!no) { b->oom = 1; return 1; }
+    b->objs = no;
+    b->capobjs = ncap;
+  }
+  ptp_cfi_lib *lib = &b->libs[b->nlibs];
+  memset(lib, 0, sizeof *lib);
+  lib->system = (uint8_t)system;
+  lib->base = info->dlpi_addr;
+  lib->text_lo = o.text_lo;
+  lib->id = obj_id(info, &o);
+  lib->owns_tab = 1;
+  atomic_init(&lib->tab, NULL);
+  atomic_init(&lib->state, PTP_LIB_NONE);
+  if (system) {
+    ptp_cfi_tab *t = NULL;
+    int rc = build_tab(&o, SYSTEM_MAX_ROWS, &t);
+    if (rc == -ENOMEM) { b->oom = 1; return 1; }
+    atomic_init(&lib->tab, t);
+    atomic_init(&lib->state, t ? PTP_LIB_READY : PTP_LIB_FAILED);
+  }
+  for (int i = 0; i < o.ntext; i++)
+    b->objs[b->nobjs++] = (ptp_cfi_obj){ o.text[i].lo, o.text[i].hi, (uint32_t)b->nlibs };
+  b->nlibs++;
+  return 0;
+}
+
 static int cmp_obj(const void *a, const void *b) {
   const ptp_cfi_obj *x = a, *y = b;
   return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-int ptp_cfi_build(ptp_cfi_set **out) {
+static void free_libs(ptp_cfi_lib *libs, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (libs[i].owns_tab) free((void *)atomic_load(&libs[i].tab));
+  free(libs);
+}
+
+/* Builds a set; stores in *adds and *subs the loader generation it describes. */
+static int build_set(ptp_cfi_set **out, unsigned long long *adds, unsigned long long *subs) {
   build_ctx b;
   memset(&b, 0, sizeof b);
   dl_iterate_phdr(build_cb, &b);
   ptp_cfi_set *set = calloc(1, sizeof *set);
   if (b.oom || !set) {
-    free(b.rows.v);
+    free_libs(b.libs, b.nlibs);
     free(b.objs);
     free(set);
     return -ENOMEM;
   }
-  qsort(b.rows.v, b.rows.n, sizeof *b.rows.v, cmp_row);
-  /* Overlapping FDEs should not exist; if they do, clip so binary search
-   * stays correct. */
-  size_t w = 0;
-  for (size_t i = 0; i < b.rows.n; i++) {
-    ptp_cfi_row row = b.rows.v[i];
-    if (w) {
-      ptp_cfi_row *p = &b.rows.v[w - 1];
-      if (p->start + p->len > row.start) p->len = (uint32_t)(row.start - p->start);
-      if (p->len == 0) w--;
-    }
-    b.rows.v[w++] = row;
-  }
   qsort(b.objs, b.nobjs, sizeof *b.objs, cmp_obj);
-  set->rows = b.rows.v;
-  set->nrows = w;
+  /* Overlapping segments of two objects cannot exist in one address space;
+   * drop any anyway so the binary search stays correct. */
+  size_t w = 0;
+  for (size_t i = 0; i < b.nobjs; i++) {
+    if (w && b.objs[w - 1].hi > b.objs[i].lo) continue;
+    b.objs[w++] = b.objs[i];
+  }
   set->objs = b.objs;
-  set->nobjs = b.nobjs;
+  set->nobjs = w;
+  set->libs = b.libs;
+  set->nlibs = b.nlibs;
   *out = set;
-  /* norule count is only informative */
+  if (adds) *adds = b.adds;
+  if (subs) *subs = b.subs;
   return 0;
+}
+
+int ptp_cfi_build(ptp_cfi_set **out) {
+  return build_set(out, NULL, NULL);
 }
 
 void ptp_cfi_free(ptp_cfi_set *set) {
   if (!set) return;
-  free((void *)set->rows);
+  free_libs(set->libs, set->nlibs);
   free((void *)set->objs);
   free(set);
 }
@@ -544,11 +701,14 @@ typedef struct retired {
 } retired;
 
 static pthread_mutex_t cfi_mu = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long long seen_adds, seen_subs;
+/* All below: guarded by cfi_mu. */
+static unsigned long long seen_adds, seen_subs;  /* generation of the current set */
 static int have_seen;
 static retired *retired_list;
 static unsigned builds;
-static size_t cur_norule;
+static size_t lazy_cap = PTP_CFI_LAZY_CAP;
+static size_t lazy_bytes;                        /* lazy tables of the current set */
+static unsigned long long lazy_built, lazy_refused;
 
 typedef struct count_ctx { unsigned long long adds, subs; } count_ctx;
 
@@ -559,12 +719,6 @@ static int count_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     c->subs = info->dlpi_subs;
   }
   return 1;                                           /* the first entry is enough */
-}
-
-static size_t count_norule(const ptp_cfi_set *s) {
-  size_t n = 0;
-  for (size_t i = 0; i < s->nrows; i++) n += s->rows[i].kind == PTP_CFI_NORULE;
-  return n;
 }
 
 static void reclaim_locked(void) {
@@ -580,6 +734,97 @@ static void reclaim_locked(void) {
   }
 }
 
+typedef struct lazy_ctx {
+  ptp_cfi_set *set;
+  int index;
+  int stale;                /* the loader's generation moved: set is outdated */
+} lazy_ctx;
+
+/* Under cfi_mu, inside dl_iterate_phdr: builds the tables of the current
+ * set's objects marked WANTED. The generation check makes sure the slot
+ * still describes the object mapped there now (no dlclose + dlopen since the
+ * set was built): the loader lock is held during the callback, so nothing
+ * can be loaded or unloaded while we read the object. */
+static int lazy_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  lazy_ctx *c = arg;
+  int index = c->index++;
+  if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs ||
+      info->dlpi_adds != seen_adds || info->dlpi_subs != seen_subs) {
+    c->stale = 1;
+    return 1;
+  }
+  if (index == 0) return 0;
+  ptp_cfi_lib *lib = NULL;
+  for (size_t i = 0; i < c->set->nlibs; i++)
+    if (c->set->libs[i].base == info->dlpi_addr &&
+        atomic_load_explicit(&c->set->libs[i].state, memory_order_relaxed) == PTP_LIB_WANTED) {
+      lib = &c->set->libs[i];
+      break;
+    }
+  if (!lib) return 0;
+  objinfo o;
+  obj_scan(info, &o);
+  if (o.text_lo != lib->text_lo || obj_id(info, &o) != lib->id) return 0;
+  size_t room = lazy_cap > lazy_bytes ? lazy_cap - lazy_bytes : 0;
+  size_t max_rows = room > sizeof(ptp_cfi_tab) ? (room - sizeof(ptp_cfi_tab)) / sizeof(ptp_cfi_row) : 0;
+  ptp_cfi_tab *t = NULL;
+  int rc = max_rows ? build_tab(&o, max_rows, &t) : -E2BIG;
+  if (rc == 0) {
+    lazy_bytes += t->bytes;
+    lazy_built++;
+    atomic_store_explicit(&lib->tab, t, memory_order_release);
+    atomic_store_explicit(&lib->state, PTP_LIB_READY, memory_order_release);
+  } else {
+    /* Over the cap, unparsable or out of memory: this object's samples stay
+     * truncated (and counted as such) until the set is rebuilt. */
+    if (rc == -E2BIG) lazy_refused++;
+    atomic_store_explicit(&lib->state, PTP_LIB_FAILED, memory_order_release);
+  }
+  return 0;
+}
+
+static void build_wanted_locked(void) {
+  ptp_cfi_set *set = (ptp_cfi_set *)atomic_load(&ptp_g_cfi);
+  if (!set) return;
+  int any = 0;
+  for (size_t i = 0; i < set->nlibs && !any; i++)
+    any = atomic_load_explicit(&set->libs[i].state, memory_order_relaxed) == PTP_LIB_WANTED;
+  if (!any) return;
+  lazy_ctx c = { .set = set };
+  dl_iterate_phdr(lazy_cb, &c);
+}
+
+/* Before publishing a rebuilt set: its lazy objects that are still loaded
+ * and identical (same id: name, address, segments, .eh_frame_hdr) take over
+ * the table built for the current set, so a dlopen elsewhere (libdw loading
+ * a backend at dump time, say) does not send every library back through the
+ * truncated warm-up. Ownership moves to the new set; the current set keeps
+ * reading the table until it is retired, and the new set is freed only
+ * after it. Recomputes lazy_bytes for the new set. */
+static void carry_over_locked(ptp_cfi_set *set) {
+  ptp_cfi_set *cur = (ptp_cfi_set *)atomic_load(&ptp_g_cfi);
+  lazy_bytes = 0;
+  if (!cur) return;
+  for (size_t i = 0; i < set->nlibs; i++) {
+    ptp_cfi_lib *nl = &set->libs[i];
+    if (nl->system) continue;
+    for (size_t k = 0; k < cur->nlibs; k++) {
+      ptp_cfi_lib *ol = &cur->libs[k];
+      if (ol->base != nl->base || ol->text_lo != nl->text_lo || ol->id != nl->id) continue;
+      const ptp_cfi_tab *t = atomic_load(&ol->tab);
+      if (t && ol->owns_tab && atomic_load(&ol->state) == PTP_LIB_READY) {
+        atomic_store(&nl->tab, t);
+        atomic_store(&nl->state, PTP_LIB_READY);
+        ol->owns_tab = 0;
+        lazy_bytes += t->bytes;
+      } else if (atomic_load(&ol->state) == PTP_LIB_WANTED) {
+        atomic_store(&nl->state, PTP_LIB_WANTED);   /* still asked for */
+      }
+      break;
+    }
+  }
+}
+
 int ptp_cfi_refresh(void) {
   pthread_mutex_lock(&cfi_mu);
   count_ctx cc = { 0, 0 };
@@ -587,39 +832,76 @@ int ptp_cfi_refresh(void) {
   int rc = 0;
   if (!have_seen || cc.adds != seen_adds || cc.subs != seen_subs) {
     ptp_cfi_set *set = NULL;
-    rc = ptp_cfi_build(&set);
+    unsigned long long adds = 0, subs = 0;
+    rc = build_set(&set, &adds, &subs);
     if (rc == 0) {
       retired *node = malloc(sizeof *node);
       if (!node) {
         ptp_cfi_free(set);
         rc = -ENOMEM;
       } else {
+        carry_over_locked(set);
         const ptp_cfi_set *old = atomic_exchange(&ptp_g_cfi, set);
         node->set = (ptp_cfi_set *)old;
         node->next = retired_list;
         if (old) retired_list = node;
         else free(node);
-        seen_adds = cc.adds;
-        seen_subs = cc.subs;
+        seen_adds = adds;
+        seen_subs = subs;
         have_seen = 1;
         builds++;
-        cur_norule = count_norule(set);
       }
     }
   }
+  if (rc == 0) build_wanted_locked();
   reclaim_locked();
   pthread_mutex_unlock(&cfi_mu);
   return rc;
 }
 
 void ptp_cfi_get_info(ptp_cfi_info *out) {
+  memset(out, 0, sizeof *out);
   pthread_mutex_lock(&cfi_mu);
   const ptp_cfi_set *s = atomic_load(&ptp_g_cfi);
-  out->nrows = s ? s->nrows : 0;
-  out->nobjs = s ? s->nobjs : 0;
-  out->norule_rows = cur_norule;
+  if (s) {
+    out->nobjs = s->nobjs;
+    out->nlibs = s->nlibs;
+    for (size_t i = 0; i < s->nlibs; i++) {
+      const ptp_cfi_tab *t = atomic_load(&s->libs[i].tab);
+      uint8_t st = atomic_load(&s->libs[i].state);
+      if (!s->libs[i].system) {
+        out->lazy_ready += st == PTP_LIB_READY;
+        out->lazy_wanted += st == PTP_LIB_WANTED;
+        out->lazy_failed += st == PTP_LIB_FAILED;
+      }
+      if (!t) continue;
+      out->nrows += t->nrows;
+      for (size_t k = 0; k < t->nrows; k++) out->norule_rows += t->rows[k].kind == PTP_CFI_NORULE;
+    }
+  }
+  out->lazy_bytes = lazy_bytes;
+  out->lazy_cap = lazy_cap;
+  out->lazy_built = lazy_built;
+  out->lazy_refused = lazy_refused;
   out->builds = builds;
   pthread_mutex_unlock(&cfi_mu);
+}
+
+int ptp_cfi_state_of(uintptr_t pc) {
+  pthread_mutex_lock(&cfi_mu);
+  const ptp_cfi_set *s = atomic_load(&ptp_g_cfi);
+  const ptp_cfi_lib *lib = s ? ptp_cfi_find(s, pc) : NULL;
+  int st = lib ? atomic_load(&lib->state) : -ENOENT;
+  pthread_mutex_unlock(&cfi_mu);
+  return st;
+}
+
+size_t ptp_cfi_set_lazy_cap(size_t bytes) {
+  pthread_mutex_lock(&cfi_mu);
+  size_t old = lazy_cap;
+  lazy_cap = bytes;
+  pthread_mutex_unlock(&cfi_mu);
+  return old;
 }
 
 void ptp_cfi_atfork_prepare(void) { pthread_mutex_lock(&cfi_mu); }

@@ -10,7 +10,8 @@
  *
  * Per signal: find the running sampler (ptp_g_shared), check the signal is
  * one of its timers', claim a ring slot, walk the interrupted stack into it,
- * publish it, and wake the consumer if the ring is filling up. Weight =
+ * publish it, and wake the consumer if the ring is filling up or the walk
+ * asked for a new unwind table (ptp_unwind.h). Weight =
  * 1 + si_overrun (expirations the kernel merged into this signal: the
  * CPU-time timer is only checked at the scheduler tick). Every expiration
  * that is not recorded is counted in ptp_shared.drops by cause.
@@ -43,8 +44,11 @@ static void drop(ptp_shared *sh, int cause, uint32_t weight) {
   atomic_fetch_add_explicit(&sh->drops[cause], weight, memory_order_relaxed);
 }
 
-static void maybe_wake(ptp_shared *sh) {
-  if (ptp_ring_fill(&sh->ring) < sh->wake_fill) return;
+/* Wakes the consumer when the ring is filling up, or at once (now != 0)
+ * when this sample asked for an unwind table: the consumer builds it at its
+ * next pass, and the sooner that is, the fewer samples stay truncated. */
+static void maybe_wake(ptp_shared *sh, int now) {
+  if (!now && ptp_ring_fill(&sh->ring) < sh->wake_fill) return;
   if (!atomic_load_explicit(&sh->wake_armed, memory_order_relaxed)) return;
   if (atomic_exchange_explicit(&sh->wake_armed, 0, memory_order_acq_rel)) {
     char c = 1;
@@ -91,9 +95,10 @@ void ptp_handler(int sig, siginfo_t *si, void *ucv) {
     .fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP],
   };
   uint16_t flags = 0;
+  int asked = 0;
   const ptp_cfi_set *cfi = atomic_load(&ptp_g_cfi);
-  int n = ptp_unwind(&regs, rec ? rec->stack_lo : 0, rec ? rec->stack_hi : 0,
-                     cfi, slot->frames, PTP_MAX_FRAMES, &flags);
+  int n = ptp_unwind_ex(&regs, rec ? rec->stack_lo : 0, rec ? rec->stack_hi : 0,
+                        cfi, slot->frames, PTP_MAX_FRAMES, &flags, &asked);
   slot->tid = tid;
   slot->weight = weight;
   slot->ts = ptp_now_mono();
@@ -103,7 +108,7 @@ void ptp_handler(int sig, siginfo_t *si, void *ucv) {
    * the consumer; the expirations count as "no stack". */
   if (n == 0) drop(sh, PTP_DROP_NO_STACK, weight);
   ptp_ring_publish(slot, pos);
-  maybe_wake(sh);
+  maybe_wake(sh, asked);
 out_rec:
   if (rec) atomic_store_explicit(&rec->busy, 0, memory_order_release);
 out:
@@ -133,7 +138,7 @@ int ptp_push_sample(uint32_t tid, uint32_t weight, uint16_t flags,
   slot->nframes = n;
   slot->flags = flags;
   ptp_ring_publish(slot, pos);
-  maybe_wake(sh);
+  maybe_wake(sh, 0);
 out:
   atomic_fetch_sub(&ptp_g_inside, 1);
   return rc;

@@ -3,8 +3,10 @@
  *
  * ASYNC-SIGNAL-SAFE FILE: everything here runs in a signal handler. Only
  * arithmetic, reads of the interrupted thread's stack (each one checked
- * against its bounds first) and reads of an immutable ptp_cfi_set. No libc
- * call, no allocation, no lock, no global state.
+ * against its bounds first), reads of a published ptp_cfi_set and one
+ * lock-free compare-and-swap on a pre-allocated slot of that set (marking an
+ * object's table as wanted). No libc call, no allocation, no lock, no other
+ * global state.
  *
  * Stack reads are exempt from AddressSanitizer: the walker deliberately reads
  * other frames' slots, which ASan's stack redzones would report.
@@ -26,28 +28,53 @@ PTP_NO_ASAN static inline int stack_read(uintptr_t a, uintptr_t lo, uintptr_t hi
   return 1;
 }
 
-const ptp_cfi_row *ptp_cfi_lookup(const ptp_cfi_set *cfi, uintptr_t pc) {
-  size_t lo = 0, hi = cfi->nrows;
-  /* last row with start <= pc */
+ptp_cfi_lib *ptp_cfi_find(const ptp_cfi_set *cfi, uintptr_t pc) {
+  size_t lo = 0, hi = cfi->nobjs;
+  /* last object with lo <= pc */
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (cfi->rows[mid].start <= pc) lo = mid + 1;
+    if (cfi->objs[mid].lo <= pc) lo = mid + 1;
     else hi = mid;
   }
   if (lo == 0) return NULL;
-  const ptp_cfi_row *row = &cfi->rows[lo - 1];
+  const ptp_cfi_obj *o = &cfi->objs[lo - 1];
+  return pc < o->hi ? &cfi->libs[o->lib] : NULL;
+}
+
+const ptp_cfi_row *ptp_cfi_tab_lookup(const ptp_cfi_tab *tab, uintptr_t pc) {
+  size_t lo = 0, hi = tab->nrows;
+  /* last row with start <= pc */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (tab->rows[mid].start <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return NULL;
+  const ptp_cfi_row *row = &tab->rows[lo - 1];
   return pc - row->start < row->len ? row : NULL;
 }
 
-int ptp_cfi_in_system(const ptp_cfi_set *cfi, uintptr_t pc) {
-  for (size_t i = 0; i < cfi->nobjs; i++)
-    if (pc >= cfi->objs[i].lo && pc < cfi->objs[i].hi) return 1;
-  return 0;
+const ptp_cfi_row *ptp_cfi_lookup(const ptp_cfi_set *cfi, uintptr_t pc) {
+  const ptp_cfi_lib *lib = ptp_cfi_find(cfi, pc);
+  if (!lib) return NULL;
+  const ptp_cfi_tab *tab = atomic_load_explicit(&lib->tab, memory_order_acquire);
+  return tab ? ptp_cfi_tab_lookup(tab, pc) : NULL;
 }
 
-PTP_NO_ASAN int ptp_unwind(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
-                           const ptp_cfi_set *cfi, uintptr_t *frames, int max, uint16_t *flags) {
+int ptp_cfi_in_system(const ptp_cfi_set *cfi, uintptr_t pc) {
+  return ptp_cfi_find(cfi, pc) != NULL;
+}
+
+int ptp_unwind(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
+               const ptp_cfi_set *cfi, uintptr_t *frames, int max, uint16_t *flags) {
+  return ptp_unwind_ex(r, stack_lo, stack_hi, cfi, frames, max, flags, NULL);
+}
+
+PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
+                              const ptp_cfi_set *cfi, uintptr_t *frames, int max,
+                              uint16_t *flags, int *asked) {
   *flags = 0;
+  if (asked) *asked = 0;
   if (r->pc == 0 || max < 1) return 0;
   frames[0] = r->pc;
   int n = 1;
@@ -62,7 +89,11 @@ PTP_NO_ASAN int ptp_unwind(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stac
   /* Nothing below the interrupted sp is part of any caller's frame; only
    * [sp, top) is read (and it is mapped: it is this thread's live stack). */
   const uintptr_t lo = sp, hi = stack_hi;
-  int fp_known = 1;   /* fp holds the real rbp of the current frame */
+  /* Invariant: fp holds the value rbp had in the current frame. Code without
+   * frame pointers may use rbp as a general register; then its CFI says
+   * where it saved the caller's value and we restore it from there, else
+   * (rule "same value") the incoming value is the caller's too. */
+  int fp_known = 1;
   int leaf = 1;       /* pc is an interrupted PC, not a return address */
   for (;;) {
     uintptr_t npc, nsp, nfp;
@@ -70,10 +101,24 @@ PTP_NO_ASAN int ptp_unwind(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stac
       *flags |= PTP_SAMPLE_TRUNCATED | PTP_SAMPLE_DEPTH_CAP;
       break;
     }
-    if (cfi && ptp_cfi_in_system(cfi, pc)) {
+    ptp_cfi_lib *lib = cfi ? ptp_cfi_find(cfi, pc) : NULL;
+    if (lib) {
+      const ptp_cfi_tab *tab = atomic_load_explicit(&lib->tab, memory_order_acquire);
+      if (!tab) {
+        /* No table yet: ask the consumer for one (it builds it at its next
+         * pass) and keep this sample, truncated. */
+        uint8_t expect = PTP_LIB_NONE;
+        if (atomic_load_explicit(&lib->state, memory_order_relaxed) == PTP_LIB_NONE &&
+            atomic_compare_exchange_strong_explicit(&lib->state, &expect, PTP_LIB_WANTED,
+                                                    memory_order_relaxed, memory_order_relaxed) &&
+            asked)
+          *asked = 1;
+        *flags |= PTP_SAMPLE_TRUNCATED;
+        break;
+      }
       /* A return address points after the call; pc - 1 is inside it (and
        * inside the right function when the call was the last instruction). */
-      const ptp_cfi_row *row = ptp_cfi_lookup(cfi, leaf ? pc : pc - 1);
+      const ptp_cfi_row *row = ptp_cfi_tab_lookup(tab, leaf ? pc : pc - 1);
       if (!row || row->kind == PTP_CFI_NORULE) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
       if (row->kind == PTP_CFI_END) break;             /* outermost frame: complete */
       uintptr_t cfa;

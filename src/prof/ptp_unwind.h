@@ -3,22 +3,29 @@
  * format it reads.
  *
  * Two methods, chosen per frame by the frame's PC:
- *  - PC inside a "system object" (libc and the rest of glibc, ld.so,
- *    libgcc_s, the vDSO): those are built without frame pointers, and their
- *    own unwinders are not signal-safe, so the walker steps through the frame
- *    with a compact table of CFA rules built OUTSIDE the handler from the
- *    object's .eh_frame (ptp_cfi.c);
+ *  - PC inside a "CFI object": every loaded shared object that has an
+ *    .eh_frame_hdr, except the main program and the object holding libptprof
+ *    itself (those are built with frame pointers). The walker steps through
+ *    the frame with a compact table of CFA rules built OUTSIDE the handler
+ *    from the object's .eh_frame (ptp_cfi.c). glibc's objects, ld.so,
+ *    libgcc_s and the vDSO ("system objects") get their table when the set is
+ *    built; any other object gets it lazily: the first time the walker meets
+ *    a PC in it, it marks the object PTP_LIB_WANTED (one atomic in a slot
+ *    allocated with the set) and truncates that sample; the consumer thread
+ *    builds the table at its next pass (ptp_cfi_refresh);
  *  - any other PC: frame pointers (Polytoken's code and test programs are
  *    compiled with -fno-omit-frame-pointer).
  * Every stack read is checked against [sp of the interrupted frame, stack
  * top of the thread); a read that would leave it ends the walk (truncated).
  *
- * Threads: ptp_unwind reads only its arguments and the stack; the table set
- * it is given must stay alive during the call (ptp_cfi.c's grace counter).
+ * Threads: ptp_unwind reads only its arguments, the stack and the table set
+ * (whose only writable parts are atomics); the set it is given must stay
+ * alive during the call (ptp_cfi.c's grace counter).
  */
 #ifndef PTP_UNWIND_H
 #define PTP_UNWIND_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,19 +49,52 @@ typedef struct ptp_cfi_row {
   uint8_t kind;      /* PTP_CFI_* */
 } ptp_cfi_row;
 
-/* Executable range of a system object. */
+/* The rows of one object, sorted by start, non-overlapping. Immutable once
+ * published; rows[] follows the struct in the same allocation. */
+typedef struct ptp_cfi_tab {
+  size_t nrows;
+  size_t bytes;                /* size of the allocation (memory cap) */
+  ptp_cfi_row rows[];
+} ptp_cfi_tab;
+
+/* ptp_cfi_lib.state */
+#define PTP_LIB_NONE   0   /* no table yet, nobody asked */
+#define PTP_LIB_WANTED 1   /* the walker met it: consumer, please build */
+#define PTP_LIB_READY  2   /* tab is set */
+#define PTP_LIB_FAILED 3   /* no table will come (memory cap, parse or alloc
+                            * failure): samples through it stay truncated */
+
+/* One CFI object. Slots are allocated with the set; the walker writes only
+ * `state` (NONE -> WANTED, compare-and-swap), the consumer writes `tab`
+ * (release, once, NULL -> table) and then `state` (READY/FAILED) under the
+ * set module's mutex. */
+typedef struct ptp_cfi_lib {
+  _Atomic(const ptp_cfi_tab *) tab;   /* NULL until built; owned by the set */
+  _Atomic uint8_t state;
+  uint8_t system;                     /* table built eagerly with the set */
+  uint8_t owns_tab;                   /* the set frees tab (cleared when a
+                                       * newer set took the table over) */
+  uintptr_t base;                     /* dlpi_addr: identity for the lazy build */
+  uintptr_t text_lo;                  /* lowest executable segment start */
+  uint64_t id;                        /* hash of the name and .eh_frame_hdr:
+                                       * identity across set rebuilds */
+} ptp_cfi_lib;
+
+/* Executable range of a CFI object, and its slot. */
 typedef struct ptp_cfi_obj {
   uintptr_t lo, hi;
+  uint32_t lib;                       /* index into ptp_cfi_set.libs */
 } ptp_cfi_obj;
 
-/* An immutable set of tables: rows sorted by start, non-overlapping; objs
- * sorted by lo. Built by ptp_cfi.c, published atomically, freed only after
- * a grace period. */
+/* A set of tables: objs sorted by lo, non-overlapping; libs are the slots.
+ * Built by ptp_cfi.c, published atomically, freed (with every table it
+ * owns) only after a grace period. Apart from the atomics in libs[] it is
+ * immutable once published. */
 typedef struct ptp_cfi_set {
-  const ptp_cfi_row *rows;
-  size_t nrows;
   const ptp_cfi_obj *objs;
   size_t nobjs;
+  ptp_cfi_lib *libs;
+  size_t nlibs;
 } ptp_cfi_set;
 
 /* The interrupted thread's registers. */
@@ -66,15 +106,30 @@ typedef struct ptp_regs {
  * bounds (both 0 = unknown: only the PC is recorded and the sample is marked
  * truncated). Writes at most max frames into frames (frames[0] = r->pc,
  * then return addresses, unadjusted) and PTP_SAMPLE_* bits into *flags.
- * cfi may be NULL (then samples in system objects are truncated at the leaf).
+ * cfi may be NULL (then samples in CFI objects are truncated at the leaf).
+ * A walk that reaches a CFI object without a table marks it WANTED.
  * Returns the number of frames (>= 1 when r->pc != 0, else 0).
  * Async-signal-safe. */
 int ptp_unwind(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
                const ptp_cfi_set *cfi, uintptr_t *frames, int max, uint16_t *flags);
+/* Same; *asked (may be NULL) is set to 1 when this walk is the one that
+ * marked a slot WANTED (the handler then wakes the consumer at once), else
+ * to 0. Async-signal-safe. */
+int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
+                  const ptp_cfi_set *cfi, uintptr_t *frames, int max, uint16_t *flags,
+                  int *asked);
 
-/* The row covering pc, or NULL. Async-signal-safe (binary search). */
+/* The slot of the CFI object containing pc, or NULL (frame-pointer code or
+ * unknown). Async-signal-safe (binary search). */
+ptp_cfi_lib *ptp_cfi_find(const ptp_cfi_set *cfi, uintptr_t pc);
+/* The row covering pc in tab, or NULL. Async-signal-safe. */
+const ptp_cfi_row *ptp_cfi_tab_lookup(const ptp_cfi_tab *tab, uintptr_t pc);
+/* The row covering pc in the set (NULL when pc is in no CFI object, its
+ * table is not built, or no row covers it). Does not mark anything wanted.
+ * Async-signal-safe. */
 const ptp_cfi_row *ptp_cfi_lookup(const ptp_cfi_set *cfi, uintptr_t pc);
-/* Nonzero if pc lies in a system object of cfi. Async-signal-safe. */
+/* Nonzero if pc lies in a CFI object of cfi (walked with tables, not frame
+ * pointers). Async-signal-safe. */
 int ptp_cfi_in_system(const ptp_cfi_set *cfi, uintptr_t pc);
 
 #endif

@@ -9,8 +9,9 @@
  *    window start times. Order: api_mu, then agg_mu.
  *  - The consumer thread drains the ring into the aggregation about every
  *    100 ms (or sooner when a handler finds the ring a quarter full and
- *    writes to the wake pipe), sweeps /proc/self/task and refreshes the
- *    unwind tables once a second, and runs periodic dumps. It only ever
+ *    writes to the wake pipe), refreshes the unwind tables at every pass
+ *    (dlopen/dlclose, lazy tables the walker asked for), sweeps
+ *    /proc/self/task once a second, and runs periodic dumps. It only ever
  *    TRIES api_mu (a stop holding api_mu joins it).
  *  - The signal handler touches only ptp_shared (see ptp_handler.h).
  *
@@ -299,10 +300,15 @@ static void *consumer_main(void *arg) {
     drain_locked(p);
     int64_t due = p->interval_ns ? p->win_start_mono + p->interval_ns : INT64_MAX;
     pthread_mutex_unlock(&p->agg_mu);
+    /* At every pass (<= POLL_MS apart): follow dlopen/dlclose, and build the
+     * tables the walker asked for since the last pass, so only the samples
+     * of about one pass through a new library are truncated. Cheap when
+     * there is nothing to do (one dl_iterate_phdr step, a scan of the
+     * slots). */
+    ptp_cfi_refresh();
     now = ptp_now_mono();
     if (now >= next_sweep) {
       ptp_threads_sweep();
-      ptp_cfi_refresh();
       ptp_threads_stats ts;
       ptp_threads_get_stats(&ts);
       if (ts.timer_errors > timer_errors_seen) {

@@ -88,7 +88,7 @@ PY
 # The daemon's own work shows up: restart without periodic dumps (the active
 # session is kept across restarts), run CPU-heavy turns, dump by hand; the
 # built-in responder's functions carry samples in that window.
-export POLYTOKEN_PROFILE_INTERVAL=3600
+export POLYTOKEN_PROFILE_INTERVAL=3600 POLYTOKEN_PROFILE_HZ=999
 start_daemon "$B"
 python3 - "$POLYTOKEN_HOME" "$sid" <<'PY' || fail "turns after restart failed"
 import os, sys
