@@ -3,10 +3,10 @@
 # Builds bench_console against the profiling build's static libptprof, runs
 # the poll-cost, server-CPU and memory benchmarks, with a real gRPC client
 # (tests/console's grpc-js) subscribed during the server runs.
-#   usage: bench/console/run.sh [BUILD_DIR]   (default build/console-prof)
+#   usage: bench/console/run.sh [BUILD_DIR]   (default build/profile, made by just profile-build)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${1:-$SRC/build/console-prof}
+BUILD=${1:-$SRC/build/profile}
 [ -f "$BUILD/libptprof.a" ] || { echo "no $BUILD/libptprof.a: meson setup $BUILD -Dprofiling=true && ninja -C $BUILD" >&2; exit 2; }
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/ptcon-bench.XXXXXX")
 PIDS=()

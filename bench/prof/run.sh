@@ -10,13 +10,13 @@
 # malloc time under its caller. Then bench_sampler measures the handler cost
 # per sample at depth 30 and the dump cost of 10k distinct stacks.
 #
-#   bench/prof/run.sh [BUILD_DIR]     default build/sampler-prof (profiling build)
+#   bench/prof/run.sh [BUILD_DIR]     default build/profile (just profile-build)
 # Environment: REPS (default 3), SCALE (default 1 = about 2 CPU s per run),
 # OUT (results directory, default $TMPDIR/ptprof-bench).
 # Method and the numbers of the last run: docs/performance.md, "CPU sampler".
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${1:-$SRC/build/sampler-prof}
+BUILD=${1:-$SRC/build/profile}
 OUT=${OUT:-${TMPDIR:-/tmp}/ptprof-bench}
 mkdir -p "$OUT"
 [ -f "$BUILD/libptprof.a" ] && [ -f "$BUILD/libptprof.so" ] \
