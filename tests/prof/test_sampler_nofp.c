@@ -1,0 +1,243 @@
+/*
+ * test_sampler_nofp.c - the walker through a shared library built without
+ * frame pointers (tests/prof/sampler_nofp_lib.c), with the lazily built
+ * unwind table of that library: FP code (thread start) -> the library (CFI,
+ * rbp clobbered) -> our callback (FP) -> hot loop.
+ */
+#include "pt_test.h"
+#include "ptprof.h"
+#include "prof/ptp_cfi.h"
+#include "prof/ptp_unwind.h"
+#include "prof/ptprof_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PTN_ASAN 1
+#else
+#define PTN_ASAN 0
+#endif
+
+typedef void (*ptt_nofp_cb)(void *arg);
+uint64_t ptt_nofp_outer(ptt_nofp_cb cb, void *arg, int n);
+
+#define HOT __attribute__((noinline, used))
+#define SECTION(s) __attribute__((section(s)))
+extern const char __start_ptn_hot[], __stop_ptn_hot[];
+extern const char __start_ptn_thread[], __stop_ptn_thread[];
+
+static int64_t cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static volatile uint64_t g_sink;
+
+/* Called back from the library: ~50 us of arithmetic. It calls cpu_ns
+ * first: GCC sets up no frame pointer in a leaf function that needs no stack
+ * even with -mno-omit-leaf-frame-pointer, and this test is about the
+ * library's frames, not that (known) frame-pointer limit. */
+HOT SECTION("ptn_hot") static void nofp_hot(void *arg) {
+  (void)arg;
+  uint64_t acc = (g_sink ^ (uint64_t)cpu_ns()) | 1;
+  for (int i = 0; i < 50000; i++) acc = acc * 6364136223846793005ULL + 1442695040888963407ULL;
+  g_sink = acc;
+}
+
+typedef struct job {
+  int64_t budget_ns;
+  _Atomic uint32_t tid;
+} job;
+
+/* The thread's start routine: everything below it runs through the
+ * library. */
+HOT SECTION("ptn_thread") static void *nofp_thread(void *arg) {
+  job *j = arg;
+  atomic_store(&j->tid, (uint32_t)gettid());
+  int64_t end = cpu_ns() + j->budget_ns;
+  while (cpu_ns() < end) g_sink += ptt_nofp_outer(nofp_hot, NULL, 20);
+  __asm__ volatile("" ::: "memory");
+  return NULL;
+}
+
+static uint32_t run_job(int64_t budget_ns) {
+  job j = { .budget_ns = budget_ns };
+  pthread_t t;
+  PT_ASSERT_INT_EQ(pthread_create(&t, NULL, nofp_thread, &j), 0);
+  PT_ASSERT_INT_EQ(pthread_join(t, NULL), 0);
+  return atomic_load(&j.tid);
+}
+
+typedef struct lib_range { uintptr_t lo, hi; } lib_range;
+static int lib_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  lib_range *r = arg;
+  if (!info->dlpi_name || !strstr(info->dlpi_name, "libptt_nofp")) return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      r->lo = info->dlpi_addr + ph->p_vaddr;
+      r->hi = r->lo + ph->p_memsz;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int in_(uintptr_t a, uintptr_t lo, uintptr_t hi) { return a >= lo && a < hi; }
+/* frame i as an address inside its function (callers: RA - 1) */
+static uintptr_t fr(const uintptr_t *f, int i) { return i ? f[i] - 1 : f[0]; }
+
+/* Samples of one thread, copied out of the dumped windows. */
+typedef struct grab {
+  pthread_mutex_t mu;
+  _Atomic uint32_t tid;      /* 0: keep nothing; 1: any thread (until the
+                              * measured thread's tid is known) */
+  uint64_t hot, good, trunc_hot;
+  int printed;
+  lib_range lib;
+} grab;
+
+static void grab_hook(const ptp_window *w, void *ctx) {
+  grab *g = ctx;
+  uint32_t tid = atomic_load(&g->tid);
+  pthread_mutex_lock(&g->mu);
+  for (size_t i = 0; tid && i < w->nsamples; i++) {
+    const ptp_sample *s = &w->samples[i];
+    if ((tid != 1 && s->tid != tid) || !in_(s->frames[0], (uintptr_t)__start_ptn_hot, (uintptr_t)__stop_ptn_hot))
+      continue;
+    g->hot += s->count;
+    /* Complete: the library's frames, then the thread's start routine, and
+     * (outside ASan, whose runtime sits between) not truncated. */
+    int lib = 0, start = 0;
+    for (int k = 1; k < s->nframes; k++) {
+      uintptr_t a = fr(s->frames, k);
+      if (in_(a, g->lib.lo, g->lib.hi)) lib++;
+      if (lib >= 2 && in_(a, (uintptr_t)__start_ptn_thread, (uintptr_t)__stop_ptn_thread)) start = 1;
+    }
+    int complete = lib >= 2 && start && (PTN_ASAN || !(s->flags & PTP_SAMPLE_TRUNCATED));
+    if (complete) {
+      g->good += s->count;
+    } else {
+      if (s->flags & PTP_SAMPLE_TRUNCATED) g->trunc_hot += s->count;
+      if (g->printed++ < 3 && getenv("PTT_DEBUG")) {
+        printf("# incomplete (flags %#x):", s->flags);
+        for (int k = 0; k < s->nframes; k++) {
+          Dl_info di;
+          uintptr_t a = fr(s->frames, k);
+          if (dladdr((void *)a, &di) && di.dli_sname) printf(" %s", di.dli_sname);
+          else printf(" %#lx", (unsigned long)a);
+        }
+        printf("\n");
+      }
+    }
+  }
+  pthread_mutex_unlock(&g->mu);
+}
+
+static ptprof *start(const char *dir, grab *g) {
+  ptprof_options o;
+  ptprof_options_init(&o);
+  o.hz = 999;
+  o.dir = dir;
+  o.prefix = "ptn-";
+  ptprof *p = NULL;
+  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
+  ptp_set_window_hook(p, grab_hook, g);
+  int rc = ptprof_start(p);
+  PT_ASSERT_MSG(rc == 0, "ptprof_start: %s", ptprof_strerror(rc));
+  return p;
+}
+
+/* Waits (bounded) until the library's slot reaches a final state. */
+static int wait_state(uintptr_t pc) {
+  int st = -1;
+  for (int i = 0; i < 500; i++) {
+    st = ptp_cfi_state_of(pc);
+    if (st == PTP_LIB_READY || st == PTP_LIB_FAILED) break;
+    nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+  }
+  return st;
+}
+
+PT_TEST_T(prof_sampler_nofp_lib, 60000) {
+  char *dir = pt_tmpdir("sampler-nofp");
+  grab g;
+  memset(&g, 0, sizeof g);
+  pthread_mutex_init(&g.mu, NULL);
+  dl_iterate_phdr(lib_cb, &g.lib);
+  PT_ASSERT(g.lib.lo);
+  uintptr_t libfn = (uintptr_t)ptt_nofp_outer;
+  ptprof *p = start(dir, &g);
+  /* Not a system object: a slot, but no table before anyone needs it. */
+  PT_ASSERT_INT_EQ(ptp_cfi_state_of(libfn), PTP_LIB_NONE);
+  PT_ASSERT_INT_EQ(ptp_cfi_state_of((uintptr_t)nofp_hot), -ENOENT);   /* ours: frame pointers */
+  /* Warm-up: the first samples through the library ask for its table. */
+  if (getenv("PTT_DEBUG")) atomic_store(&g.tid, 1);
+  run_job(200000000);
+  if (getenv("PTT_DEBUG")) { ptprof_dump(p, NULL, 0); printf("# warm-up hot %llu good %llu\n", (unsigned long long)g.hot, (unsigned long long)g.good); }
+  PT_ASSERT_INT_EQ(wait_state(libfn), PTP_LIB_READY);
+  ptp_cfi_info info;
+  ptp_cfi_get_info(&info);
+  PT_ASSERT(info.lazy_ready >= 1 && info.lazy_bytes > 0 && info.lazy_bytes <= info.lazy_cap);
+  PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), 0);   /* the warm-up window ends here */
+  /* Measured: every sample in the hot function should now be complete. */
+  uint32_t tid = 0;
+  job j = { .budget_ns = 400000000 };
+  pthread_t t;
+  atomic_store(&g.tid, 1);   /* placeholder until the thread's tid is known */
+  PT_ASSERT_INT_EQ(pthread_create(&t, NULL, nofp_thread, &j), 0);
+  while (!(tid = atomic_load(&j.tid))) sched_yield();
+  atomic_store(&g.tid, tid);
+  PT_ASSERT_INT_EQ(pthread_join(t, NULL), 0);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), 0);
+  printf("# no-frame-pointer library: %llu of %llu hot samples complete through it "
+         "(%llu truncated); lazy table %zu bytes\n", (unsigned long long)g.good,
+         (unsigned long long)g.hot, (unsigned long long)g.trunc_hot, info.lazy_bytes);
+  PT_ASSERT_MSG(g.hot >= 50, "only %llu hot samples", (unsigned long long)g.hot);
+  PT_ASSERT_MSG(g.good * 10 >= g.hot * 9, "%llu of %llu complete", (unsigned long long)g.good,
+                (unsigned long long)g.hot);
+  ptprof_del(p);
+}
+
+PT_TEST_T(prof_sampler_nofp_cap, 60000) {
+  /* Past the memory cap: no table, the samples stay (truncated). */
+  char *dir = pt_tmpdir("sampler-nofp-cap");
+  grab g;
+  memset(&g, 0, sizeof g);
+  pthread_mutex_init(&g.mu, NULL);
+  dl_iterate_phdr(lib_cb, &g.lib);
+  PT_ASSERT(g.lib.lo);
+  ptp_cfi_set_lazy_cap(16);          /* smaller than any table */
+  ptprof *p = start(dir, &g);
+  job j = { .budget_ns = 300000000 };
+  pthread_t t;
+  atomic_store(&g.tid, 1);
+  PT_ASSERT_INT_EQ(pthread_create(&t, NULL, nofp_thread, &j), 0);
+  uint32_t tid;
+  while (!(tid = atomic_load(&j.tid))) sched_yield();
+  atomic_store(&g.tid, tid);
+  PT_ASSERT_INT_EQ(pthread_join(t, NULL), 0);
+  PT_ASSERT_INT_EQ(wait_state((uintptr_t)ptt_nofp_outer), PTP_LIB_FAILED);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), 0);
+  ptp_cfi_info info;
+  ptp_cfi_get_info(&info);
+  printf("# cap 16 bytes: %llu hot samples, %llu truncated, refused %llu\n",
+         (unsigned long long)g.hot, (unsigned long long)g.trunc_hot, info.lazy_refused);
+  PT_ASSERT(info.lazy_refused >= 1);
+  PT_ASSERT(g.hot >= 50);
+  PT_ASSERT_INT_EQ(g.good, 0);                    /* cut at the library */
+  PT_ASSERT_INT_EQ(g.trunc_hot, g.hot);           /* kept and marked */
+  ptprof_del(p);
+}
