@@ -35,7 +35,7 @@
 #include "prof/ptp_unwind.h"
 
 /* Cap on the memory of the lazily built tables of one set (24-byte rows:
- * ~1.4 million rows; libuv needs ~1,100, libcrypto ~25,000). */
+ * ~1.4 million rows). Past it an object's slot becomes PTP_LIB_FAILED. */
 #define PTP_CFI_LAZY_CAP ((size_t)32 << 20)
 
 /* Makes sure the published set matches the loaded objects: cheap (one

@@ -6,7 +6,8 @@
  * globals, all defined in ptp_handler.c:
  *   ptp_g_shared  the running sampler's ring, drop counters and flags
  *                 (NULL while none runs: the handler then returns at once);
- *   ptp_g_cfi     the current unwind-table set of the system objects;
+ *   ptp_g_cfi     the current unwind-table set (ptp_cfi.h); the handler may
+ *                 CAS a slot's state NONE -> WANTED in it, nothing else;
  *   ptp_g_inside  how many handlers (and exit flushes) are between their
  *                 entry and exit right now. Whoever replaces or frees
  *                 something the handler may read first unpublishes it, then

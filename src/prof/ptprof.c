@@ -371,9 +371,19 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
            "sampler: per-thread CPU-time timers, %d Hz; %llu expirations accounted at thread exit",
            p->hz, (unsigned long long)(ts.flushed - p->flushed_at_cut));
   p->flushed_at_cut = ts.flushed;
-  const char *comments[1] = { c0 };
+  /* How the unwind tables stand: a library whose table was refused by the
+   * memory cap keeps its samples truncated, and this line says so. */
+  ptp_cfi_info ci;
+  ptp_cfi_get_info(&ci);
+  char c1[200];
+  snprintf(c1, sizeof c1,
+           "unwind tables: %zu shared objects walked with CFI, %zu tables built on demand "
+           "(%zu KiB of %zu KiB cap), %zu pending, %zu failed (%llu refused by the cap)",
+           ci.nlibs, ci.lazy_ready, ci.lazy_bytes >> 10, ci.lazy_cap >> 10, ci.lazy_wanted,
+           ci.lazy_failed, ci.lazy_refused);
+  const char *comments[2] = { c0, c1 };
   w.comments = comments;
-  w.ncomments = 1;
+  w.ncomments = 2;
 
   ptp_sample *samples = NULL;
   ptp_thread *threads = NULL;

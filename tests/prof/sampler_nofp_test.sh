@@ -4,7 +4,8 @@
 # warm-up window (the first samples through each such library ask for its
 # unwind table and stay truncated), the measured window's samples must
 # almost all be complete: under 10 % below the "[truncated]" root, and the
-# event loop (uv_run) and the daemon's callbacks (pd_*) appear as callers.
+# event loop (uv_run) and the daemon's callbacks (pd_*) appear as callers,
+# and the profile's comment says libuv's and jansson's tables were built.
 # Before lazy unwind tables about half of this workload's samples were cut
 # right above a [libuv.so.1] frame.
 set -euo pipefail
@@ -51,11 +52,21 @@ awk -v t="$t" 'BEGIN {exit !(t >= 20)}' || fail "too few samples ($t ms) to judg
 awk -v t="$t" -v x="$x" 'BEGIN {exit !(x * 10 < t)}' ||
   fail "$x of $t ms truncated (>= 10 %)"
 
+# The profile's comment on the unwind tables: libuv's and jansson's (at
+# least) were built on demand, none refused.
+line=$(top "$prof" | grep -m1 '^unwind tables:' || true)
+note "$line"
+built=$(sed -nE 's/.* ([0-9]+) tables built on demand.*/\1/p' <<<"$line")
+[ -n "$built" ] || fail "no 'unwind tables' comment in the profile"
+[ "$built" -ge 2 ] || fail "only $built tables built on demand (want libuv and jansson)"
+grep -q ' 0 failed' <<<"$line" || fail "a table failed: $line"
+
 traces=$(go tool pprof -symbolize=none -traces "$prof" 2>/dev/null)
 grep -q ' uv_run$' <<<"$traces" || fail "uv_run is not a caller in any stack"
 # a daemon callback called from libuv: "pd_..." or a static callback of
 # src/daemon, directly above a libuv frame
-grep -A1 -E '^ +[a-z_]*(_cb|pd_[a-z_]*)( \(inline\))?$' <<<"$traces" | grep -q 'libuv' ||
-  fail "no daemon callback directly above a libuv frame"
+# (grep -q ends early: no pipe into it under pipefail)
+above=$(grep -A1 -E '^ +[a-z_]*(_cb|pd_[a-z_]*)( \(inline\))?$' <<<"$traces" || true)
+grep -q 'libuv' <<<"$above" || fail "no daemon callback directly above a libuv frame"
 grep -qE '^ +pd_[a-z_]+' <<<"$traces" || fail "no pd_* function in the stacks"
 echo "ok"
