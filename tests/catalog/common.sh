@@ -2,8 +2,8 @@
 # tests (source it). Defaults point at this area's own build directories for
 # manual runs; scripts/test.sh passes the real ones.
 PT_SRC=${PT_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-: "${PT_BUILD_DEV:=$PT_SRC/build/catalog-dev}"
-: "${PT_BUILD_PROF:=$PT_SRC/build/catalog-prof}"
+: "${PT_BUILD_DEV:=$PT_SRC/build/dev}"
+: "${PT_BUILD_PROF:=$PT_SRC/build/profile}"
 # shellcheck source=../lib.sh
 . "$PT_SRC/tests/lib.sh"
 CAT_DIR=$PT_SRC/tests/catalog

@@ -4,7 +4,7 @@
 # path), fail. Every daemon started here is killed on exit (trap).
 set -u
 : "${PT_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-: "${PT_BUILD_DEV:=$PT_SRC/build/h1-dev}"
+: "${PT_BUILD_DEV:=$PT_SRC/build/dev}"
 : "${TMPDIR:=/tmp}"
 PD_BIN="${PD_BIN:-$PT_BUILD_DEV/polytokend}"
 if [ ! -x "$PD_BIN" ]; then

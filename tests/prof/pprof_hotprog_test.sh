@@ -14,7 +14,7 @@
 # missing.
 set -euo pipefail
 : "${PT_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-: "${PT_BUILD_PROF:=$PT_SRC/build/pprof-prof}"
+: "${PT_BUILD_PROF:=$PT_SRC/build/profile}"
 export PT_BUILD_PROF
 # shellcheck source=../lib.sh
 source "$PT_SRC/tests/lib.sh"

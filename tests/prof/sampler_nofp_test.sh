@@ -10,7 +10,7 @@
 # right above a [libuv.so.1] frame.
 set -euo pipefail
 : "${PT_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-: "${PT_BUILD_PROF:=$PT_SRC/build/unwind-prof}"
+: "${PT_BUILD_PROF:=$PT_SRC/build/profile}"
 export PT_BUILD_PROF
 # shellcheck source=../lib.sh
 source "$PT_SRC/tests/lib.sh"

@@ -8,7 +8,7 @@
 # leaves must be readable by `go tool pprof` (and the dump side's validator).
 set -euo pipefail
 : "${PT_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-: "${PT_BUILD_PROF:=$PT_SRC/build/sampler-prof}"
+: "${PT_BUILD_PROF:=$PT_SRC/build/profile}"
 export PT_BUILD_PROF
 # shellcheck source=../lib.sh
 source "$PT_SRC/tests/lib.sh"

@@ -3,7 +3,7 @@
 # needed, asks it for profile.dump and prints the path of a gzip'd pprof file.
 # (The normal build's one-line refusal is checked in cli_test.sh.)
 : "${PT_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-: "${PT_BUILD_PROF:=$PT_SRC/build/tui-prof}"
+: "${PT_BUILD_PROF:=$PT_SRC/build/profile}"
 [ -x "$PT_BUILD_PROF/polytoken" ] || { echo "no profiling build at $PT_BUILD_PROF"; exit 77; }
 PT_TUI_BIN=$PT_BUILD_PROF/polytoken
 . "$(dirname "$0")/tui_lib.sh"

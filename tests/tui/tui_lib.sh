@@ -6,7 +6,7 @@
 # and a cleanup trap that stops the tmux server and every daemon this test
 # started (autostarted daemons are found through `daemon status --json`).
 : "${PT_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-: "${PT_BUILD_DEV:=$PT_SRC/build/tui-dev}"
+: "${PT_BUILD_DEV:=$PT_SRC/build/dev}"
 # shellcheck source=../lib.sh
 . "$PT_SRC/tests/lib.sh"
 
