@@ -107,4 +107,18 @@ top=$(go tool pprof -symbolize=none -nodefraction=0 -top "$path" 2>&1)
 echo "$top" | head -25
 echo "$top" | grep -Eq ' pd_[a-z_]+' || fail "no daemon function (pd_*) in the profile of a busy daemon"
 echo "$top" | grep -Eq 'Total samples = [1-9]' || fail "no samples while the daemon worked"
+
+# Deleting the active session sends later snapshots back to the state
+# root's profiling/ directory (never to a path built from a missing session).
+python3 - "$POLYTOKEN_HOME" "$sid" <<'PY' || fail "deleting the session failed"
+import os, sys
+sys.path.insert(0, os.environ["PT_SRC"] + "/tests/daemon")
+from ipc_client import Client
+c = Client(sys.argv[1]); c.hello()
+c.ok("sessions.delete", {"id": sys.argv[2]})
+PY
+path=$("$B/polytoken" profile dump) || fail "dump after deleting the active session failed"
+[[ "$path" == "$POLYTOKEN_HOME/profiling/daemon-profile-"*.pb.gz ]] ||
+  fail "after deleting the active session the dump went to $path"
+"$VALIDATE" "$path" || fail "fallback snapshot invalid"
 echo ok
