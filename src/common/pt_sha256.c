@@ -41,6 +41,25 @@ int pt_sha256_final(pt_sha256 *h, char hex[PT_SHA256_HEX]) {
   return 0;
 }
 
+pt_sha256 *pt_sha256_dup(const pt_sha256 *h) {
+  pt_sha256 *d = calloc(1, sizeof *d);
+  if (!d) return NULL;
+  d->ctx = EVP_MD_CTX_new();
+  if (!d->ctx || EVP_MD_CTX_copy_ex(d->ctx, h->ctx) != 1) {
+    pt_sha256_del(d);
+    return NULL;
+  }
+  return d;
+}
+
+int pt_sha256_peek(const pt_sha256 *h, char hex[PT_SHA256_HEX]) {
+  pt_sha256 *d = pt_sha256_dup(h);
+  if (!d) return -ENOMEM;
+  int r = pt_sha256_final(d, hex);
+  pt_sha256_del(d);
+  return r;
+}
+
 void pt_sha256_del(pt_sha256 *h) {
   if (!h) return;
   EVP_MD_CTX_free(h->ctx);
@@ -56,12 +75,11 @@ int pt_sha256_hex(const void *data, size_t len, char hex[PT_SHA256_HEX]) {
   return r;
 }
 
-int pt_sha256_fd(int fd, size_t limit, char hex[PT_SHA256_HEX], size_t *nread) {
-  pt_sha256 *h = pt_sha256_new();
-  if (!h) return -ENOMEM;
+int pt_sha256_update_fd(pt_sha256 *h, int fd, size_t limit, size_t *nread) {
   enum { CHUNK = 65536 };
   unsigned char *buf = malloc(CHUNK);
-  if (!buf) { pt_sha256_del(h); return -ENOMEM; }
+  if (nread) *nread = 0;
+  if (!buf) return -ENOMEM;
   size_t total = 0;
   int r = 0;
   while (total < limit) {
@@ -76,9 +94,16 @@ int pt_sha256_fd(int fd, size_t limit, char hex[PT_SHA256_HEX], size_t *nread) {
     if ((r = pt_sha256_update(h, buf, (size_t)n)) < 0) break;
     total += (size_t)n;
   }
-  if (r == 0) r = pt_sha256_final(h, hex);
   if (nread) *nread = total;
   free(buf);
+  return r;
+}
+
+int pt_sha256_fd(int fd, size_t limit, char hex[PT_SHA256_HEX], size_t *nread) {
+  pt_sha256 *h = pt_sha256_new();
+  if (!h) return -ENOMEM;
+  int r = pt_sha256_update_fd(h, fd, limit, nread);
+  if (r == 0) r = pt_sha256_final(h, hex);
   pt_sha256_del(h);
   return r;
 }

@@ -9,7 +9,9 @@
  *  - The hash cache holds exactly the files seen by the last refresh, keyed
  *    by (dev, ino, size, mtime_ns); a file whose key is unchanged is not
  *    re-read.
- * Threads: loop thread only (see header).
+ * Threads: see the header: the *_work functions run on a libuv threadpool
+ * thread and touch only their job (plus the frozen hash cache, see
+ * struct pd_catalog_job); everything else runs on the loop thread.
  */
 #include "daemon/pd_catalog.h"
 
@@ -50,6 +52,32 @@ typedef struct hash_cache_ent {
   char sha256[65];
 } hash_cache_ent;
 
+/* Running SHA-256 of an append-only file's first `len` bytes, so that the
+ * next refresh hashes only what was appended (O(new bytes), not O(file)).
+ * Keyed by (dev, ino); valid while the file only grows. A file that shrank
+ * (truncated, rotated to the same inode) is hashed from the start again, and
+ * so is one whose last INC_TAIL bytes of the hashed prefix differ from the
+ * copy kept here: that catches a partial line cut back and rewritten
+ * (telemetry does that on a short write) or a truncate-and-regrow. A rewrite
+ * of older bytes in place would go unnoticed here; the files are appended
+ * with O_APPEND only, and a fetch at offset 0 re-hashes the whole served
+ * range from disk anyway, so it would fail (`not_found`, changed) rather
+ * than serve wrong bytes. */
+#define INC_TAIL 4096
+typedef struct inc_hash {
+  dev_t dev;
+  ino_t ino;
+  uint64_t len;
+  pt_sha256 *state;
+  size_t tail_len;
+  unsigned char tail[INC_TAIL]; /* bytes [len - tail_len, len) */
+} inc_hash;
+
+static void incs_free(inc_hash *v, size_t n) {
+  for (size_t i = 0; i < n; i++) pt_sha256_del(v[i].state);
+  free(v);
+}
+
 struct pd_catalog {
   char *home;
   char *session_dir; /* from the hook; NULL: read <home>/active_session */
@@ -60,6 +88,9 @@ struct pd_catalog {
   hash_cache_ent *cache;
   size_t n_cache;
   pd_catalog_stats stats;
+  int refreshing; /* a refresh job is in flight: cache is frozen (see below) */
+  inc_hash *incs; /* one per append-only file seen by the last refresh */
+  size_t n_incs;
 };
 
 /* ---------- small helpers ---------- */
@@ -156,6 +187,7 @@ void pd_catalog_del(pd_catalog *c) {
   if (!c) return;
   entries_free(c->entries, c->n_entries);
   free(c->cache);
+  incs_free(c->incs, c->n_incs);
   free(c->session_dir);
   free(c->home);
   free(c);
@@ -246,9 +278,10 @@ int pd_catalog_open_beneath(int dirfd, const char *relpath) {
 
 /* ---------- refresh ---------- */
 
-static const char *cache_lookup(pd_catalog *c, const struct stat *st, uint64_t size) {
-  for (size_t i = 0; i < c->n_cache; i++) {
-    hash_cache_ent *h = &c->cache[i];
+static const char *cache_lookup(const hash_cache_ent *cache, size_t n_cache,
+                                const struct stat *st, uint64_t size) {
+  for (size_t i = 0; i < n_cache; i++) {
+    const hash_cache_ent *h = &cache[i];
     if (h->dev == st->st_dev && h->ino == st->st_ino && h->size == size &&
         h->mtime_ns == stat_mtime_ns(st))
       return h->sha256;
@@ -289,6 +322,27 @@ typedef struct builder {
   hash_cache_ent *cache;
   size_t n_cache, cap_cache;
 } builder;
+
+/* One refresh's work. Filled by begin (loop thread), then read and written
+ * only by the worker (pd_catalog_refresh_work), then consumed by end (loop
+ * thread). The worker reads `home` and the catalog's hash cache through
+ * `cache`/`n_cache`: the catalog does not modify or free either while
+ * c->refreshing is set (only end swaps the cache), so no lock is needed. */
+struct pd_catalog_job {
+  const char *home;            /* borrowed from the catalog (immutable) */
+  char *hook_sdir;             /* copy of c->session_dir (NULL: read active_session) */
+  const hash_cache_ent *cache; /* borrowed, frozen while the job runs */
+  size_t n_cache;
+  const inc_hash *incs;        /* borrowed, frozen while the job runs */
+  size_t n_incs;
+  inc_hash *new_incs;          /* built by the worker, swapped in by end */
+  size_t n_new_incs, cap_new_incs;
+  uint64_t bytes_hashed;
+  builder b;
+  char fp[65];
+  int r;
+  uint64_t files_hashed, cache_hits;
+};
 
 static pd_catalog_entry *builder_add(builder *b) {
   if (b->n == b->cap) {
@@ -339,9 +393,91 @@ static int make_id(pd_catalog_entry *e) {
   return 0;
 }
 
+static const inc_hash *inc_lookup(const pd_catalog_job *j, const pd_catalog_entry *e) {
+  for (size_t i = 0; i < j->n_incs; i++)
+    if (j->incs[i].dev == e->dev && j->incs[i].ino == e->ino) return &j->incs[i];
+  return NULL;
+}
+
+/* Reads the last min(INC_TAIL, len) bytes before `len` of fd into tail.
+ * Returns the count, or -EIO. */
+static ssize_t read_tail(int fd, uint64_t len, unsigned char *tail) {
+  size_t want = len < INC_TAIL ? (size_t)len : INC_TAIL;
+  size_t got = 0;
+  while (got < want) {
+    ssize_t n = pread(fd, tail + got, want - got, (off_t)(len - want + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -EIO;
+    got += (size_t)n;
+  }
+  return (ssize_t)got;
+}
+
+/* Records `state` (stolen on success) as e's running hash for the next
+ * refresh, with the tail of the hashed prefix read from fd. Returns 0,
+ * -ENOMEM or -EIO. */
+static int inc_keep(pd_catalog_job *j, const pd_catalog_entry *e, pt_sha256 *state, int fd) {
+  if (j->n_new_incs == j->cap_new_incs) {
+    size_t cap = j->cap_new_incs ? j->cap_new_incs * 2 : 8;
+    inc_hash *v = realloc(j->new_incs, cap * sizeof *v);
+    if (!v) return -ENOMEM;
+    j->new_incs = v;
+    j->cap_new_incs = cap;
+  }
+  inc_hash *h = &j->new_incs[j->n_new_incs];
+  ssize_t t = read_tail(fd, e->size, h->tail);
+  if (t < 0) return (int)t;
+  h->dev = e->dev;
+  h->ino = e->ino;
+  h->len = e->size;
+  h->state = state;
+  h->tail_len = (size_t)t;
+  j->n_new_incs++;
+  return 0;
+}
+
+/* Hashes the first e->size bytes of the append-only file fd into
+ * e->sha256, starting from the running state of its first `len` bytes when
+ * the last refresh left one for this (dev, ino) and the file has not shrunk
+ * below it. Returns 0, -ENOMEM, or -EIO (read failed or the file shrank
+ * under us: not listed). */
+static int hash_incremental(pd_catalog_job *j, int fd, pd_catalog_entry *e) {
+  const inc_hash *old = inc_lookup(j, e);
+  pt_sha256 *h = NULL;
+  uint64_t from = 0;
+  unsigned char tail[INC_TAIL];
+  if (old && old->len <= e->size &&
+      (old->tail_len == 0 || (read_tail(fd, old->len, tail) == (ssize_t)old->tail_len &&
+                              memcmp(tail, old->tail, old->tail_len) == 0))) {
+    if (!(h = pt_sha256_dup(old->state))) return -ENOMEM;
+    from = old->len;
+    if (lseek(fd, (off_t)from, SEEK_SET) != (off_t)from) {
+      pt_sha256_del(h);
+      return -EIO;
+    }
+  } else if (!(h = pt_sha256_new())) {
+    return -ENOMEM;
+  }
+  size_t got = 0;
+  int r = pt_sha256_update_fd(h, fd, (size_t)(e->size - from), &got);
+  j->bytes_hashed += got;
+  if (r == 0 && got != e->size - from) r = -EIO;
+  if (r == 0) r = pt_sha256_peek(h, e->sha256);
+  if (r == 0) {
+    int k = inc_keep(j, e, h, fd);
+    if (k < 0) pt_sha256_del(h); /* -EIO: no state kept; the hash stands */
+    return k == -ENOMEM ? k : 0;
+  }
+  if (r < 0) {
+    pt_sha256_del(h);
+    return r == -ENOMEM ? r : -EIO;
+  }
+  return 0;
+}
+
 /* Adds the file `name` in directory fd `dirfd` (path `relpath` from root) if
  * it is a regular file. Returns 0 (added or skipped) or -ENOMEM. */
-static int add_file(pd_catalog *c, builder *b, int dirfd, const char *name, const char *relpath,
+static int add_file(pd_catalog_job *j, builder *b, int dirfd, const char *name, const char *relpath,
                     pd_catalog_root root, const char *kind, const char *source, int append_only,
                     char *label /* stolen */, int64_t created) {
   int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -363,18 +499,32 @@ static int add_file(pd_catalog *c, builder *b, int dirfd, const char *name, cons
   e->created_unix = created ? created : (int64_t)st.st_mtim.tv_sec;
   fmt_rfc3339(e->created_unix, e->created);
   if (!e->path || !e->label) { close(fd); b->n--; entry_free(e); return -ENOMEM; }
-  const char *cached = cache_lookup(c, &st, e->size);
+  const char *cached = cache_lookup(j->cache, j->n_cache, &st, e->size);
   int r = 0;
   if (cached) {
     memcpy(e->sha256, cached, sizeof e->sha256);
-    c->stats.cache_hits++;
+    j->cache_hits++;
+  } else if (append_only) {
+    r = hash_incremental(j, fd, e);
+    j->files_hashed++;
   } else {
     size_t got = 0;
     /* Hash exactly st_size bytes: an append-only file that grows meanwhile
      * is described by this prefix, which is what fetch serves. */
     r = pt_sha256_fd(fd, (size_t)e->size, e->sha256, &got);
-    c->stats.files_hashed++;
+    j->files_hashed++;
+    j->bytes_hashed += got;
     if (r == 0 && got != e->size) r = -EIO; /* shrank under us: skip it */
+  }
+  if (cached && append_only) {
+    /* Unchanged: carry its running state over to the next refresh. */
+    const inc_hash *old = inc_lookup(j, e);
+    if (old && old->len == e->size) {
+      pt_sha256 *dup = pt_sha256_dup(old->state);
+      int k = dup ? inc_keep(j, e, dup, fd) : -ENOMEM;
+      if (k < 0) pt_sha256_del(dup);
+      if (k == -ENOMEM) r = k; /* -EIO: just no state kept; next time from 0 */
+    }
   }
   close(fd);
   if (r == 0) r = make_id(e);
@@ -394,7 +544,7 @@ static void fmt_label_time(int64_t t, char *out, size_t cap) {
   strftime(out, cap, "%Y-%m-%d %H:%M:%S UTC", &tm);
 }
 
-static int scan_profiles(pd_catalog *c, builder *b, int profdir, pd_catalog_root root,
+static int scan_profiles(pd_catalog_job *j, builder *b, int profdir, pd_catalog_root root,
                          const char *prefix,
                          const char *kind, const char *source, const char *newest_label,
                          const char *older_label) {
@@ -445,7 +595,7 @@ static int scan_profiles(pd_catalog *c, builder *b, int profdir, pd_catalog_root
       char *label = xasprintf("%s, %s", older_label, when);
       char *rel = xasprintf("profiling/%s", snaps[i].name);
       if (!label || !rel) { free(label); free(rel); r = -ENOMEM; break; }
-      r = add_file(c, b, profdir, snaps[i].name, rel, root, kind, source, 0,
+      r = add_file(j, b, profdir, snaps[i].name, rel, root, kind, source, 0,
                    label, snaps[i].t);
       free(rel);
     }
@@ -462,9 +612,9 @@ static int scan_profiles(pd_catalog *c, builder *b, int profdir, pd_catalog_root
 /* The active session's directory: the hook's value, else
  * <home>/sessions/<id> with id read from <home>/active_session (plain id or
  * a JSON object with "id"). Returns malloc'd path or NULL. */
-static char *session_dir(pd_catalog *c) {
-  if (c->session_dir) return strdup(c->session_dir);
-  char *p = xasprintf("%s/active_session", c->home);
+static char *session_dir_of(const char *home, const char *hook_sdir) {
+  if (hook_sdir) return strdup(hook_sdir);
+  char *p = xasprintf("%s/active_session", home);
   if (!p) return NULL;
   FILE *f = fopen(p, "re");
   free(p);
@@ -491,8 +641,10 @@ static char *session_dir(pd_catalog *c) {
   if (!id[0]) return NULL;
   for (char *q = id; *q; q++)
     if (!isalnum((unsigned char)*q) && *q != '-' && *q != '_') return NULL;
-  return xasprintf("%s/sessions/%s", c->home, id);
+  return xasprintf("%s/sessions/%s", home, id);
 }
+
+static char *session_dir(pd_catalog *c) { return session_dir_of(c->home, c->session_dir); }
 
 static int compute_fingerprint(const builder *b, char out[65]) {
   pt_sha256 *h = pt_sha256_new();
@@ -512,31 +664,47 @@ static int compute_fingerprint(const builder *b, char out[65]) {
   return r;
 }
 
-int pd_catalog_refresh(pd_catalog *c) {
+int pd_catalog_refresh_begin(pd_catalog *c, pd_catalog_job **out) {
+  *out = NULL;
+  if (c->refreshing) return -EBUSY;
+  pd_catalog_job *j = calloc(1, sizeof *j);
+  if (!j) return -ENOMEM;
+  j->home = c->home;
+  if (c->session_dir && !(j->hook_sdir = strdup(c->session_dir))) { free(j); return -ENOMEM; }
+  j->cache = c->cache;
+  j->n_cache = c->n_cache;
+  j->incs = c->incs;
+  j->n_incs = c->n_incs;
+  c->refreshing = 1;
+  c->stats.refreshes++;
+  *out = j;
+  return 0;
+}
+
+void pd_catalog_refresh_work(pd_catalog_job *j) {
   builder b;
   memset(&b, 0, sizeof b);
   int r = 0;
-  c->stats.refreshes++;
 
   /* Profiles of the active session; with no active session, the state
    * root's profiling/ directory, where the profiling daemon writes until a
    * session is attached (docs/profiling.md). */
-  char *sdir = session_dir(c);
+  char *sdir = session_dir_of(j->home, j->hook_sdir);
   pd_catalog_root proot = sdir ? PD_CATALOG_ROOT_SESSION : PD_CATALOG_ROOT_STATE;
-  if (!sdir) sdir = strdup(c->home);
+  if (!sdir) sdir = strdup(j->home);
   if (sdir) {
     int sfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int pfd = sfd >= 0 ? openat(sfd, "profiling", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                        : -1;
     if (pfd >= 0) {
-      r = scan_profiles(c, &b, pfd, proot, DAEMON_PREFIX, "cpu-profile", "daemon",
+      r = scan_profiles(j, &b, pfd, proot, DAEMON_PREFIX, "cpu-profile", "daemon",
                         "CPU profile (pprof)", "CPU profile (pprof)");
 #if PT_PROFILING
       /* TUI snapshots only in a profiling daemon: a normal build refreshes no
        * TUI profile artifacts (brief: restart the daemon with the profiling
        * build to see the TUI dump). */
       if (r == 0)
-        r = scan_profiles(c, &b, pfd, proot, TUI_PREFIX, "tui-cpu-profile", "tui",
+        r = scan_profiles(j, &b, pfd, proot, TUI_PREFIX, "tui-cpu-profile", "tui",
                           "TUI CPU profile (pprof)", "TUI CPU profile (pprof)");
 #endif
       close(pfd);
@@ -546,12 +714,12 @@ int pd_catalog_refresh(pd_catalog *c) {
   }
 
   /* Daemon log and telemetry below the state root. */
-  int hfd = open(c->home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int hfd = open(j->home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (hfd >= 0 && r == 0) {
     int lfd = openat(hfd, "logs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (lfd >= 0) {
       char *label = strdup("Daemon log");
-      r = label ? add_file(c, &b, lfd, "daemon.log", "logs/daemon.log", PD_CATALOG_ROOT_STATE,
+      r = label ? add_file(j, &b, lfd, "daemon.log", "logs/daemon.log", PD_CATALOG_ROOT_STATE,
                            "daemon-log", "daemon", 1, label, 0)
                 : -ENOMEM;
       close(lfd);
@@ -578,14 +746,14 @@ int pd_catalog_refresh(pd_catalog *c) {
       }
       if (d) closedir(d);
       for (size_t i = 0; i < nn; i++)
-        for (size_t j = i + 1; j < nn; j++)
-          if (strcmp(names[i], names[j]) > 0) { char *t = names[i]; names[i] = names[j]; names[j] = t; }
+        for (size_t k = i + 1; k < nn; k++)
+          if (strcmp(names[i], names[k]) > 0) { char *t = names[i]; names[i] = names[k]; names[k] = t; }
       for (size_t i = 0; i < nn; i++) {
         if (r == 0) {
           char *label = xasprintf("Telemetry (%s)", names[i]);
           char *rel = xasprintf("telemetry/%s", names[i]);
           if (!label || !rel) { free(label); r = -ENOMEM; }
-          else r = add_file(c, &b, tfd, names[i], rel, PD_CATALOG_ROOT_STATE, "telemetry",
+          else r = add_file(j, &b, tfd, names[i], rel, PD_CATALOG_ROOT_STATE, "telemetry",
                             "daemon", 1, label, 0);
           free(rel);
         }
@@ -597,72 +765,140 @@ int pd_catalog_refresh(pd_catalog *c) {
   }
   if (hfd >= 0) close(hfd);
 
-  char fp[65];
-  if (r == 0) r = compute_fingerprint(&b, fp);
+  if (r == 0) r = compute_fingerprint(&b, j->fp);
   if (r < 0) {
     entries_free(b.v, b.n);
     free(b.cache);
+    memset(&b, 0, sizeof b);
+  }
+  j->b = b;
+  j->r = r;
+}
+
+int pd_catalog_refresh_end(pd_catalog *c, pd_catalog_job *j) {
+  int r = j->r;
+  c->refreshing = 0;
+  c->stats.files_hashed += j->files_hashed;
+  c->stats.cache_hits += j->cache_hits;
+  c->stats.bytes_hashed += j->bytes_hashed;
+  free(j->hook_sdir);
+  if (r < 0) {
+    incs_free(j->new_incs, j->n_new_incs);
+    free(j);
     return r;
   }
+  incs_free(c->incs, c->n_incs);
+  c->incs = j->new_incs;
+  c->n_incs = j->n_new_incs;
   entries_free(c->entries, c->n_entries);
-  c->entries = b.v;
-  c->n_entries = b.n;
+  c->entries = j->b.v;
+  c->n_entries = j->b.n;
   free(c->cache);
-  c->cache = b.cache;
-  c->n_cache = b.n_cache;
-  if (strcmp(fp, c->fingerprint) != 0) {
+  c->cache = j->b.cache;
+  c->n_cache = j->b.n_cache;
+  if (strcmp(j->fp, c->fingerprint) != 0) {
     c->generation++;
-    memcpy(c->fingerprint, fp, sizeof fp);
+    memcpy(c->fingerprint, j->fp, sizeof c->fingerprint);
     c->stats.persist_error = persist(c);
   }
+  free(j);
   return 0;
+}
+
+int pd_catalog_refresh(pd_catalog *c) {
+  pd_catalog_job *j;
+  int r = pd_catalog_refresh_begin(c, &j);
+  if (r < 0) return r;
+  pd_catalog_refresh_work(j);
+  return pd_catalog_refresh_end(c, j);
 }
 
 /* ---------- fetch ---------- */
 
-int pd_catalog_read(pd_catalog *c, const char *id, uint64_t offset, size_t max_len,
-                    uint8_t **data, size_t *len) {
-  *data = NULL;
-  *len = 0;
+/* One fetch's work: a copy of what was listed (the entry may be replaced by
+ * a refresh while the worker runs) and the open base directory. Filled by
+ * begin (loop thread), used by the worker only, consumed by end. */
+struct pd_catalog_read_job {
+  int bfd;           /* the entry's root directory, O_DIRECTORY */
+  char *path;
+  char id[17];
+  char sha256[65];
+  uint64_t size;
+  dev_t dev;
+  ino_t ino;
+  int64_t mtime_ns;
+  int append_only;
+  uint64_t offset;
+  size_t max_len;
+  uint8_t *data;
+  size_t len;
+  int r;
+};
+
+int pd_catalog_read_begin(pd_catalog *c, const char *id, uint64_t offset, size_t max_len,
+                          pd_catalog_read_job **out) {
+  *out = NULL;
   const pd_catalog_entry *e = pd_catalog_find(c, id);
   if (!e) return -ENOENT;
   if (e->size > PD_CATALOG_FETCH_MAX) return -EFBIG;
   if (offset > e->size) return -EINVAL;
-  char *base = NULL;
-  if (e->root == PD_CATALOG_ROOT_SESSION) base = session_dir(c);
-  else base = strdup(c->home);
-  if (!base) return -ENOENT;
-  int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  pd_catalog_read_job *j = calloc(1, sizeof *j);
+  if (!j) return -ENOMEM;
+  j->bfd = -1;
+  if (!(j->path = strdup(e->path))) { free(j); return -ENOMEM; }
+  memcpy(j->id, e->id, sizeof j->id);
+  memcpy(j->sha256, e->sha256, sizeof j->sha256);
+  j->size = e->size;
+  j->dev = e->dev;
+  j->ino = e->ino;
+  j->mtime_ns = e->mtime_ns;
+  j->append_only = e->append_only;
+  j->offset = offset;
+  j->max_len = max_len;
+  /* The base is resolved now (loop thread): the session directory may
+   * change later, the entry belongs to the one listed. */
+  char *base = e->root == PD_CATALOG_ROOT_SESSION ? session_dir(c) : strdup(c->home);
+  j->bfd = base ? open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
   free(base);
-  if (bfd < 0) return -ENOENT;
-  int fd = pd_catalog_open_beneath(bfd, e->path);
-  close(bfd);
-  if (fd < 0) return fd == -EXDEV ? -ELOOP : fd;
+  if (j->bfd < 0) {
+    free(j->path);
+    free(j);
+    return -ENOENT;
+  }
+  *out = j;
+  return 0;
+}
+
+void pd_catalog_read_work(pd_catalog_read_job *j) {
+  int fd = pd_catalog_open_beneath(j->bfd, j->path);
+  if (fd < 0) { j->r = fd == -EXDEV ? -ELOOP : fd; return; }
   struct stat st;
   int r = 0;
   uint8_t *buf = NULL;
   if (fstat(fd, &st) != 0) { r = -errno; goto out; }
-  if (!S_ISREG(st.st_mode) || st.st_dev != e->dev || st.st_ino != e->ino) { r = -ESTALE; goto out; }
-  if (e->append_only ? (uint64_t)st.st_size < e->size
-                     : ((uint64_t)st.st_size != e->size || stat_mtime_ns(&st) != e->mtime_ns)) {
+  if (!S_ISREG(st.st_mode) || st.st_dev != j->dev || st.st_ino != j->ino) { r = -ESTALE; goto out; }
+  if (j->append_only ? (uint64_t)st.st_size < j->size
+                     : ((uint64_t)st.st_size != j->size || stat_mtime_ns(&st) != j->mtime_ns)) {
     r = -ESTALE;
     goto out;
   }
-  if (offset == 0) {
-    /* Re-hash the served range: the bytes must be the ones listed. */
+  if (j->offset == 0) {
+    /* Re-hash the served range: the bytes must be the ones listed. This may
+     * read up to PD_CATALOG_FETCH_MAX bytes, which is why it runs here and
+     * not on the loop thread. */
     char hex[PT_SHA256_HEX];
     size_t got = 0;
-    r = pt_sha256_fd(fd, (size_t)e->size, hex, &got);
+    r = pt_sha256_fd(fd, (size_t)j->size, hex, &got);
     if (r < 0) goto out;
-    if (got != e->size || strcmp(hex, e->sha256) != 0) { r = -ESTALE; goto out; }
+    if (got != j->size || strcmp(hex, j->sha256) != 0) { r = -ESTALE; goto out; }
   }
-  size_t want = max_len < PD_CATALOG_CHUNK_MAX ? max_len : PD_CATALOG_CHUNK_MAX;
-  if (want > e->size - offset) want = (size_t)(e->size - offset);
+  size_t want = j->max_len < PD_CATALOG_CHUNK_MAX ? j->max_len : PD_CATALOG_CHUNK_MAX;
+  if (want > j->size - j->offset) want = (size_t)(j->size - j->offset);
   buf = malloc(want ? want : 1);
   if (!buf) { r = -ENOMEM; goto out; }
   size_t got = 0;
   while (got < want) {
-    ssize_t n = pread(fd, buf + got, want - got, (off_t)(offset + got));
+    ssize_t n = pread(fd, buf + got, want - got, (off_t)(j->offset + got));
     if (n < 0) {
       if (errno == EINTR) continue;
       r = -errno;
@@ -671,13 +907,45 @@ int pd_catalog_read(pd_catalog *c, const char *id, uint64_t offset, size_t max_l
     if (n == 0) { r = -ESTALE; goto out; }
     got += (size_t)n;
   }
-  *data = buf;
-  *len = got;
+  j->data = buf;
+  j->len = got;
   buf = NULL;
 out:
   free(buf);
   close(fd);
+  j->r = r;
+}
+
+static void read_job_free(pd_catalog_read_job *j) {
+  if (!j) return;
+  if (j->bfd >= 0) close(j->bfd);
+  free(j->path);
+  free(j->data);
+  free(j);
+}
+
+int pd_catalog_read_end(pd_catalog_read_job *j, uint8_t **data, size_t *len) {
+  int r = j->r;
+  *data = NULL;
+  *len = 0;
+  if (r == 0) {
+    *data = j->data;
+    *len = j->len;
+    j->data = NULL;
+  }
+  read_job_free(j);
   return r;
+}
+
+int pd_catalog_read(pd_catalog *c, const char *id, uint64_t offset, size_t max_len,
+                    uint8_t **data, size_t *len) {
+  *data = NULL;
+  *len = 0;
+  pd_catalog_read_job *j;
+  int r = pd_catalog_read_begin(c, id, offset, max_len, &j);
+  if (r < 0) return r;
+  pd_catalog_read_work(j);
+  return pd_catalog_read_end(j, data, len);
 }
 
 /* ---------- IPC ---------- */
@@ -745,84 +1013,133 @@ static int only_keys(json_t *params, const char *const *allowed, const char **ba
   return 1;
 }
 
+int pd_catalog_list_params(json_t *params, int64_t *since, const char **code, char *msg,
+                           size_t msglen) {
+  *since = -1;
+  if (params && !json_is_object(params))
+    return fail(-EINVAL, code, msg, msglen, "params must be an object");
+  const char *bad = NULL;
+  static const char *const keys[] = {"since_generation", NULL};
+  if (params && !only_keys(params, keys, &bad))
+    return fail(-EINVAL, code, msg, msglen, "artifacts.list: unknown parameter \"%s\"", bad);
+  json_t *js = params ? json_object_get(params, "since_generation") : NULL;
+  if (js && !json_is_null(js) && (!json_is_integer(js) || json_integer_value(js) < 0))
+    return fail(-EINVAL, code, msg, msglen, "since_generation must be a non-negative integer");
+  if (js && json_is_integer(js)) *since = (int64_t)json_integer_value(js);
+  return 0;
+}
+
+int pd_catalog_list_result(pd_catalog *c, int64_t since, int refresh_err, json_t **result,
+                           const char **code, char *msg, size_t msglen) {
+  *result = NULL;
+  if (refresh_err < 0)
+    return fail(refresh_err, code, msg, msglen, "catalog refresh failed: %s",
+                strerror(-refresh_err));
+  int changed = since < 0 || (uint64_t)since != c->generation;
+  json_t *o = json_pack("{s:i, s:I, s:b}", "schema", PD_CATALOG_SCHEMA, "generation",
+                        (json_int_t)c->generation, "changed", changed);
+  if (!o) return fail(-ENOMEM, code, msg, msglen, "out of memory");
+  if (changed) {
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < c->n_entries; i++) {
+      json_t *ej = entry_json(&c->entries[i]);
+      if (!ej || json_array_append_new(arr, ej) != 0) { json_decref(arr); arr = NULL; }
+    }
+    if (!arr || json_object_set_new(o, "entries", arr) != 0) {
+      json_decref(o);
+      return fail(-ENOMEM, code, msg, msglen, "out of memory");
+    }
+  }
+  *result = o;
+  return 0;
+}
+
+int pd_catalog_fetch_begin(pd_catalog *c, json_t *params, pd_catalog_read_job **job,
+                           const char **code, char *msg, size_t msglen) {
+  *job = NULL;
+  const char *bad = NULL;
+  static const char *const keys[] = {"id", "offset", "length", NULL};
+  if (!params) return fail(-EINVAL, code, msg, msglen, "artifacts.fetch needs {\"id\"}");
+  if (!json_is_object(params)) return fail(-EINVAL, code, msg, msglen, "params must be an object");
+  if (!only_keys(params, keys, &bad))
+    return fail(-EINVAL, code, msg, msglen,
+                "artifacts.fetch: unknown parameter \"%s\" (artifacts are named by id only)", bad);
+  json_t *jid = json_object_get(params, "id");
+  json_t *joff = json_object_get(params, "offset");
+  json_t *jlen = json_object_get(params, "length");
+  if (!jid || !json_is_string(jid))
+    return fail(-EINVAL, code, msg, msglen, "artifacts.fetch: \"id\" must be a string");
+  if ((joff && (!json_is_integer(joff) || json_integer_value(joff) < 0)) ||
+      (jlen && (!json_is_integer(jlen) || json_integer_value(jlen) <= 0)))
+    return fail(-EINVAL, code, msg, msglen,
+                "artifacts.fetch: offset must be >= 0 and length > 0 integers");
+  const char *id = json_string_value(jid);
+  uint64_t off = joff ? (uint64_t)json_integer_value(joff) : 0;
+  size_t want = jlen ? (size_t)json_integer_value(jlen) : PD_CATALOG_CHUNK_MAX;
+  const pd_catalog_entry *e = pd_catalog_find(c, id);
+  if (!e) return fail(-ENOENT, code, msg, msglen, "no artifact with id \"%.40s\" (list again)", id);
+  if (e->size > PD_CATALOG_FETCH_MAX)
+    return fail(-EFBIG, code, msg, msglen, "artifact %s is %" PRIu64 " bytes, over the %" PRIu64
+                " MiB fetch limit", e->id, e->size, PD_CATALOG_FETCH_MAX >> 20);
+  int r = pd_catalog_read_begin(c, id, off, want, job);
+  if (r == -ENOENT)
+    return fail(r, code, msg, msglen,
+                "artifact %s changed or disappeared since it was listed; list again", e->id);
+  if (r == -EINVAL)
+    return fail(r, code, msg, msglen, "offset %" PRIu64 " is past the end (%" PRIu64 " bytes)",
+                off, e->size);
+  if (r < 0) return fail(r, code, msg, msglen, "reading artifact %s: %s", e->id, strerror(-r));
+  return 0;
+}
+
+int pd_catalog_fetch_end(pd_catalog_read_job *j, json_t **result, const char **code, char *msg,
+                         size_t msglen) {
+  *result = NULL;
+  char id[17];
+  char sha[65];
+  uint64_t size = j->size, off = j->offset;
+  memcpy(id, j->id, sizeof id);
+  memcpy(sha, j->sha256, sizeof sha);
+  uint8_t *data = NULL;
+  size_t len = 0;
+  int r = pd_catalog_read_end(j, &data, &len);
+  if (r == -ESTALE || r == -ELOOP || r == -ENOENT)
+    return fail(r, code, msg, msglen,
+                "artifact %s changed or disappeared since it was listed; list again", id);
+  if (r == -EINVAL)
+    return fail(r, code, msg, msglen, "offset %" PRIu64 " is past the end (%" PRIu64 " bytes)",
+                off, size);
+  if (r < 0) return fail(r, code, msg, msglen, "reading artifact %s: %s", id, strerror(-r));
+  char *b64 = base64(data, len);
+  free(data);
+  if (!b64) return fail(-ENOMEM, code, msg, msglen, "out of memory");
+  json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:I, s:b, s:s}", "id", id, "size",
+                        (json_int_t)size, "sha256", sha, "offset", (json_int_t)off,
+                        "length", (json_int_t)len, "eof", off + len >= size, "data_base64",
+                        b64);
+  free(b64);
+  if (!o) return fail(-ENOMEM, code, msg, msglen, "out of memory");
+  *result = o;
+  return 0;
+}
+
 int pd_catalog_call(pd_catalog *c, const char *method, json_t *params, json_t **result,
                     const char **code, char *msg, size_t msglen) {
   *result = NULL;
   if (params && !json_is_object(params))
     return fail(-EINVAL, code, msg, msglen, "params must be an object");
-  const char *bad = NULL;
   if (strcmp(method, "artifacts.list") == 0) {
-    static const char *const keys[] = {"since_generation", NULL};
-    if (params && !only_keys(params, keys, &bad))
-      return fail(-EINVAL, code, msg, msglen, "artifacts.list: unknown parameter \"%s\"", bad);
-    json_t *since = params ? json_object_get(params, "since_generation") : NULL;
-    if (since && !json_is_null(since) && (!json_is_integer(since) || json_integer_value(since) < 0))
-      return fail(-EINVAL, code, msg, msglen, "since_generation must be a non-negative integer");
-    int r = pd_catalog_refresh(c);
-    if (r < 0) return fail(r, code, msg, msglen, "catalog refresh failed: %s", strerror(-r));
-    int changed = !since || json_is_null(since) ||
-                  (uint64_t)json_integer_value(since) != c->generation;
-    json_t *o = json_pack("{s:i, s:I, s:b}", "schema", PD_CATALOG_SCHEMA, "generation",
-                          (json_int_t)c->generation, "changed", changed);
-    if (!o) return fail(-ENOMEM, code, msg, msglen, "out of memory");
-    if (changed) {
-      json_t *arr = json_array();
-      for (size_t i = 0; arr && i < c->n_entries; i++) {
-        json_t *ej = entry_json(&c->entries[i]);
-        if (!ej || json_array_append_new(arr, ej) != 0) { json_decref(arr); arr = NULL; }
-      }
-      if (!arr || json_object_set_new(o, "entries", arr) != 0) {
-        json_decref(o);
-        return fail(-ENOMEM, code, msg, msglen, "out of memory");
-      }
-    }
-    *result = o;
-    return 0;
+    int64_t since;
+    int r = pd_catalog_list_params(params, &since, code, msg, msglen);
+    if (r < 0) return r;
+    return pd_catalog_list_result(c, since, pd_catalog_refresh(c), result, code, msg, msglen);
   }
   if (strcmp(method, "artifacts.fetch") == 0) {
-    static const char *const keys[] = {"id", "offset", "length", NULL};
-    if (!params) return fail(-EINVAL, code, msg, msglen, "artifacts.fetch needs {\"id\"}");
-    if (!only_keys(params, keys, &bad))
-      return fail(-EINVAL, code, msg, msglen,
-                  "artifacts.fetch: unknown parameter \"%s\" (artifacts are named by id only)", bad);
-    json_t *jid = json_object_get(params, "id");
-    json_t *joff = json_object_get(params, "offset");
-    json_t *jlen = json_object_get(params, "length");
-    if (!jid || !json_is_string(jid))
-      return fail(-EINVAL, code, msg, msglen, "artifacts.fetch: \"id\" must be a string");
-    if ((joff && (!json_is_integer(joff) || json_integer_value(joff) < 0)) ||
-        (jlen && (!json_is_integer(jlen) || json_integer_value(jlen) <= 0)))
-      return fail(-EINVAL, code, msg, msglen,
-                  "artifacts.fetch: offset must be >= 0 and length > 0 integers");
-    const char *id = json_string_value(jid);
-    uint64_t off = joff ? (uint64_t)json_integer_value(joff) : 0;
-    size_t want = jlen ? (size_t)json_integer_value(jlen) : PD_CATALOG_CHUNK_MAX;
-    const pd_catalog_entry *e = pd_catalog_find(c, id);
-    if (!e) return fail(-ENOENT, code, msg, msglen, "no artifact with id \"%.40s\" (list again)", id);
-    if (e->size > PD_CATALOG_FETCH_MAX)
-      return fail(-EFBIG, code, msg, msglen, "artifact %s is %" PRIu64 " bytes, over the %" PRIu64
-                  " MiB fetch limit", e->id, e->size, PD_CATALOG_FETCH_MAX >> 20);
-    uint8_t *data = NULL;
-    size_t len = 0;
-    int r = pd_catalog_read(c, id, off, want, &data, &len);
-    if (r == -ESTALE || r == -ELOOP || r == -ENOENT)
-      return fail(r, code, msg, msglen,
-                  "artifact %s changed or disappeared since it was listed; list again", e->id);
-    if (r == -EINVAL)
-      return fail(r, code, msg, msglen, "offset %" PRIu64 " is past the end (%" PRIu64 " bytes)",
-                  off, e->size);
-    if (r < 0) return fail(r, code, msg, msglen, "reading artifact %s: %s", e->id, strerror(-r));
-    char *b64 = base64(data, len);
-    free(data);
-    if (!b64) return fail(-ENOMEM, code, msg, msglen, "out of memory");
-    json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:I, s:b, s:s}", "id", e->id, "size",
-                          (json_int_t)e->size, "sha256", e->sha256, "offset", (json_int_t)off,
-                          "length", (json_int_t)len, "eof", off + len >= e->size, "data_base64",
-                          b64);
-    free(b64);
-    if (!o) return fail(-ENOMEM, code, msg, msglen, "out of memory");
-    *result = o;
-    return 0;
+    pd_catalog_read_job *j;
+    int r = pd_catalog_fetch_begin(c, params, &j, code, msg, msglen);
+    if (r < 0) return r;
+    pd_catalog_read_work(j);
+    return pd_catalog_fetch_end(j, result, code, msg, msglen);
   }
   return fail(-ENOSYS, code, msg, msglen, "unknown method %s", method);
 }

@@ -26,9 +26,16 @@
  * prefix of `size` bytes that was hashed at listing time.
  *
  * Threads: a pd_catalog is used from the daemon's loop thread only (no
- * locking). Refresh and fetch do blocking file I/O on that thread: artifacts
- * are small (profiles are tens of KiB; fetch is capped) and listing happens
- * when a user opens the picker, not on a hot path.
+ * locking), except for the *_work functions below, which run on any one
+ * other thread (the daemon uses the libuv threadpool) and touch only their
+ * job object: a refresh job (directory scans and hashing) and a read job
+ * (the re-hash of a fetch at offset 0, up to PD_CATALOG_FETCH_MAX bytes, and
+ * the chunk read). The blocking-but-simple pd_catalog_refresh,
+ * pd_catalog_read and pd_catalog_call run all phases on the calling thread
+ * (unit tests, tools). While a refresh job is in flight (begin .. end) the
+ * catalog still serves its previous list (find, entry_at, read_begin), and
+ * set_session may be called; pd_catalog_del must not be (finish the job
+ * first: end, or let it complete and then del).
  *
  * Errors: functions return 0 or a negative errno-style code;
  * pd_catalog_errcode() maps one to the IPC error code.
@@ -78,6 +85,8 @@ typedef struct pd_catalog_stats {
   uint64_t refreshes;
   uint64_t files_hashed;   /* hash computations (cache misses) */
   uint64_t cache_hits;
+  uint64_t bytes_hashed;   /* bytes read for hashing by refreshes (append-only
+                              files: only what was appended since the last) */
   int persist_error;       /* last error writing catalog.json (0 = none) */
 } pd_catalog_stats;
 
@@ -104,6 +113,19 @@ int pd_catalog_set_session(pd_catalog *c, const char *session_dir);
  * persist catalog.json does not fail the refresh (see stats.persist_error). */
 int pd_catalog_refresh(pd_catalog *c);
 
+/* The same in three phases, for running the file work off the loop thread:
+ *  - pd_catalog_refresh_begin (loop thread): snapshots the session dir and
+ *    freezes the hash cache; *out is the job. -EBUSY if a job is already in
+ *    flight (one refresh at a time; callers coalesce), -ENOMEM.
+ *  - pd_catalog_refresh_work (any thread, once): scans and hashes.
+ *  - pd_catalog_refresh_end (loop thread): swaps the new list in, bumps and
+ *    persists the generation as pd_catalog_refresh does; frees the job;
+ *    returns the refresh's result (0 or -ENOMEM). */
+typedef struct pd_catalog_job pd_catalog_job;
+int pd_catalog_refresh_begin(pd_catalog *c, pd_catalog_job **out);
+void pd_catalog_refresh_work(pd_catalog_job *j);
+int pd_catalog_refresh_end(pd_catalog *c, pd_catalog_job *j);
+
 uint64_t pd_catalog_generation(const pd_catalog *c);
 size_t pd_catalog_count(const pd_catalog *c);
 /* Entry i (0-based) or NULL; borrowed, valid until the next refresh. */
@@ -126,6 +148,19 @@ void pd_catalog_get_stats(const pd_catalog *c, pd_catalog_stats *out);
 int pd_catalog_read(pd_catalog *c, const char *id, uint64_t offset, size_t max_len,
                     uint8_t **data, size_t *len);
 
+/* pd_catalog_read in three phases: begin (loop thread: looks up the entry,
+ * copies what was listed and opens its root directory; errors as for
+ * pd_catalog_read before any file of the entry is opened), work (any thread,
+ * once: opens, checks, re-hashes at offset 0 and reads the chunk), end (any
+ * thread: hands over *data and *len as pd_catalog_read does, frees the job,
+ * returns the result). The job does not reference the catalog, which may
+ * refresh or be freed while the job runs. */
+typedef struct pd_catalog_read_job pd_catalog_read_job;
+int pd_catalog_read_begin(pd_catalog *c, const char *id, uint64_t offset, size_t max_len,
+                          pd_catalog_read_job **out);
+void pd_catalog_read_work(pd_catalog_read_job *j);
+int pd_catalog_read_end(pd_catalog_read_job *j, uint8_t **data, size_t *len);
+
 /* Opens `relpath` beneath directory fd `dirfd` for reading, refusing
  * absolute paths, empty, "." and ".." components, and symlinks in any
  * component (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS where the kernel has
@@ -145,6 +180,23 @@ int pd_catalog_open_beneath(int dirfd, const char *relpath);
  *     {id, size, sha256, offset, length, eof, data_base64} */
 int pd_catalog_call(pd_catalog *c, const char *method, json_t *params, json_t **result,
                     const char **code, char *msg, size_t msglen);
+
+/* pd_catalog_call's pieces for an asynchronous daemon (loop thread, all):
+ * pd_catalog_list_params validates artifacts.list params (*since = -1: none);
+ * pd_catalog_list_result builds its result from the current list after a
+ * refresh that returned refresh_err; pd_catalog_fetch_begin validates
+ * artifacts.fetch params and starts a read job (*job, run
+ * pd_catalog_read_work on it); pd_catalog_fetch_end (any thread) turns the
+ * finished job into the result and frees it. Return 0 or a negative code
+ * with code/msg set, as pd_catalog_call. */
+int pd_catalog_list_params(json_t *params, int64_t *since, const char **code, char *msg,
+                           size_t msglen);
+int pd_catalog_list_result(pd_catalog *c, int64_t since, int refresh_err, json_t **result,
+                           const char **code, char *msg, size_t msglen);
+int pd_catalog_fetch_begin(pd_catalog *c, json_t *params, pd_catalog_read_job **job,
+                           const char **code, char *msg, size_t msglen);
+int pd_catalog_fetch_end(pd_catalog_read_job *j, json_t **result, const char **code, char *msg,
+                         size_t msglen);
 
 /* IPC error code for a negative code from this module. */
 const char *pd_catalog_errcode(int err);

@@ -9,7 +9,10 @@
  * disk, the log and telemetry; only a profiling daemon lists TUI snapshots
  * (see pd_catalog_refresh).
  *
- * Threads: loop thread only.
+ * Threads: pd_catalog_install on the loop thread. The methods answer
+ * asynchronously: refreshes and fetches do their file work on the libuv
+ * threadpool and reply from the loop thread (DESIGN block of
+ * pd_catalog_ipc.c).
  */
 #ifndef PD_CATALOG_IPC_H
 #define PD_CATALOG_IPC_H

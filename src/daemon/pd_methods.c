@@ -123,16 +123,17 @@ static void m_attach(pd_call *call, json_t *params, void *ctx) {
   (void)ctx;
   pd_session *s = need_session(call, params, "id");
   if (!s) return;
-  char path[4096], err[256];
-  snprintf(path, sizeof path, "%s/transcript.jsonl", s->dir);
-  json_t *tr = NULL;
-  int r = pd_transcript_read(path, &tr, NULL, err, sizeof err);
-  if (r == -ENOENT) {
-    tr = json_array();
-    r = 0;
-  }
+  char err[256];
+  json_t *hist = NULL, *tr = NULL;
+  /* The in-memory transcript (read from disk on first use only); a shallow
+   * copy, because entries may be dropped from the reply below. */
+  int r = pd_session_history(s, &hist, err, sizeof err);
   if (r < 0) {
     pd_call_error(call, "io_error", "cannot read the transcript of %s: %s", s->id, err);
+    return;
+  }
+  if (!(tr = json_copy(hist))) {
+    pd_call_error(call, "internal", "out of memory");
     return;
   }
   r = pd_store_set_active(pd_daemon_store(), s);

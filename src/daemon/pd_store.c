@@ -92,6 +92,7 @@ int pd_session_name_ok(const char *name) {
 static void session_free(pd_session *s) {
   if (!s) return;
   if (s->transcript_fd >= 0) close(s->transcript_fd);
+  json_decref(s->history);
   free(s->name);
   free(s->dir);
   free(s);
@@ -570,10 +571,13 @@ int pd_transcript_append(pd_session *s, int turn_id, const char *role, const cha
   char *line;
   size_t len;
   int r = pt_jsonl_dump(e, PD_TRANSCRIPT_MAX, &line, &len);
-  json_decref(e);
-  if (r < 0) return r == PT_JSONL_EOVERSIZE ? -EFBIG : r;
+  if (r < 0) {
+    json_decref(e);
+    return r == PT_JSONL_EOVERSIZE ? -EFBIG : r;
+  }
   char *path = path_join(s->dir, "transcript.jsonl");
   if (!path) {
+    json_decref(e);
     free(line);
     return -ENOMEM;
   }
@@ -581,6 +585,7 @@ int pd_transcript_append(pd_session *s, int turn_id, const char *role, const cha
     s->transcript_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (s->transcript_fd < 0) {
       r = -errno;
+      json_decref(e);
       free(path);
       free(line);
       return r;
@@ -598,7 +603,38 @@ int pd_transcript_append(pd_session *s, int turn_id, const char *role, const cha
   free(path);
   free(line);
   if (r == 0 && turn_id > s->turns) s->turns = turn_id;
+  /* Keep the in-memory copy equal to the file: add what was written; if
+   * anything is uncertain (append failed, out of memory), forget the copy
+   * so that the next pd_session_history reads the file again. */
+  if (s->history && (r < 0 || json_array_append(s->history, e) != 0)) {
+    json_decref(s->history);
+    s->history = NULL;
+  }
+  json_decref(e);
   return r;
+}
+
+int pd_session_history(pd_session *s, json_t **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (!s->history) {
+    char *path = path_join(s->dir, "transcript.jsonl");
+    if (!path) {
+      snprintf(err, errlen, "out of memory");
+      return -ENOMEM;
+    }
+    json_t *tr = NULL;
+    int r = pd_transcript_read(path, &tr, NULL, err, errlen);
+    free(path);
+    if (r == -ENOENT) {
+      tr = json_array();
+      r = tr ? 0 : -ENOMEM;
+      if (r < 0) snprintf(err, errlen, "out of memory");
+    }
+    if (r < 0) return r;
+    s->history = tr;
+  }
+  *out = s->history;
+  return 0;
 }
 
 static int g_fault_errno, g_fault_skip, g_fault_seen;

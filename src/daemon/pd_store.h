@@ -42,6 +42,10 @@ typedef struct pd_session {
   char *dir;               /* owned: <home>/sessions/<id> */
   int transcript_fd;       /* O_APPEND, opened lazily; -1 when closed */
   struct pd_turn *running; /* the running turn (pd_turn.c), NULL when idle */
+  json_t *history;         /* owned: the transcript's entries, loaded once by
+                              pd_session_history and extended by every
+                              successful pd_transcript_append; NULL = not
+                              loaded. Bounded like the file (PD_TRANSCRIPT_MAX). */
   struct pd_session *next;
 } pd_session;
 
@@ -111,6 +115,15 @@ int pd_transcript_read(const char *path, json_t **out, int *max_turn, char *err,
  * session unloadable at the next start. */
 int pd_transcript_append(pd_session *s, int turn_id, const char *role, const char *text,
                          const char *status);
+
+/* The session's transcript entries (as pd_transcript_read returns them),
+ * BORROWED: valid until the next pd_transcript_append on s or the session
+ * is freed; do not modify (json_copy it to edit). Read from the file on the
+ * first call only, then kept in memory and extended by appends, so turns
+ * and attaches do not re-read the whole transcript. A missing file is an
+ * empty transcript. Loop thread. Returns 0 or the pd_transcript_read error
+ * (err describes it; nothing is cached then). */
+int pd_session_history(pd_session *s, json_t **out, char *err, size_t errlen);
 
 /* Installs the fault-injection hook for transcript appends: honours
  * POLYTOKEN_FAULT_TRANSCRIPT_WRITE = "ENOSPC" | "EIO" | "<ERRNAME>:<N>" (fail

@@ -90,10 +90,13 @@ static void sink_done(void *ctx, pd_resp_status st, const char *error) {
 /* ---- the turn's own callback ---- */
 
 static json_t *build_messages(pd_turn *t) {
-  char path[4096], err[256];
-  snprintf(path, sizeof path, "%s/transcript.jsonl", t->s->dir);
+  char err[256];
   json_t *entries = NULL;
-  if (pd_transcript_read(path, &entries, NULL, err, sizeof err) < 0) {
+  /* The in-memory transcript (pd_store.h): read from disk once per
+   * session, not on every turn. */
+  if (pd_session_history(t->s, &entries, err, sizeof err) == 0) {
+    json_incref(entries);
+  } else {
     pd_warn("session %s: reading transcript for the responder: %s", t->s->id, err);
     entries = json_array();
     json_array_append_new(entries, json_pack("{s:s, s:s}", "role", "user", "text", t->user_text));

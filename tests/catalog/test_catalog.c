@@ -505,3 +505,106 @@ PT_TEST(catalog_state_root_profiles_without_session) {
   free(script); free(p); free(rootprof); free(as);
   fx_fini(&f);
 }
+
+/* The daemon log's hash is extended incrementally (only appended bytes are
+ * read) and always equals the SHA-256 of the listed prefix, also when a
+ * tail is cut back and rewritten with other bytes (telemetry's short-write
+ * repair), which must make the catalog hash from the start again. The
+ * three-phase refresh gives the same result as the one-shot one. */
+static const pd_catalog_entry *find_kind(pd_catalog *c, const char *kind) {
+  for (size_t i = 0; i < pd_catalog_count(c); i++)
+    if (strcmp(pd_catalog_entry_at(c, i)->kind, kind) == 0) return pd_catalog_entry_at(c, i);
+  return NULL;
+}
+
+static void file_prefix_sha(const char *path, uint64_t n, char hex[PT_SHA256_HEX]) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  PT_ASSERT(fd >= 0);
+  size_t got = 0;
+  PT_ASSERT_INT_EQ(pt_sha256_fd(fd, (size_t)n, hex, &got), 0);
+  PT_ASSERT_UINT_EQ(got, n);
+  close(fd);
+}
+
+PT_TEST(catalog_log_hash_incremental) {
+  fixture f;
+  fx_init(&f);
+  char *logs = cat3(f.home, "/logs", "");
+  PT_ASSERT(mkdir(logs, 0700) == 0);
+  char *log = cat3(logs, "/daemon.log", "");
+  int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  PT_ASSERT(fd >= 0);
+  char block[8192];
+  memset(block, 'a', sizeof block);
+  for (int i = 0; i < 64; i++) PT_ASSERT(write(fd, block, sizeof block) == (ssize_t)sizeof block);
+  pd_catalog *c;
+  PT_ASSERT_INT_EQ(pd_catalog_new(&c, f.home), 0);
+  pd_catalog_job *job;
+  PT_ASSERT_INT_EQ(pd_catalog_refresh_begin(c, &job), 0);
+  pd_catalog_job *job2;
+  PT_ASSERT_INT_EQ(pd_catalog_refresh_begin(c, &job2), -EBUSY); /* one at a time */
+  pd_catalog_refresh_work(job);
+  PT_ASSERT_INT_EQ(pd_catalog_refresh_end(c, job), 0);
+  const pd_catalog_entry *e = find_kind(c, "daemon-log");
+  PT_ASSERT(e != NULL);
+  PT_ASSERT_UINT_EQ(e->size, 64 * sizeof block);
+  char hex[PT_SHA256_HEX];
+  file_prefix_sha(log, e->size, hex);
+  PT_ASSERT_STR_EQ(e->sha256, hex);
+  pd_catalog_stats st0, st1;
+  pd_catalog_get_stats(c, &st0);
+
+  /* append 10 bytes: the next refresh reads just those */
+  PT_ASSERT(write(fd, "0123456789", 10) == 10);
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  pd_catalog_get_stats(c, &st1);
+  e = find_kind(c, "daemon-log");
+  PT_ASSERT_UINT_EQ(e->size, 64 * sizeof block + 10);
+  PT_ASSERT_UINT_EQ(st1.bytes_hashed - st0.bytes_hashed, 10);
+  file_prefix_sha(log, e->size, hex);
+  PT_ASSERT_STR_EQ(e->sha256, hex);
+
+  /* cut the last 5 bytes back and write 50 other ones: same inode, longer,
+   * but the old prefix changed: hashed from the start, still correct */
+  struct stat sb;
+  PT_ASSERT(fstat(fd, &sb) == 0);
+  PT_ASSERT(ftruncate(fd, sb.st_size - 5) == 0);
+  char other[50];
+  memset(other, 'z', sizeof other);
+  PT_ASSERT(write(fd, other, sizeof other) == (ssize_t)sizeof other);
+  pd_catalog_get_stats(c, &st0);
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  pd_catalog_get_stats(c, &st1);
+  e = find_kind(c, "daemon-log");
+  PT_ASSERT_UINT_EQ(e->size, 64 * sizeof block + 55);
+  PT_ASSERT_UINT_EQ(st1.bytes_hashed - st0.bytes_hashed, e->size);
+  file_prefix_sha(log, e->size, hex);
+  PT_ASSERT_STR_EQ(e->sha256, hex);
+
+  /* unchanged: nothing read, state carried over; then append works again */
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  PT_ASSERT(write(fd, "tail\n", 5) == 5);
+  pd_catalog_get_stats(c, &st0);
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  pd_catalog_get_stats(c, &st1);
+  PT_ASSERT_UINT_EQ(st1.bytes_hashed - st0.bytes_hashed, 5);
+  e = find_kind(c, "daemon-log");
+  file_prefix_sha(log, e->size, hex);
+  PT_ASSERT_STR_EQ(e->sha256, hex);
+
+  /* fetch of the log (offset 0 re-hash) in three phases */
+  pd_catalog_read_job *rj;
+  PT_ASSERT_INT_EQ(pd_catalog_read_begin(c, e->id, 0, 16, &rj), 0);
+  pd_catalog_read_work(rj);
+  uint8_t *data;
+  size_t len;
+  PT_ASSERT_INT_EQ(pd_catalog_read_end(rj, &data, &len), 0);
+  PT_ASSERT_UINT_EQ(len, 16);
+  PT_ASSERT_MEM_EQ(data, block, 16);
+  free(data);
+  close(fd);
+  pd_catalog_del(c);
+  free(log);
+  free(logs);
+  fx_fini(&f);
+}

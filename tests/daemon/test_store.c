@@ -250,3 +250,53 @@ PT_TEST(daemon_transcript_append_capped_at_loader_limit) {
   free(tpath);
   pt_rm_rf(home);
 }
+
+/* The in-memory transcript (pd_session_history) always equals what
+ * pd_transcript_read returns for the file: loaded once, then extended by
+ * successful appends only; a failed append leaves it equal to the file. */
+static int history_matches_file(pd_session *s) {
+  json_t *mem = NULL, *disk = NULL;
+  char err[128];
+  char *tp = join(s->dir, "transcript.jsonl");
+  int ok = pd_session_history(s, &mem, err, sizeof err) == 0 &&
+           pd_transcript_read(tp, &disk, NULL, err, sizeof err) == 0 && json_equal(mem, disk);
+  json_decref(disk);
+  free(tp);
+  return ok;
+}
+
+PT_TEST(daemon_session_history_follows_appends) {
+  char *home = pt_tmpdir("history");
+  pd_store *st;
+  PT_ASSERT_INT_EQ(pd_store_open(home, &st), 0);
+  pd_session *a;
+  PT_ASSERT_INT_EQ(pd_store_create(st, "h", &a), 0);
+  json_t *h = NULL;
+  char err[128];
+  PT_ASSERT_INT_EQ(pd_session_history(a, &h, err, sizeof err), 0); /* no file yet: empty */
+  PT_ASSERT_UINT_EQ(json_array_size(h), 0);
+  PT_ASSERT_INT_EQ(pd_transcript_append(a, 1, "user", "hello", NULL), 0);
+  PT_ASSERT_INT_EQ(pd_transcript_append(a, 1, "assistant", "hi there", "cancelled"), 0);
+  PT_ASSERT(history_matches_file(a));
+  PT_ASSERT_INT_EQ(pd_session_history(a, &h, err, sizeof err), 0);
+  PT_ASSERT_UINT_EQ(json_array_size(h), 2);
+  /* The copy is not re-read: bytes added behind the daemon's back are not
+   * seen (the daemon is the only writer of a transcript). */
+  char *tp = join(a->dir, "transcript.jsonl");
+  FILE *f = fopen(tp, "a");
+  PT_ASSERT(f != NULL);
+  fputs("{\"turn_id\":2,\"role\":\"user\",\"text\":\"x\",\"ts\":\"t\"}\n", f);
+  fclose(f);
+  PT_ASSERT_INT_EQ(pd_session_history(a, &h, err, sizeof err), 0);
+  PT_ASSERT_UINT_EQ(json_array_size(h), 2);
+  /* a failed append drops the copy; the next call reloads the file */
+  setenv("POLYTOKEN_FAULT_TRANSCRIPT_WRITE", "ENOSPC:0", 1);
+  pd_transcript_install_fault_hook();
+  PT_ASSERT_INT_EQ(pd_transcript_append(a, 3, "user", "lost", NULL), -ENOSPC);
+  pt_append_set_fault(NULL);
+  PT_ASSERT(history_matches_file(a));
+  PT_ASSERT_INT_EQ(pd_session_history(a, &h, err, sizeof err), 0);
+  PT_ASSERT_UINT_EQ(json_array_size(h), 3);
+  free(tp);
+  pd_store_del(st);
+}
