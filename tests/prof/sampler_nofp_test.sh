@@ -52,13 +52,14 @@ awk -v t="$t" 'BEGIN {exit !(t >= 20)}' || fail "too few samples ($t ms) to judg
 awk -v t="$t" -v x="$x" 'BEGIN {exit !(x * 10 < t)}' ||
   fail "$x of $t ms truncated (>= 10 %)"
 
-# The profile's comment on the unwind tables: libuv's and jansson's (at
-# least) were built on demand, none refused.
+# The profile's comment on the unwind tables: at least libuv's was built on
+# demand (the daemon's loop runs in it; which other libraries get sampled,
+# jansson for one, depends on the workload), none refused.
 line=$(top "$prof" | grep -m1 '^unwind tables:' || true)
 note "$line"
 built=$(sed -nE 's/.* ([0-9]+) tables built on demand.*/\1/p' <<<"$line")
 [ -n "$built" ] || fail "no 'unwind tables' comment in the profile"
-[ "$built" -ge 2 ] || fail "only $built tables built on demand (want libuv and jansson)"
+[ "$built" -ge 1 ] || fail "no table built on demand (want at least libuv's)"
 grep -q ' 0 failed' <<<"$line" || fail "a table failed: $line"
 
 traces=$(go tool pprof -symbolize=none -traces "$prof" 2>/dev/null)
