@@ -12,21 +12,8 @@
 #   - the thread_name label lets -tagfocus select the main thread.
 # Skips (77) when the sampler half of libptprof is not built yet or go is
 # missing.
-set -euo pipefail
-: "${PT_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-: "${PT_BUILD_PROF:=$PT_SRC/build/profile}"
-export PT_BUILD_PROF
-# shellcheck source=../lib.sh
-source "$PT_SRC/tests/lib.sh"
-
-LIB="$PT_BUILD_PROF/libptprof.so"
-PROG="$PT_BUILD_PROF/tests/prof/hotprog"
-VALIDATE="$PT_BUILD_PROF/tools/ptprof-validate"
-[ -f "$LIB" ] || fail "no $LIB (build with -Dprofiling=true)"
-[ -x "$PROG" ] || fail "no $PROG"
-[ -x "$VALIDATE" ] || fail "no $VALIDATE"
-command -v go >/dev/null || skip "go (golang-go) not installed"
-nm -D --defined-only "$LIB" | grep -qw ptprof_new || skip "libptprof.so has no sampler yet (ptprof_new not exported)"
+source "$(dirname "${BASH_SOURCE[0]}")/prof_lib.sh"
+prof_require hotprog
 
 WORK=$(mktemp -d "$TMPDIR/pprof-hotprog.XXXXXX")
 PIDS=()

@@ -11,19 +11,8 @@
 #   3. periodic snapshots (PTPROF_INTERVAL) with retention (PTPROF_KEEP);
 #   4. fork: a forked child (no exec) stops sampling: it writes no file, and
 #      the parent's snapshot never contains the child's work.
-set -euo pipefail
-: "${PT_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-: "${PT_BUILD_PROF:=$PT_SRC/build/profile}"
-export PT_BUILD_PROF
-# shellcheck source=../lib.sh
-source "$PT_SRC/tests/lib.sh"
-
-LIB="$PT_BUILD_PROF/libptprof.so"
-PROG="$PT_BUILD_PROF/tests/prof/sampler_prog"
-VALIDATE="$PT_BUILD_PROF/tools/ptprof-validate"
-[ -f "$LIB" ] || fail "no $LIB (build with -Dprofiling=true)"
-[ -x "$PROG" ] || fail "no $PROG"
-command -v go >/dev/null || skip "go (golang-go) not installed"
+source "$(dirname "${BASH_SOURCE[0]}")/prof_lib.sh"
+prof_require sampler_prog
 
 WORK=$(mktemp -d "$TMPDIR/sampler-preload.XXXXXX")
 PIDS=()

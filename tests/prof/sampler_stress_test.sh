@@ -6,19 +6,8 @@
 # periodic dumps every second, for 8 seconds. It must neither crash nor
 # deadlock: the run is bounded (20 s) and must exit 0; every snapshot it
 # leaves must be readable by `go tool pprof` (and the dump side's validator).
-set -euo pipefail
-: "${PT_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-: "${PT_BUILD_PROF:=$PT_SRC/build/profile}"
-export PT_BUILD_PROF
-# shellcheck source=../lib.sh
-source "$PT_SRC/tests/lib.sh"
-
-LIB="$PT_BUILD_PROF/libptprof.so"
-PROG="$PT_BUILD_PROF/tests/prof/sampler_prog"
-VALIDATE="$PT_BUILD_PROF/tools/ptprof-validate"
-[ -f "$LIB" ] || fail "no $LIB (build with -Dprofiling=true)"
-[ -x "$PROG" ] || fail "no $PROG"
-command -v go >/dev/null || skip "go (golang-go) not installed"
+source "$(dirname "${BASH_SOURCE[0]}")/prof_lib.sh"
+prof_require sampler_prog
 
 WORK=$(mktemp -d "$TMPDIR/sampler-stress.XXXXXX")
 PIDS=()
