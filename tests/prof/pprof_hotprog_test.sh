@@ -10,18 +10,11 @@
 #     (at least 90 % of it: the unwinder must get from libc back to the
 #     caller);
 #   - the thread_name label lets -tagfocus select the main thread.
-# Skips (77) when the sampler half of libptprof is not built yet or go is
-# missing.
+# Skips (77) only when go is missing.
 source "$(dirname "${BASH_SOURCE[0]}")/prof_lib.sh"
 prof_require hotprog
 
-WORK=$(mktemp -d "$TMPDIR/pprof-hotprog.XXXXXX")
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+prof_workdir pprof-hotprog
 
 # 999 Hz for enough samples in 3 CPU seconds; final snapshot at exit.
 env PTPROF_DIR="$WORK/snap" PTPROF_PREFIX="hotprog-" PTPROF_HZ=999 PTPROF_KEEP=4 \

@@ -19,3 +19,18 @@ prof_require() {
   nm -D --defined-only "$LIB" | grep -qw ptprof_new || fail "libptprof.so does not export ptprof_new"
   command -v go >/dev/null || skip "go (golang-go) not installed"
 }
+
+# prof_workdir TAG: a private WORK directory, and an EXIT trap that kills
+# every pid in PIDS (as a process group first, for runs started with setsid,
+# so their forked children go too), removes WORK and runs lib.sh's cleanup.
+prof_workdir() {
+  WORK=$(mktemp -d "$TMPDIR/$1.XXXXXX")
+  PIDS=()
+  trap prof_cleanup EXIT
+}
+prof_cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill -KILL -- -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true; done
+  rm -rf "$WORK"
+  pt_cleanup
+}

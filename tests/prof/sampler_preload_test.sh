@@ -14,13 +14,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/prof_lib.sh"
 prof_require sampler_prog
 
-WORK=$(mktemp -d "$TMPDIR/sampler-preload.XXXXXX")
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+prof_workdir sampler-preload
 
 PP=(go tool pprof -symbolize=none -nodefraction=0 -sample_index=samples)
 

@@ -9,14 +9,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/prof_lib.sh"
 prof_require sampler_prog
 
-WORK=$(mktemp -d "$TMPDIR/sampler-stress.XXXXXX")
-PIDS=()
-cleanup() {
-  # the run is a process group leader (setsid): its forked children go too
-  for p in "${PIDS[@]}"; do kill -KILL -- -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+prof_workdir sampler-stress
 
 # setsid: a deadlocked run and every child it forked can be killed as a group.
 setsid env PTPROF_DIR="$WORK/snap" PTPROF_PREFIX=stress- PTPROF_HZ=2000 PTPROF_INTERVAL=1 \

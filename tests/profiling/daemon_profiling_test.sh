@@ -51,7 +51,6 @@ for f in "$dir"/daemon-profile-*.pb.gz; do
 done
 
 # Stop: the final snapshot is logged before telemetry and the log close.
-before=$(ls "$dir" | grep -c '^daemon-profile-')
 "$B/polytoken" daemon stop >/dev/null || fail "daemon stop failed"
 wait_for 30 bash -c "! kill -0 $DAEMON_PID" || fail "daemon did not exit"
 log=$POLYTOKEN_HOME/logs/daemon.log

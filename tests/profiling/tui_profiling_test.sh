@@ -46,7 +46,6 @@ assert f["time_nanos"] >= int(sys.argv[2]) - 200_000_000, (f, sys.argv[2])
 PY
 
 # Quit: the terminal is restored, then the final snapshot is written.
-before=$(ls "$dir" | grep -c '^tui-profile-')
 newest_before=$(ls "$dir" | grep '^tui-profile-' | sort | tail -1)
 T send-keys F10
 wait_screen "EXIT=0"
