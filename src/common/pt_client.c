@@ -13,6 +13,8 @@
  *    daemon cannot grow a CLI that does not read events.
  */
 #include "common/pt_client.h"
+#include "common/pt_file.h"
+#include "common/pt_home.h"
 #include "common/pt_jsonl.h"
 
 #include <errno.h>
@@ -85,18 +87,8 @@ static int64_t now_ms(void) {
 /* ---- paths ---- */
 
 char *pt_client_home(void) {
-  const char *h = getenv("POLYTOKEN_HOME");
-  char *out = NULL;
-  if (h && *h) return strdup(h);
-  const char *xdg = getenv("XDG_STATE_HOME");
-  if (xdg && *xdg) {
-    if (asprintf(&out, "%s/polytoken", xdg) < 0) return NULL;
-    return out;
-  }
-  const char *home = getenv("HOME");
-  if (!home || !*home) return NULL;
-  if (asprintf(&out, "%s/.local/state/polytoken", home) < 0) return NULL;
-  return out;
+  char *h = NULL;
+  return pt_home_resolve(NULL, &h, NULL, 0) == 0 ? h : NULL;
 }
 
 static int is_exec_file(const char *p) {
@@ -134,27 +126,6 @@ char *pt_client_find_daemon(void) {
   }
   free(copy);
   return NULL;
-}
-
-/* mkdir -p with mode 0700 for the components we create. */
-static int mkdir_p(const char *path) {
-  char *p = strdup(path);
-  if (!p) return -ENOMEM;
-  for (char *s = p + 1; ; s++) {
-    if (*s == '/' || *s == '\0') {
-      char c = *s;
-      *s = '\0';
-      if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-        int e = errno;
-        free(p);
-        return -e;
-      }
-      *s = c;
-      if (!c) break;
-    }
-  }
-  free(p);
-  return 0;
 }
 
 int pt_client_id_str(const json_t *v, char *buf, size_t n) {
@@ -580,36 +551,49 @@ static int try_connect(const pt_client *c) {
   return fd;
 }
 
+/* The descriptor number the daemon gets its startup-error pipe on
+ * (`polytokend --error-fd 3`, see docs/daemon.md). */
+#define DAEMON_ERROR_FD 3
+
 /* Spawns polytokend detached. Double fork so the daemon is never our child
  * (no zombie in a long-running TUI); the grandchild pid comes back through a
- * pipe. Returns the daemon pid or a negative errno with err filled. */
-static pid_t spawn_daemon(pt_client *c, const char *log_path, pt_client_error *err) {
+ * pipe. *errfd_out receives the read end (O_NONBLOCK, caller closes) of a
+ * second pipe whose write end the daemon holds as fd DAEMON_ERROR_FD: it
+ * writes its fatal startup error there and closes it once it listens, so
+ * the reason reaches us even when nothing can be written to the disk.
+ * Returns the daemon pid or a negative errno with err filled. */
+static pid_t spawn_daemon(pt_client *c, const char *log_path, int *errfd_out,
+                          pt_client_error *err) {
+  *errfd_out = -1;
   char *exe = pt_client_find_daemon();
   if (!exe) {
     pt_client_error_set(err, "daemon_start_failed",
             "cannot find polytokend (set POLYTOKEN_DAEMON or put it on PATH)");
     return -ENOENT;
   }
-  int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (logfd < 0) {
-    int e = errno;
-    pt_client_error_set(err, "daemon_start_failed", "cannot open %s: %s", log_path, strerror(e));
-    free(exe);
-    return -e;
-  }
-  int pfd[2];
-  if (pipe2(pfd, O_CLOEXEC) != 0) {
+  /* Not fatal: on a full or read-only disk the daemon still starts (or
+   * says why it cannot through the error pipe); its stderr then goes
+   * nowhere. */
+  int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (logfd < 0) logfd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  int pfd[2], efd[2] = {-1, -1};
+  if (pipe2(pfd, O_CLOEXEC) != 0 || pipe2(efd, O_CLOEXEC) != 0) {
     int e = errno;
     pt_client_error_set(err, "daemon_start_failed", "pipe: %s", strerror(e));
-    close(logfd);
+    if (efd[0] < 0) { close(pfd[0]); close(pfd[1]); }
+    if (logfd >= 0) close(logfd);
     free(exe);
     return -e;
   }
+  char errfd_arg[16];
+  snprintf(errfd_arg, sizeof errfd_arg, "%d", DAEMON_ERROR_FD);
   pid_t mid = fork();
   if (mid < 0) {
     int e = errno;
     pt_client_error_set(err, "daemon_start_failed", "fork: %s", strerror(e));
-    close(pfd[0]); close(pfd[1]); close(logfd); free(exe);
+    close(pfd[0]); close(pfd[1]); close(efd[0]); close(efd[1]);
+    if (logfd >= 0) close(logfd);
+    free(exe);
     return -e;
   }
   if (mid == 0) {
@@ -620,8 +604,14 @@ static pid_t spawn_daemon(pt_client *c, const char *log_path, pt_client_error *e
     if (d == 0) {
       int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
       if (devnull >= 0) dup2(devnull, 0); /* dup2 clears CLOEXEC on fd 0 */
-      dup2(logfd, 1);
-      dup2(logfd, 2);
+      if (logfd >= 0) {
+        dup2(logfd, 1);
+        dup2(logfd, 2);
+      }
+      /* efd[1] is >= 3 (0-2 are taken), so dup2 never clobbers 0-2;
+       * dup2 onto itself would keep CLOEXEC, hence the fcntl. */
+      if (efd[1] == DAEMON_ERROR_FD) fcntl(efd[1], F_SETFD, 0);
+      else dup2(efd[1], DAEMON_ERROR_FD);
       /* Default signal dispositions and an empty signal mask for the
        * daemon: the mask survives exec, and a TUI thread that blocked
        * SIGTERM/SIGINT would otherwise hand the daemon a mask in which
@@ -633,10 +623,11 @@ static pid_t spawn_daemon(pt_client *c, const char *log_path, pt_client_error *e
       sigset_t none;
       sigemptyset(&none);
       sigprocmask(SIG_SETMASK, &none, NULL);
-      char *argv[] = {exe, (char *)"--home", c->home, NULL};
+      char *argv[] = {exe, (char *)"--home", c->home, (char *)"--error-fd", errfd_arg, NULL};
       execv(exe, argv);
       static const char msg[] = "polytoken: exec polytokend failed\n";
       ssize_t w = write(2, msg, sizeof msg - 1);
+      w = write(DAEMON_ERROR_FD, msg, sizeof msg - 1);
       (void)w;
       _exit(127);
     }
@@ -645,7 +636,8 @@ static pid_t spawn_daemon(pt_client *c, const char *log_path, pt_client_error *e
     _exit(d < 0 ? 1 : 0);
   }
   close(pfd[1]);
-  close(logfd);
+  close(efd[1]);
+  if (logfd >= 0) close(logfd);
   free(exe);
   pid_t daemon_pid = -1;
   ssize_t r;
@@ -654,10 +646,41 @@ static pid_t spawn_daemon(pt_client *c, const char *log_path, pt_client_error *e
   int st;
   while (waitpid(mid, &st, 0) < 0 && errno == EINTR) {}
   if (r != (ssize_t)sizeof daemon_pid || daemon_pid <= 0) {
+    close(efd[0]);
     pt_client_error_set(err, "daemon_start_failed", "could not fork polytokend");
     return -ECHILD;
   }
+  fcntl(efd[0], F_SETFL, fcntl(efd[0], F_GETFL) | O_NONBLOCK);
+  *errfd_out = efd[0];
   return daemon_pid;
+}
+
+/* Reads what the daemon wrote to its error pipe so far (non-blocking)
+ * into buf (NUL-terminated, at most cap - 1 bytes kept). Returns 1 at EOF
+ * (the daemon closed it: listening, or exited), else 0. */
+static int read_daemon_errors(int fd, char *buf, size_t cap, size_t *len) {
+  for (;;) {
+    char tmp[512];
+    ssize_t n = read(fd, tmp, sizeof tmp);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return 0; /* EAGAIN: nothing more yet */
+    if (n == 0) return 1;
+    size_t room = cap - 1 - *len;
+    size_t k = (size_t)n < room ? (size_t)n : room;
+    memcpy(buf + *len, tmp, k);
+    *len += k;
+    buf[*len] = '\0';
+  }
+}
+
+/* The first non-empty line of the daemon's startup errors, in line (cap
+ * bytes), or "" if it wrote none. */
+static void first_line(const char *text, char *line, size_t cap) {
+  while (*text == '\n') text++;
+  size_t n = strcspn(text, "\n");
+  if (n >= cap) n = cap - 1;
+  memcpy(line, text, n);
+  line[n] = '\0';
 }
 
 /* 1 if pid is gone or a zombie (its parent, init or a subreaper, may not have
@@ -704,32 +727,48 @@ static int start_timeout_ms(void) {
   return 10000;
 }
 
+typedef struct start_state {
+  int errfd;           /* read end of the current daemon's error pipe, or -1 */
+  char errors[2048];   /* what that daemon wrote to it */
+  size_t errors_len;
+} start_state;
+
+/* (Re)spawns and starts watching the new daemon's error pipe. */
+static pid_t start_one(pt_client *c, const char *log_path, start_state *ss, pt_client_error *err) {
+  if (ss->errfd >= 0) close(ss->errfd);
+  ss->errors_len = 0;
+  ss->errors[0] = '\0';
+  return spawn_daemon(c, log_path, &ss->errfd, err);
+}
+
 static int autostart(pt_client *c, int *fd_out, pt_client_error *err) {
-  char *logs = NULL, *log_path = NULL;
-  int rc = mkdir_p(c->home);
+  char *logs = NULL, *log_path = NULL, msg[512];
+  int rc = pt_home_prepare(c->home, NULL, msg, sizeof msg);
   if (rc < 0) {
-    pt_client_error_set(err, "daemon_start_failed", "cannot create %s: %s", c->home, strerror(-rc));
+    pt_client_error_set(err, "daemon_start_failed", "%s", msg);
     return rc;
   }
   if (asprintf(&logs, "%s/logs", c->home) < 0) return -ENOMEM;
   if (asprintf(&log_path, "%s/daemon.stderr", logs) < 0) { free(logs); return -ENOMEM; }
-  rc = mkdir_p(logs);
+  rc = pt_mkdir_p(logs, 0700);
   free(logs);
   if (rc < 0) {
     pt_client_error_set(err, "daemon_start_failed", "cannot create the log directory: %s", strerror(-rc));
     free(log_path);
     return rc;
   }
+  start_state ss = {.errfd = -1};
   /* The home goes to the daemon as --home (no setenv: the process
    * environment is not ours to change, and other threads may read it). */
-  pid_t pid = spawn_daemon(c, log_path, err);
+  pid_t pid = start_one(c, log_path, &ss, err);
   if (pid < 0) { free(log_path); return pid; }
   int limit = start_timeout_ms();
   int64_t deadline = now_ms() + limit;
   int dead_checks = 0;
   for (;;) {
     int fd = try_connect(c);
-    if (fd >= 0) { *fd_out = fd; free(log_path); return 0; }
+    if (fd >= 0) { *fd_out = fd; rc = 0; goto out; }
+    if (ss.errfd >= 0) read_daemon_errors(ss.errfd, ss.errors, sizeof ss.errors, &ss.errors_len);
     pid_t holder = pt_client_pid_gone(pid) ? lock_holder(c) : 0;
     if (holder > 0 && holder != pid) {
       /* Ours exited because another daemon holds the lock: one that is
@@ -738,13 +777,13 @@ static int autostart(pt_client *c, int *fd_out, pt_client_error *err) {
        * until that one listens or is gone; if gone, start ours again. */
       while (!pt_client_pid_gone(holder) && now_ms() < deadline) {
         fd = try_connect(c);
-        if (fd >= 0) { *fd_out = fd; free(log_path); return 0; }
+        if (fd >= 0) { *fd_out = fd; rc = 0; goto out; }
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
       }
       if (now_ms() < deadline) {
-        pid = spawn_daemon(c, log_path, err);
-        if (pid < 0) { free(log_path); return pid; }
+        pid = start_one(c, log_path, &ss, err);
+        if (pid < 0) { rc = pid; goto out; }
         dead_checks = 0;
         continue;
       }
@@ -752,19 +791,31 @@ static int autostart(pt_client *c, int *fd_out, pt_client_error *err) {
     /* A daemon that exited may have lost a start race to another one that
      * is about to listen: allow a few more attempts before giving up. */
     if (pt_client_pid_gone(pid) && ++dead_checks > 25) {
-      pt_client_error_set(err, "daemon_start_failed", "polytokend exited during startup; see %s", log_path);
-      free(log_path);
-      return -ECHILD;
+      char line[400];
+      if (ss.errfd >= 0) read_daemon_errors(ss.errfd, ss.errors, sizeof ss.errors, &ss.errors_len);
+      first_line(ss.errors, line, sizeof line);
+      if (line[0])
+        pt_client_error_set(err, "daemon_start_failed", "polytokend exited during startup: %s (log: %s)",
+                            line, log_path);
+      else
+        pt_client_error_set(err, "daemon_start_failed",
+                            "polytokend exited during startup without saying why; see %s", log_path);
+      rc = -ECHILD;
+      goto out;
     }
     if (now_ms() >= deadline) {
       pt_client_error_set(err, "daemon_start_failed",
               "polytokend did not open its socket within %d ms; see %s", limit, log_path);
-      free(log_path);
-      return -ETIMEDOUT;
+      rc = -ETIMEDOUT;
+      goto out;
     }
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
+out:
+  if (ss.errfd >= 0) close(ss.errfd);
+  free(log_path);
+  return rc;
 }
 
 int pt_client_connect(pt_client *c, int autostart_daemon, int timeout_ms, pt_client_error *err) {

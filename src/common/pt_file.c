@@ -5,28 +5,130 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#ifdef __has_include
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#define PT_HAVE_OPENAT2_H 1
+#endif
+#endif
 
 int pt_mkdir_p(const char *path, mode_t mode) {
   char buf[PATH_MAX];
   size_t n = strlen(path);
-  if (n == 0 || n >= sizeof buf) return -ENAMETOOLONG;
+  if (n == 0) return -EINVAL;
+  if (n >= sizeof buf) return -ENAMETOOLONG;
   memcpy(buf, path, n + 1);
   for (size_t i = 1; i <= n; i++) {
     if (buf[i] != '/' && buf[i] != 0) continue;
     char c = buf[i];
     buf[i] = 0;
-    if (mkdir(buf, mode) != 0 && errno != EEXIST) return -errno;
+    if (mkdir(buf, mode) == 0) {
+      /* The umask narrowed (or a caller's mode of 0700 kept) the mode:
+       * make it exactly what was asked for. */
+      if (chmod(buf, mode) != 0) return -errno;
+    } else if (errno != EEXIST) {
+      return -errno;
+    }
     struct stat st;
     if (stat(buf, &st) != 0) return -errno;
     if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
     buf[i] = c;
   }
   return 0;
+}
+
+/* 0 when relpath is one or more plain names joined by single slashes. */
+static int plain_relpath(const char *relpath) {
+  if (!relpath || !*relpath || relpath[0] == '/') return -EINVAL;
+  const char *p = relpath;
+  while (*p) {
+    const char *s = strchr(p, '/');
+    size_t n = s ? (size_t)(s - p) : strlen(p);
+    if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+      return -EINVAL;
+    if (!s) break;
+    p = s + 1;
+    if (!*p) return -EINVAL; /* trailing slash */
+  }
+  return 0;
+}
+
+int pt_open_beneath(int dirfd, const char *relpath, int flags) {
+  /* Reject every "." / ".." / empty component up front, whatever the kernel
+   * would do with them: our paths are always plain names. */
+  int r = plain_relpath(relpath);
+  if (r < 0) return r;
+  flags |= O_NOFOLLOW | O_CLOEXEC;
+#if defined(PT_HAVE_OPENAT2_H) && defined(SYS_openat2)
+  struct open_how how;
+  memset(&how, 0, sizeof how);
+  how.flags = (uint64_t)flags;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long ofd = syscall(SYS_openat2, dirfd, relpath, &how, sizeof how);
+  if (ofd >= 0) return (int)ofd;
+  if (errno == EXDEV) return -ELOOP; /* escaping the root: only via a link here */
+  if (errno != ENOSYS && errno != EPERM) return -errno; /* EPERM: seccomp filters */
+#endif
+  /* Fallback: one component at a time, never following a symlink. */
+  char *copy = strdup(relpath);
+  if (!copy) return -ENOMEM;
+  int cur = dirfd;
+  char *save = NULL;
+  char *comp = strtok_r(copy, "/", &save);
+  while (comp) {
+    char *next = strtok_r(NULL, "/", &save);
+    int fl = next ? (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : flags;
+    int fd = openat(cur, comp, fl);
+    int e = errno;
+    if (cur != dirfd) close(cur);
+    if (fd < 0) {
+      /* O_PATH|O_NOFOLLOW|O_DIRECTORY on a symlink gives ENOTDIR. */
+      r = (e == ENOTDIR && next) ? -ELOOP : -e;
+      cur = -1;
+      break;
+    }
+    cur = fd;
+    comp = next;
+  }
+  free(copy);
+  return r < 0 ? r : cur;
+}
+
+int pt_mkdir_beneath(int dirfd, const char *relpath, mode_t mode) {
+  int r = plain_relpath(relpath);
+  if (r < 0) return r;
+  char *copy = strdup(relpath);
+  if (!copy) return -ENOMEM;
+  int cur = dirfd;
+  char *save = NULL;
+  for (char *comp = strtok_r(copy, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+    int created = mkdirat(cur, comp, mode) == 0;
+    if (!created && errno != EEXIST) { r = -errno; break; }
+    int fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    if (fd < 0) {
+      r = e == ENOTDIR ? -ENOTDIR : e == ELOOP ? -ELOOP : -e;
+      break;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (created && fchmod(fd, mode) != 0)) {
+      r = -errno;
+      close(fd);
+      break;
+    }
+    if (cur != dirfd) close(cur);
+    cur = fd;
+  }
+  if (r < 0 && cur != dirfd) close(cur);
+  free(copy);
+  return r < 0 ? r : cur;
 }
 
 int pt_fsync_dir(const char *dir) {
@@ -56,9 +158,10 @@ int pt_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
   if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
     return -ENAMETOOLONG;
   snprintf(dir, sizeof dir, "%s", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return -errno;
-  int r = write_all(fd, data, len);
+  int r = fchmod(fd, mode) == 0 ? 0 : -errno; /* exactly mode, whatever the umask */
+  if (r == 0) r = write_all(fd, data, len);
   if (r == 0 && fsync(fd) != 0) r = -errno;
   if (close(fd) != 0 && r == 0) r = -errno;
   if (r == 0 && rename(tmp, path) != 0) r = -errno;

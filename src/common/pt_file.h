@@ -15,9 +15,31 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* mkdir -p with `mode` for each created component. Existing directories are
- * fine; an existing non-directory gives -ENOTDIR. */
+/* mkdir -p: the one implementation every program uses. Each component it
+ * creates gets exactly `mode` whatever the umask (mkdir, then chmod of the
+ * new directory); existing directories are left as they are (callers that
+ * own a directory tighten it themselves, see pt_home_prepare). An existing
+ * non-directory gives -ENOTDIR; a path of PATH_MAX bytes or more
+ * -ENAMETOOLONG. */
 int pt_mkdir_p(const char *path, mode_t mode);
+
+/* Opens `relpath` beneath the directory fd `dirfd` with `flags` (O_RDONLY,
+ * O_DIRECTORY, O_PATH, ...; O_NOFOLLOW and O_CLOEXEC are always added),
+ * refusing absolute paths, empty, "." and ".." components and a symlink in
+ * any component: openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS) through syscall(), and where the kernel lacks it
+ * (ENOSYS, or EPERM from a seccomp filter) a walk that opens each
+ * component with O_NOFOLLOW. Returns an fd (caller closes), -EINVAL for a
+ * path that is not plain names, -ELOOP for a symlink on the path, or
+ * another negative errno. Any thread. */
+int pt_open_beneath(int dirfd, const char *relpath, int flags);
+
+/* mkdir -p of `relpath` beneath `dirfd` (same path rules as
+ * pt_open_beneath: no symlink is ever followed, nothing outside dirfd is
+ * touched). Created components get exactly `mode`. Returns an O_DIRECTORY
+ * fd of the last component (caller closes), -ENOTDIR / -ELOOP when a
+ * component is a non-directory or a symlink, or another negative errno. */
+int pt_mkdir_beneath(int dirfd, const char *relpath, mode_t mode);
 
 /* fsyncs a directory (after creating, renaming or removing entries in it). */
 int pt_fsync_dir(const char *dir);
@@ -25,7 +47,8 @@ int pt_fsync_dir(const char *dir);
 /* Atomically replaces `path` with `len` bytes of `data`: writes
  * "<path>.tmp.<pid>" in the same directory, fsyncs it, renames it over path,
  * fsyncs the directory. On failure the old file is untouched and the
- * temporary is removed. mode: permissions of the new file. */
+ * temporary is removed. mode: permissions of the new file, exactly (set with
+ * fchmod, so the umask does not widen or narrow them). */
 int pt_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
 /* Reads a whole regular file into a malloc'd, NUL-terminated buffer (*out,

@@ -3,12 +3,16 @@
  * Runs in the foreground (the CLI starts it detached); stops on SIGTERM,
  * SIGINT or the daemon.stop request. See docs/daemon.md.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "pt_config.h"
+#include "common/pt_home.h"
 #include "common/pt_version.h"
 #include "daemon/pd_catalog_ipc.h"
 #include "daemon/pd_daemon.h"
@@ -27,11 +31,40 @@ static void usage(FILE *f) {
           "\n"
           "  --home DIR  state root (default: $POLYTOKEN_HOME, else\n"
           "              ${XDG_STATE_HOME:-$HOME/.local/state}/polytoken)\n"
+          "  --error-fd N  write a fatal startup error to descriptor N too, and\n"
+          "              close N once listening (the CLI's auto-start uses it)\n"
           "  --version   print the version and exit\n"
           "  --help      print this help and exit\n"
           "\n"
           "Environment: POLYTOKEN_RESPONDER_CMD, POLYTOKEN_RESPONDER_DELAY_MS,\n"
           "POLYTOKEN_RESPONDER_TIMEOUT_MS, POLYTOKEN_TELEMETRY_INTERVAL_MS (docs/daemon.md).\n");
+}
+
+/* Startup-error pipe (--error-fd): the CLI that started us reads the reason
+ * from it, which reaches it even when the disk is too full for
+ * logs/daemon.stderr. -1: none. Closed once we listen. */
+static int g_error_fd = -1;
+
+/* Writes a fatal startup error line, whole in one write, to the error pipe. */
+static void tell_starter(const char *line) {
+  if (g_error_fd >= 0) {
+    char buf[1100];
+    int n = snprintf(buf, sizeof buf, "%s\n", line);
+    if (n > (int)sizeof buf - 1) n = (int)sizeof buf - 1;
+    ssize_t w = write(g_error_fd, buf, (size_t)n);
+    (void)w;
+  }
+}
+
+/* A fatal error before the log is open: stderr and the error pipe. */
+static void startup_fatal(const char *line) {
+  fprintf(stderr, "%s\n", line);
+  tell_starter(line);
+}
+
+static void close_error_fd(void) {
+  if (g_error_fd >= 0) close(g_error_fd);
+  g_error_fd = -1;
 }
 
 int main(int argc, char **argv) {
@@ -50,27 +83,39 @@ int main(int argc, char **argv) {
       home_arg = argv[++i];
     } else if (strncmp(argv[i], "--home=", 7) == 0) {
       home_arg = argv[i] + 7;
+    } else if (strcmp(argv[i], "--error-fd") == 0 && i + 1 < argc) {
+      char *end = NULL;
+      long fd = strtol(argv[++i], &end, 10);
+      /* only a descriptor we were really handed: never 0-2, never unopened */
+      if (*end || fd < 3 || fd > 1024 || fcntl((int)fd, F_GETFD) < 0) {
+        fprintf(stderr, "polytokend: --error-fd %s is not an open descriptor above 2\n", argv[i]);
+        return 2;
+      }
+      g_error_fd = (int)fd;
+      /* never inherited by responder commands */
+      fcntl(g_error_fd, F_SETFD, FD_CLOEXEC);
     } else {
       fprintf(stderr, "polytokend: unknown argument '%s' (try --help)\n", argv[i]);
       return 2;
     }
   }
-  char *home = home_arg ? strdup(home_arg) : pd_default_home();
-  if (!home || !*home) {
-    fprintf(stderr, "polytokend: no state root: set POLYTOKEN_HOME or HOME, or pass --home\n");
-    free(home);
+  char *home = NULL;
+  char err[1024] = "";
+  if (pt_home_resolve(home_arg, &home, err, sizeof err) < 0) {
+    char line[1100];
+    snprintf(line, sizeof line, "polytokend: no state root: %s", err);
+    startup_fatal(line);
     return 2;
   }
   uv_loop_t loop;
   if (uv_loop_init(&loop) != 0) {
-    fprintf(stderr, "polytokend: cannot initialise the event loop\n");
+    startup_fatal("polytokend: cannot initialise the event loop");
     free(home);
     return 1;
   }
-  char err[1024] = "";
   int r = pd_daemon_init(&loop, home, err, sizeof err);
   if (r < 0) {
-    fprintf(stderr, "%s\n", err);
+    startup_fatal(err);
     free(home);
     return 1;
   }
@@ -81,6 +126,8 @@ int main(int argc, char **argv) {
   r = pd_profiling_init(&loop);
   if (r < 0) {
     pd_error("profiling initialisation failed: %d; stopping", r);
+    snprintf(err, sizeof err, "polytokend: profiling initialisation failed: %s", strerror(-r));
+    tell_starter(err);
     pd_daemon_request_stop("profiling init failed");
     pd_daemon_run();
     free(home);
@@ -90,11 +137,13 @@ int main(int argc, char **argv) {
   r = pd_daemon_listen(err, sizeof err);
   if (r < 0) {
     pd_error("%s", err);
+    tell_starter(err);
     pd_daemon_request_stop("cannot listen");
     pd_daemon_run();
     free(home);
     return 1;
   }
+  close_error_fd(); /* listening: the starter sees EOF, nothing went wrong */
   r = pd_daemon_run();
   free(home);
   return r;

@@ -32,16 +32,11 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __has_include
-#if __has_include(<linux/openat2.h>)
-#include <linux/openat2.h>
-#define PD_HAVE_OPENAT2_H 1
-#endif
-#endif
 
 #define DAEMON_PREFIX "daemon-profile-"
 #define TUI_PREFIX "tui-profile-"
 #define PROFILE_SUFFIX ".pb.gz"
+#define BMAP_MAX 16 /* block maps kept (struct block_map) */
 #define MAX_SNAPSHOTS 256 /* per kind; the store keeps 8, this is a safety cap */
 
 typedef struct hash_cache_ent {
@@ -78,6 +73,17 @@ static void incs_free(inc_hash *v, size_t n) {
   free(v);
 }
 
+/* Block digests of one listed artifact (see "fetch" below). */
+typedef char block_hex[PT_SHA256_HEX];
+struct block_map {
+  char id[17];
+  char sha256[65];
+  uint64_t size;
+  size_t n;
+  block_hex *h;
+  uint64_t used; /* c->bmap_clock at the last use */
+};
+
 struct pd_catalog {
   char *home;
   char *session_dir; /* from the hook; NULL: read <home>/active_session */
@@ -91,6 +97,9 @@ struct pd_catalog {
   int refreshing; /* a refresh job is in flight: cache is frozen (see below) */
   inc_hash *incs; /* one per append-only file seen by the last refresh */
   size_t n_incs;
+  struct block_map *bmaps; /* BMAP_MAX slots: block digests learned by fetches */
+  size_t n_bmaps;
+  uint64_t bmap_clock;
 };
 
 /* ---------- small helpers ---------- */
@@ -177,17 +186,22 @@ int pd_catalog_new(pd_catalog **out, const char *home) {
   pd_catalog *c = calloc(1, sizeof *c);
   if (!c) return -ENOMEM;
   c->home = strdup(home);
-  if (!c->home) { free(c); return -ENOMEM; }
+  c->bmaps = calloc(BMAP_MAX, sizeof *c->bmaps);
+  if (!c->home || !c->bmaps) { free(c->home); free(c->bmaps); free(c); return -ENOMEM; }
   load_persisted(c);
   *out = c;
   return 0;
 }
+
+static void bmaps_free(pd_catalog *c);
 
 void pd_catalog_del(pd_catalog *c) {
   if (!c) return;
   entries_free(c->entries, c->n_entries);
   free(c->cache);
   incs_free(c->incs, c->n_incs);
+  bmaps_free(c);
+  free(c->bmaps);
   free(c->session_dir);
   free(c->home);
   free(c);
@@ -223,58 +237,6 @@ const pd_catalog_entry *pd_catalog_find(const pd_catalog *c, const char *id) {
 }
 
 void pd_catalog_get_stats(const pd_catalog *c, pd_catalog_stats *out) { *out = c->stats; }
-
-/* ---------- safe open ---------- */
-
-int pd_catalog_open_beneath(int dirfd, const char *relpath) {
-  if (!relpath || !*relpath || relpath[0] == '/') return -EINVAL;
-  /* Reject every "." / ".." / empty component up front, whatever the kernel
-   * would do with them: an entry path is always plain names. */
-  const char *p = relpath;
-  while (*p) {
-    const char *s = strchr(p, '/');
-    size_t n = s ? (size_t)(s - p) : strlen(p);
-    if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-      return -EINVAL;
-    if (!s) break;
-    p = s + 1;
-    if (!*p) return -EINVAL; /* trailing slash */
-  }
-#if defined(PD_HAVE_OPENAT2_H) && defined(SYS_openat2)
-  struct open_how how;
-  memset(&how, 0, sizeof how);
-  how.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  long ofd = syscall(SYS_openat2, dirfd, relpath, &how, sizeof how);
-  if (ofd >= 0) return (int)ofd;
-  if (errno != ENOSYS && errno != EPERM) return -errno; /* EPERM: seccomp filters */
-#endif
-  /* Fallback: one component at a time, never following a symlink. */
-  char *copy = strdup(relpath);
-  if (!copy) return -ENOMEM;
-  int cur = dirfd, r = 0;
-  char *save = NULL;
-  char *comp = strtok_r(copy, "/", &save);
-  while (comp) {
-    char *next = strtok_r(NULL, "/", &save);
-    int flags = next ? (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                     : (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    int fd = openat(cur, comp, flags);
-    int e = errno;
-    if (cur != dirfd) close(cur);
-    if (fd < 0) {
-      /* O_PATH|O_NOFOLLOW on a symlink with O_DIRECTORY gives ENOTDIR. */
-      r = (e == ENOTDIR && next) ? -ELOOP : -e;
-      cur = -1;
-      break;
-    }
-    cur = fd;
-    comp = next;
-  }
-  free(copy);
-  if (r < 0) return r;
-  return cur;
-}
 
 /* ---------- refresh ---------- */
 
@@ -480,10 +442,18 @@ static int hash_incremental(pd_catalog_job *j, int fd, pd_catalog_entry *e) {
 static int add_file(pd_catalog_job *j, builder *b, int dirfd, const char *name, const char *relpath,
                     pd_catalog_root root, const char *kind, const char *source, int append_only,
                     char *label /* stolen */, int64_t created) {
-  int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  int fd = pt_open_beneath(dirfd, name, O_RDONLY | O_NONBLOCK);
   if (fd < 0) { free(label); return 0; } /* gone, symlink, unreadable: not listed */
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { close(fd); free(label); return 0; }
+  /* Only regular files of ours with no other name: a hard link planted in
+   * the state root (to a file readable by us but not meant to leave the
+   * machine) or a file someone else put there is not offered. */
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+      st.st_uid != geteuid()) {
+    close(fd);
+    free(label);
+    return 0;
+  }
   pd_catalog_entry *e = builder_add(b);
   if (!e) { close(fd); free(label); return -ENOMEM; }
   e->kind = kind;
@@ -609,19 +579,30 @@ static int scan_profiles(pd_catalog_job *j, builder *b, int profdir, pd_catalog_
   return r;
 }
 
-/* The active session's directory: the hook's value, else
- * <home>/sessions/<id> with id read from <home>/active_session (plain id or
- * a JSON object with "id"). Returns malloc'd path or NULL. */
-static char *session_dir_of(const char *home, const char *hook_sdir) {
-  if (hook_sdir) return strdup(hook_sdir);
-  char *p = xasprintf("%s/active_session", home);
-  if (!p) return NULL;
-  FILE *f = fopen(p, "re");
-  free(p);
-  if (!f) return NULL;
+/* The active session's directory RELATIVE to the state root
+ * ("sessions/<id>"): the hook's absolute path with the root stripped, else
+ * the id read from <home>/active_session (plain id or a JSON object with
+ * "id"). Returns 0 with *rel malloc'd or NULL (no active session), -EXDEV
+ * when the hook names a directory outside the root (then no profile is
+ * listed: nothing outside the root is ever opened), or -ENOMEM. The
+ * result is opened beneath the root's fd with no symlink allowed
+ * (pt_open_beneath), so a sessions/<id> that is a symlink is refused. */
+static int session_rel_of(const char *home, const char *hook_sdir, char **rel) {
+  *rel = NULL;
+  if (hook_sdir) {
+    size_t n = strlen(home);
+    if (strncmp(hook_sdir, home, n) != 0 || hook_sdir[n] != '/' || !hook_sdir[n + 1])
+      return -EXDEV;
+    return (*rel = strdup(hook_sdir + n + 1)) ? 0 : -ENOMEM;
+  }
+  int hfd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = hfd >= 0 ? pt_open_beneath(hfd, "active_session", O_RDONLY | O_NONBLOCK) : -1;
+  if (hfd >= 0) close(hfd);
+  if (fd < 0) return 0;
   char buf[512];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n < 0) n = 0;
   buf[n] = '\0';
   char id[80] = "";
   if (buf[0] == '{') {
@@ -631,20 +612,29 @@ static char *session_dir_of(const char *home, const char *hook_sdir) {
     json_decref(o);
   } else {
     size_t k = 0;
-    for (size_t i = 0; i < n && k < sizeof id - 1; i++) {
+    for (ssize_t i = 0; i < n && k < sizeof id - 1; i++) {
       if (isspace((unsigned char)buf[i])) break;
       id[k++] = buf[i];
     }
     id[k] = '\0';
   }
   /* Only plain names: the id becomes a path component. */
-  if (!id[0]) return NULL;
+  if (!id[0]) return 0;
   for (char *q = id; *q; q++)
-    if (!isalnum((unsigned char)*q) && *q != '-' && *q != '_') return NULL;
-  return xasprintf("%s/sessions/%s", home, id);
+    if (!isalnum((unsigned char)*q) && *q != '-' && *q != '_') return 0;
+  return (*rel = xasprintf("sessions/%s", id)) ? 0 : -ENOMEM;
 }
 
-static char *session_dir(pd_catalog *c) { return session_dir_of(c->home, c->session_dir); }
+/* Opens the directory profiles of `root` are relative to, beneath the state
+ * root's fd hfd: the session directory `rel`, or (rel NULL) the root
+ * itself. Returns an O_DIRECTORY fd or a negative errno. */
+static int open_base(int hfd, const char *rel) {
+  if (!rel) {
+    int fd = dup(hfd);
+    return fd >= 0 ? fd : -errno;
+  }
+  return pt_open_beneath(hfd, rel, O_RDONLY | O_DIRECTORY);
+}
 
 static int compute_fingerprint(const builder *b, char out[65]) {
   pt_sha256 *h = pt_sha256_new();
@@ -689,13 +679,14 @@ void pd_catalog_refresh_work(pd_catalog_job *j) {
   /* Profiles of the active session; with no active session, the state
    * root's profiling/ directory, where the profiling daemon writes until a
    * session is attached (docs/profiling.md). */
-  char *sdir = session_dir_of(j->home, j->hook_sdir);
-  pd_catalog_root proot = sdir ? PD_CATALOG_ROOT_SESSION : PD_CATALOG_ROOT_STATE;
-  if (!sdir) sdir = strdup(j->home);
-  if (sdir) {
-    int sfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int pfd = sfd >= 0 ? openat(sfd, "profiling", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                       : -1;
+  char *srel = NULL;
+  int sr = session_rel_of(j->home, j->hook_sdir, &srel);
+  if (sr == -ENOMEM) r = sr;
+  pd_catalog_root proot = srel ? PD_CATALOG_ROOT_SESSION : PD_CATALOG_ROOT_STATE;
+  int hfd0 = sr == 0 ? open(j->home, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  if (hfd0 >= 0) {
+    int sfd = open_base(hfd0, srel);
+    int pfd = sfd >= 0 ? pt_open_beneath(sfd, "profiling", O_RDONLY | O_DIRECTORY) : -1;
     if (pfd >= 0) {
       r = scan_profiles(j, &b, pfd, proot, DAEMON_PREFIX, "cpu-profile", "daemon",
                         "CPU profile (pprof)", "CPU profile (pprof)");
@@ -710,13 +701,14 @@ void pd_catalog_refresh_work(pd_catalog_job *j) {
       close(pfd);
     }
     if (sfd >= 0) close(sfd);
-    free(sdir);
+    close(hfd0);
   }
+  free(srel);
 
   /* Daemon log and telemetry below the state root. */
   int hfd = open(j->home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (hfd >= 0 && r == 0) {
-    int lfd = openat(hfd, "logs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int lfd = pt_open_beneath(hfd, "logs", O_RDONLY | O_DIRECTORY);
     if (lfd >= 0) {
       char *label = strdup("Daemon log");
       r = label ? add_file(j, &b, lfd, "daemon.log", "logs/daemon.log", PD_CATALOG_ROOT_STATE,
@@ -724,8 +716,7 @@ void pd_catalog_refresh_work(pd_catalog_job *j) {
                 : -ENOMEM;
       close(lfd);
     }
-    int tfd = r == 0 ? openat(hfd, "telemetry", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                     : -1;
+    int tfd = r == 0 ? pt_open_beneath(hfd, "telemetry", O_RDONLY | O_DIRECTORY) : -1;
     if (tfd >= 0) {
       int dfd = dup(tfd);
       DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
@@ -815,9 +806,37 @@ int pd_catalog_refresh(pd_catalog *c) {
 
 /* ---------- fetch ---------- */
 
+/* Block digests of one listed artifact, learned by the first fetch that
+ * read it whole (pd_catalog_read_keep), so that every later chunk is
+ * checked against the listed bytes without re-hashing the whole artifact:
+ * the served range is cut into PD_CATALOG_BLOCK blocks and a chunk is
+ * served only from blocks whose SHA-256 matches. Keyed by (id, sha256,
+ * size); at most BMAP_MAX kept (least recently used goes). */
+
+static size_t blocks_of(uint64_t size) {
+  return (size_t)((size + PD_CATALOG_BLOCK - 1) / PD_CATALOG_BLOCK);
+}
+
+static struct block_map *bmap_find(pd_catalog *c, const char *id, const char *sha, uint64_t size) {
+  for (size_t i = 0; i < c->n_bmaps; i++) {
+    struct block_map *m = &c->bmaps[i];
+    if (m->size == size && strcmp(m->id, id) == 0 && strcmp(m->sha256, sha) == 0) {
+      m->used = ++c->bmap_clock;
+      return m;
+    }
+  }
+  return NULL;
+}
+
+static void bmaps_free(pd_catalog *c) {
+  for (size_t i = 0; i < c->n_bmaps; i++) free(c->bmaps[i].h);
+  c->n_bmaps = 0;
+}
+
 /* One fetch's work: a copy of what was listed (the entry may be replaced by
- * a refresh while the worker runs) and the open base directory. Filled by
- * begin (loop thread), used by the worker only, consumed by end. */
+ * a refresh while the worker runs), its block digests if known, and the
+ * open base directory. Filled by begin (loop thread), used by the worker
+ * only, consumed by keep (loop thread) and end. */
 struct pd_catalog_read_job {
   int bfd;           /* the entry's root directory, O_DIRECTORY */
   char *path;
@@ -830,6 +849,8 @@ struct pd_catalog_read_job {
   int append_only;
   uint64_t offset;
   size_t max_len;
+  block_hex *blocks; /* known digests (copy), or NULL: verify the whole range */
+  block_hex *learned; /* digests computed by a whole-range pass, for keep */
   uint8_t *data;
   size_t len;
   int r;
@@ -855,65 +876,149 @@ int pd_catalog_read_begin(pd_catalog *c, const char *id, uint64_t offset, size_t
   j->append_only = e->append_only;
   j->offset = offset;
   j->max_len = max_len;
+  struct block_map *m = bmap_find(c, e->id, e->sha256, e->size);
+  if (m && m->n) {
+    j->blocks = malloc(m->n * sizeof *j->blocks);
+    if (!j->blocks) { free(j->path); free(j); return -ENOMEM; }
+    memcpy(j->blocks, m->h, m->n * sizeof *j->blocks);
+  }
   /* The base is resolved now (loop thread): the session directory may
-   * change later, the entry belongs to the one listed. */
-  char *base = e->root == PD_CATALOG_ROOT_SESSION ? session_dir(c) : strdup(c->home);
-  j->bfd = base ? open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  free(base);
+   * change later, the entry belongs to the one listed. It is opened
+   * beneath the state root with no symlink on the way. */
+  int hfd = open(c->home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  char *rel = NULL;
+  int r = e->root == PD_CATALOG_ROOT_SESSION ? session_rel_of(c->home, c->session_dir, &rel) : 0;
+  if (hfd >= 0 && r == 0 && (e->root != PD_CATALOG_ROOT_SESSION || rel))
+    j->bfd = open_base(hfd, rel);
+  free(rel);
+  if (hfd >= 0) close(hfd);
   if (j->bfd < 0) {
+    int e2 = j->bfd == -ELOOP ? -ELOOP : -ENOENT;
+    j->bfd = -1;
+    free(j->blocks);
     free(j->path);
     free(j);
-    return -ENOENT;
+    return e2;
   }
   *out = j;
   return 0;
 }
 
-void pd_catalog_read_work(pd_catalog_read_job *j) {
-  int fd = pd_catalog_open_beneath(j->bfd, j->path);
-  if (fd < 0) { j->r = fd == -EXDEV ? -ELOOP : fd; return; }
-  struct stat st;
-  int r = 0;
-  uint8_t *buf = NULL;
-  if (fstat(fd, &st) != 0) { r = -errno; goto out; }
-  if (!S_ISREG(st.st_mode) || st.st_dev != j->dev || st.st_ino != j->ino) { r = -ESTALE; goto out; }
-  if (j->append_only ? (uint64_t)st.st_size < j->size
-                     : ((uint64_t)st.st_size != j->size || stat_mtime_ns(&st) != j->mtime_ns)) {
-    r = -ESTALE;
-    goto out;
-  }
-  if (j->offset == 0) {
-    /* Re-hash the served range: the bytes must be the ones listed. This may
-     * read up to PD_CATALOG_FETCH_MAX bytes, which is why it runs here and
-     * not on the loop thread. */
-    char hex[PT_SHA256_HEX];
-    size_t got = 0;
-    r = pt_sha256_fd(fd, (size_t)j->size, hex, &got);
-    if (r < 0) goto out;
-    if (got != j->size || strcmp(hex, j->sha256) != 0) { r = -ESTALE; goto out; }
-  }
-  size_t want = j->max_len < PD_CATALOG_CHUNK_MAX ? j->max_len : PD_CATALOG_CHUNK_MAX;
-  if (want > j->size - j->offset) want = (size_t)(j->size - j->offset);
-  buf = malloc(want ? want : 1);
-  if (!buf) { r = -ENOMEM; goto out; }
+/* Reads exactly len bytes at off. 0, -ESTALE (file shorter), -errno. */
+static int pread_all(int fd, uint8_t *buf, size_t len, uint64_t off) {
   size_t got = 0;
-  while (got < want) {
-    ssize_t n = pread(fd, buf + got, want - got, (off_t)(j->offset + got));
+  while (got < len) {
+    ssize_t n = pread(fd, buf + got, len - got, (off_t)(off + got));
     if (n < 0) {
       if (errno == EINTR) continue;
-      r = -errno;
-      goto out;
+      return -errno;
     }
-    if (n == 0) { r = -ESTALE; goto out; }
+    if (n == 0) return -ESTALE;
     got += (size_t)n;
   }
+  return 0;
+}
+
+/* 0 when the open file is still the one listed: a regular file of ours with
+ * one link, the listed device/inode and (unless append-only) size and
+ * mtime; else -ESTALE (-EPERM for a file that is not ours or has another
+ * name somewhere: a hard link planted into the state root). */
+static int check_listed(const pd_catalog_read_job *j, int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return -errno;
+  if (!S_ISREG(st.st_mode) || st.st_dev != j->dev || st.st_ino != j->ino) return -ESTALE;
+  if (st.st_nlink != 1 || st.st_uid != geteuid()) return -EPERM;
+  if (j->append_only ? (uint64_t)st.st_size < j->size
+                     : ((uint64_t)st.st_size != j->size || stat_mtime_ns(&st) != j->mtime_ns))
+    return -ESTALE;
+  return 0;
+}
+
+void pd_catalog_read_work(pd_catalog_read_job *j) {
+  int fd = pt_open_beneath(j->bfd, j->path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) { j->r = fd == -EXDEV ? -ELOOP : fd; return; }
+  int r = check_listed(j, fd);
+  uint8_t *buf = NULL, *blk = NULL;
+  pt_sha256 *whole = NULL;
+  size_t want = j->max_len < PD_CATALOG_CHUNK_MAX ? j->max_len : PD_CATALOG_CHUNK_MAX;
+  if (want > j->size - j->offset) want = (size_t)(j->size - j->offset);
+  if (r < 0) goto out;
+  buf = malloc(want ? want : 1);
+  blk = malloc(PD_CATALOG_BLOCK);
+  if (!buf || !blk) { r = -ENOMEM; goto out; }
+  /* Every served byte comes from a block whose digest was checked after
+   * reading it into memory: a first fetch reads the whole served range
+   * once (up to PD_CATALOG_FETCH_MAX: why this runs off the loop thread)
+   * and compares it with the listed SHA-256, learning the block digests;
+   * later chunks read only their own blocks and compare those. An edit in
+   * place that keeps size and mtime fails either way. */
+  size_t nb = blocks_of(j->size);
+  size_t first = j->blocks ? (size_t)(j->offset / PD_CATALOG_BLOCK) : 0;
+  size_t last = j->blocks ? (want ? (size_t)((j->offset + want - 1) / PD_CATALOG_BLOCK) : first)
+                          : (nb ? nb - 1 : 0);
+  if (!j->blocks) {
+    whole = pt_sha256_new();
+    j->learned = nb ? malloc(nb * sizeof *j->learned) : NULL;
+    if (!whole || (nb && !j->learned)) { r = -ENOMEM; goto out; }
+  }
+  for (size_t b = first; nb && b <= last && b < nb; b++) {
+    uint64_t boff = (uint64_t)b * PD_CATALOG_BLOCK;
+    size_t blen = j->size - boff < PD_CATALOG_BLOCK ? (size_t)(j->size - boff) : PD_CATALOG_BLOCK;
+    if ((r = pread_all(fd, blk, blen, boff)) < 0) goto out;
+    char hex[PT_SHA256_HEX];
+    if ((r = pt_sha256_hex(blk, blen, hex)) < 0) goto out;
+    if (j->blocks) {
+      if (strcmp(hex, j->blocks[b]) != 0) { r = -ESTALE; goto out; }
+    } else {
+      memcpy(j->learned[b], hex, sizeof hex);
+      if ((r = pt_sha256_update(whole, blk, blen)) < 0) goto out;
+    }
+    /* copy the overlap of this block with [offset, offset + want) */
+    uint64_t lo = boff > j->offset ? boff : j->offset;
+    uint64_t hi = boff + blen < j->offset + want ? boff + blen : j->offset + want;
+    if (hi > lo) memcpy(buf + (lo - j->offset), blk + (lo - boff), (size_t)(hi - lo));
+  }
+  if (whole) {
+    char hex[PT_SHA256_HEX];
+    if ((r = pt_sha256_final(whole, hex)) < 0) goto out;
+    if (strcmp(hex, j->sha256) != 0) { r = -ESTALE; goto out; }
+  }
+  /* replaced or re-linked while we read: do not serve */
+  if ((r = check_listed(j, fd)) < 0) goto out;
   j->data = buf;
-  j->len = got;
+  j->len = want;
   buf = NULL;
 out:
+  if (r < 0) {
+    free(j->learned);
+    j->learned = NULL;
+  }
+  pt_sha256_del(whole);
+  free(blk);
   free(buf);
   close(fd);
   j->r = r;
+}
+
+void pd_catalog_read_keep(pd_catalog *c, pd_catalog_read_job *j) {
+  if (j->r < 0 || !j->learned) return;
+  if (bmap_find(c, j->id, j->sha256, j->size)) return;
+  struct block_map *m = NULL;
+  if (c->n_bmaps < BMAP_MAX) {
+    m = &c->bmaps[c->n_bmaps++];
+  } else {
+    m = &c->bmaps[0];
+    for (size_t i = 1; i < c->n_bmaps; i++)
+      if (c->bmaps[i].used < m->used) m = &c->bmaps[i];
+    free(m->h);
+  }
+  memcpy(m->id, j->id, sizeof m->id);
+  memcpy(m->sha256, j->sha256, sizeof m->sha256);
+  m->size = j->size;
+  m->n = blocks_of(j->size);
+  m->h = j->learned; /* taken over */
+  j->learned = NULL;
+  m->used = ++c->bmap_clock;
 }
 
 static void read_job_free(pd_catalog_read_job *j) {
@@ -921,6 +1026,8 @@ static void read_job_free(pd_catalog_read_job *j) {
   if (j->bfd >= 0) close(j->bfd);
   free(j->path);
   free(j->data);
+  free(j->blocks);
+  free(j->learned);
   free(j);
 }
 
@@ -952,7 +1059,8 @@ int pd_catalog_read(pd_catalog *c, const char *id, uint64_t offset, size_t max_l
 
 const char *pd_catalog_errcode(int err) {
   switch (err) {
-  case -ENOENT: case -ESTALE: case -ELOOP: case -ENOTDIR: return "not_found";
+  case -ENOENT: case -ESTALE: case -ELOOP: case -ENOTDIR: case -EPERM: case -EXDEV:
+    return "not_found";
   case -EINVAL: return "bad_request";
   case -ENOSYS: return "unknown_method";
   case -ENOMEM: return "internal";
@@ -1103,6 +1211,10 @@ int pd_catalog_fetch_end(pd_catalog_read_job *j, json_t **result, const char **c
   uint8_t *data = NULL;
   size_t len = 0;
   int r = pd_catalog_read_end(j, &data, &len);
+  if (r == -EPERM)
+    return fail(r, code, msg, msglen,
+                "artifact %s is not served: not owned by the daemon's user, or it has another "
+                "hard link", id);
   if (r == -ESTALE || r == -ELOOP || r == -ENOENT)
     return fail(r, code, msg, msglen,
                 "artifact %s changed or disappeared since it was listed; list again", id);
@@ -1139,6 +1251,7 @@ int pd_catalog_call(pd_catalog *c, const char *method, json_t *params, json_t **
     int r = pd_catalog_fetch_begin(c, params, &j, code, msg, msglen);
     if (r < 0) return r;
     pd_catalog_read_work(j);
+    pd_catalog_read_keep(c, j);
     return pd_catalog_fetch_end(j, result, code, msg, msglen);
   }
   return fail(-ENOSYS, code, msg, msglen, "unknown method %s", method);

@@ -19,11 +19,19 @@
  * never goes backwards across daemon restarts.
  *
  * Paths: clients never name a path. An entry's path is relative to the
- * session directory (profiles) or the state root (log, telemetry), and the
- * daemon opens it with openat + O_NOFOLLOW on every component, checks that
- * the file is the regular file that was listed and that its bytes still hash
- * to the listed SHA-256. Append-only files (log, telemetry) are served as the
- * prefix of `size` bytes that was hashed at listing time.
+ * session directory (profiles) or the state root (log, telemetry). Every
+ * path, the session directory ("sessions/<id>") included, is opened from
+ * the state root's directory fd with no symlink allowed anywhere
+ * (pt_open_beneath: openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, else
+ * O_NOFOLLOW per component), so a session directory that is a symlink to
+ * elsewhere lists and serves nothing. Only regular files owned by the
+ * daemon's user with exactly one hard link are listed and served. A fetch
+ * checks that the file is the one listed, and serves only bytes whose
+ * digest it checked after reading them: the first fetch of an artifact
+ * re-hashes the whole served range against the listed SHA-256 and learns
+ * the digests of its PD_CATALOG_BLOCK blocks; every later chunk, at any
+ * offset, is served from blocks that match them. Append-only files (log,
+ * telemetry) are served as the prefix of `size` bytes hashed at listing.
  *
  * Threads: a pd_catalog is used from the daemon's loop thread only (no
  * locking), except for the *_work functions below, which run on any one
@@ -54,6 +62,9 @@
 /* Largest chunk one artifacts.fetch reply carries: 512 KiB of data is
  * ~700 KB of base64, which keeps the reply line under the protocol's 1 MiB. */
 #define PD_CATALOG_CHUNK_MAX ((size_t)512 << 10)
+/* Verification block of a fetch (see "Paths" above): a chunk reads at most
+ * one extra block on each side. */
+#define PD_CATALOG_BLOCK ((size_t)64 << 10)
 
 typedef struct pd_catalog pd_catalog;
 
@@ -139,10 +150,12 @@ void pd_catalog_get_stats(const pd_catalog *c, pd_catalog_stats *out);
  * non-NULL even for 0 bytes) of *len bytes. The file is opened beneath its
  * root with no symlink anywhere on the path, must be a regular file with the
  * listed device/inode (and, unless append-only, the listed size and mtime),
- * and a read at offset 0 re-hashes the whole served range and compares it
- * with the listed SHA-256.
+ * owned by us with one link, and every byte returned was checked: against
+ * the listed SHA-256 by a whole-range pass (the first read of the entry),
+ * or against the block digests that pass learned.
  * Returns 0; -ENOENT (no such id, or the file is gone); -ESTALE (the file
  * changed or was replaced since listing); -ELOOP (a symlink on the path);
+ * -EPERM (not ours, or more than one hard link);
  * -EFBIG (artifact over PD_CATALOG_FETCH_MAX); -EINVAL (offset past the end);
  * -ENOMEM; or another negative errno of open/read. */
 int pd_catalog_read(pd_catalog *c, const char *id, uint64_t offset, size_t max_len,
@@ -151,7 +164,8 @@ int pd_catalog_read(pd_catalog *c, const char *id, uint64_t offset, size_t max_l
 /* pd_catalog_read in three phases: begin (loop thread: looks up the entry,
  * copies what was listed and opens its root directory; errors as for
  * pd_catalog_read before any file of the entry is opened), work (any thread,
- * once: opens, checks, re-hashes at offset 0 and reads the chunk), end (any
+ * once: opens, checks, reads and verifies the chunk), keep (loop thread,
+ * optional), end (any
  * thread: hands over *data and *len as pd_catalog_read does, frees the job,
  * returns the result). The job does not reference the catalog, which may
  * refresh or be freed while the job runs. */
@@ -159,14 +173,12 @@ typedef struct pd_catalog_read_job pd_catalog_read_job;
 int pd_catalog_read_begin(pd_catalog *c, const char *id, uint64_t offset, size_t max_len,
                           pd_catalog_read_job **out);
 void pd_catalog_read_work(pd_catalog_read_job *j);
+/* Loop thread, after work and before end: keeps the block digests a
+ * whole-range pass learned (at most 16 artifacts' worth, least recently
+ * used dropped), so later chunks of the same artifact are checked block by
+ * block. c must be the catalog the job began on; the job stays valid. */
+void pd_catalog_read_keep(pd_catalog *c, pd_catalog_read_job *j);
 int pd_catalog_read_end(pd_catalog_read_job *j, uint8_t **data, size_t *len);
-
-/* Opens `relpath` beneath directory fd `dirfd` for reading, refusing
- * absolute paths, empty, "." and ".." components, and symlinks in any
- * component (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS where the kernel has
- * it, else a walk with O_NOFOLLOW per component). Returns an fd (>= 0,
- * O_CLOEXEC, caller closes) or -EINVAL / -ELOOP / negative errno. */
-int pd_catalog_open_beneath(int dirfd, const char *relpath);
 
 /* The IPC methods. method: "artifacts.list" or "artifacts.fetch"; params
  * BORROWED (NULL ok). On success returns 0 and *result (NEW reference). On

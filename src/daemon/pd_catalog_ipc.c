@@ -12,10 +12,12 @@
  *    that one next refresh and all get its result. So N concurrent lists
  *    cost at most two refreshes.
  *  - `artifacts.fetch`: parameter checks and the entry lookup run on the
- *    loop thread; opening, the re-hash of the whole served range at offset
- *    0 (up to 64 MiB) and the chunk read run on the threadpool on a copy of
- *    the listed entry (pd_catalog_read_job), so a refresh that replaces the
- *    list meanwhile does not matter.
+ *    loop thread; opening, the verification (a whole-range re-hash the
+ *    first time, up to 64 MiB; the chunk's blocks afterwards) and the chunk
+ *    read run on the threadpool on a copy of the listed entry
+ *    (pd_catalog_read_job), so a refresh that replaces the list meanwhile
+ *    does not matter. The block digests it learns are kept on the loop
+ *    thread (pd_catalog_read_keep in fetch_done).
  *  - The worker touches only its job (and, for a refresh, the catalog's
  *    hash cache, frozen while the job is in flight: pd_catalog.h). All other
  *    state here (g_catalog, the queues) is loop-thread only: no locks.
@@ -229,6 +231,7 @@ static void fetch_done(uv_work_t *w, int status) {
   char msg[512];
   /* Nothing cancels catalog work (see refresh_done). */
   if (status == UV_ECANCELED) pd_catalog_read_work(op->job);
+  if (g_catalog) pd_catalog_read_keep(g_catalog, op->job);
   if (pd_catalog_fetch_end(op->job, &result, &code, msg, sizeof msg) < 0) {
     pd_call_error(op->call, code, "%s", msg);
   } else {
@@ -264,6 +267,7 @@ static void on_fetch(pd_call *call, json_t *params) {
   if (r < 0) {
     PD_TASK_END(&op->work_task);
     pd_catalog_read_work(job);
+    pd_catalog_read_keep(g_catalog, job);
     json_t *result = NULL;
     if (pd_catalog_fetch_end(job, &result, &code, msg, sizeof msg) < 0)
       pd_call_error(call, code, "%s", msg);

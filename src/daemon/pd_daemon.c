@@ -16,6 +16,7 @@
 #include "daemon/pd_telemetry.h"
 #include "daemon/pd_turn.h"
 #include "common/pt_file.h"
+#include "common/pt_home.h"
 #include "common/pt_version.h"
 
 #include <errno.h>
@@ -55,21 +56,6 @@ const char *pd_daemon_home(void) { return d.home; }
 const char *pd_daemon_start_cwd(void) { return d.start_cwd; }
 int pd_daemon_stopping(void) { return d.stop_requested; }
 uint64_t pd_daemon_uptime_ms(void) { return uv_now(d.loop) - d.start_ms; }
-
-char *pd_default_home(void) {
-  const char *h = getenv("POLYTOKEN_HOME");
-  if (h && *h) return strdup(h);
-  char buf[4096];
-  const char *x = getenv("XDG_STATE_HOME");
-  if (x && *x) {
-    snprintf(buf, sizeof buf, "%s/polytoken", x);
-    return strdup(buf);
-  }
-  const char *home = getenv("HOME");
-  if (!home || !*home) return NULL;
-  snprintf(buf, sizeof buf, "%s/.local/state/polytoken", home);
-  return strdup(buf);
-}
 
 /* ---- limits ---- */
 
@@ -264,9 +250,13 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
   d.loop = loop;
   d.home = strdup(home);
   if (!d.home) return -ENOMEM;
-  int r = pt_mkdir_p(home, 0700);
+  /* Private state: create the root 0700, or tighten an existing one of
+   * ours (logged below, once the log is open). */
+  mode_t was_mode;
+  char why[600];
+  int r = pt_home_prepare(home, &was_mode, why, sizeof why);
   if (r < 0) {
-    snprintf(err, errlen, "polytokend: cannot create %s: %s", home, strerror(-r));
+    snprintf(err, errlen, "polytokend: %s", why);
     return r;
   }
   r = take_lock(home, err, errlen);
@@ -295,6 +285,9 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
     goto fail_lock;
   }
   pd_info("polytokend %s starting (pid %ld, home %s)", pt_version(), (long)getpid(), home);
+  if (was_mode != (mode_t)-1)
+    pd_warn("state root %s was mode %04o, readable by others; changed it to 0700", home,
+            (unsigned)was_mode);
   raise_fd_limit();
   /* A client that vanishes mid-write must give EPIPE, not kill us. */
   signal(SIGPIPE, SIG_IGN);

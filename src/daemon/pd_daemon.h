@@ -14,12 +14,8 @@
 
 #include "daemon/pd_store.h"
 
-/* Resolves the state root: $POLYTOKEN_HOME, else
- * ${XDG_STATE_HOME:-$HOME/.local/state}/polytoken. Returns a malloc'd path
- * or NULL when none of the variables is set. */
-char *pd_default_home(void);
-
-/* Creates the state root, takes the lock ($home/daemon.lock, flock, our pid
+/* Creates the state root (or makes an existing one of ours 0700:
+ * pt_home_prepare), takes the lock ($home/daemon.lock, flock, our pid
  * written in it), opens the log, loads the store, starts telemetry,
  * registers the built-in methods and shutdown steps, installs signal
  * watchers. Returns 0; -EALREADY when another daemon holds the lock (err

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -485,7 +486,11 @@ int pd_ipc_listen(uv_loop_t *loop, const char *path) {
   r = uv_pipe_bind(&g.server, path);
   umask(old);
   if (r == 0 && chmod(path, 0600) != 0) r = -errno;
-  if (r == 0) r = uv_listen((uv_stream_t *)&g.server, 128, on_connection);
+  /* Backlog SOMAXCONN (4096 in glibc; the kernel caps it at
+   * net.core.somaxconn): a burst of connects from many clients at once
+   * waits in the queue instead of failing with EAGAIN while the loop is
+   * busy (docs/ipc.md, "Limits"). */
+  if (r == 0) r = uv_listen((uv_stream_t *)&g.server, SOMAXCONN, on_connection);
   if (r < 0) {
     uv_close((uv_handle_t *)&g.server, NULL);
     return r;

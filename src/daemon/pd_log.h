@@ -1,6 +1,8 @@
 /*
  * pd_log.h - the daemon log: $POLYTOKEN_HOME/logs/daemon.log, one line per
- * message: "2026-11-29T21:33:05.123Z LEVEL message", mirrored to stderr when
+ * message: "2026-11-29T21:33:05.123Z LEVEL message", each line written with
+ * one write(2) and dropped whole (counted) when the disk cannot take it
+ * (pt_logfile.h), mirrored to stderr when
  * enabled (pd_log_set_stderr; polytokend enables it, library users such as
  * the unit tests do not, unless POLYTOKEN_LOG_STDERR=1).
  *
@@ -14,6 +16,8 @@
 #ifndef PD_LOG_H
 #define PD_LOG_H
 
+#include <stdint.h>
+
 typedef enum { PD_LOG_DEBUG, PD_LOG_INFO, PD_LOG_WARN, PD_LOG_ERROR } pd_log_level;
 
 /* Opens (appends to) the log file at path. Returns 0 or -errno (then the
@@ -22,6 +26,11 @@ int pd_log_open(const char *path);
 
 /* Flushes and closes the log file; later messages go to stderr only. */
 void pd_log_close(void);
+
+/* Lines the log file could not take (full disk, ...) since it was opened;
+ * each was dropped whole, and one summary line follows once space is back
+ * (pt_logfile.h). Any thread. */
+uint64_t pd_log_dropped(void);
 
 /* Mirrors every line to stderr (on != 0) or not (the default). The
  * environment variable POLYTOKEN_LOG_STDERR=1 (not "0") turns the mirror on

@@ -33,6 +33,8 @@
 
 #include "common/pt_client.h"
 #include "common/pt_env.h"
+#include "common/pt_file.h"
+#include "common/pt_logfile.h"
 #include "ptprof.h"
 #include "ptprof_console.h"
 
@@ -42,6 +44,7 @@
 static struct {
   pthread_mutex_t log_lock;
   char log_path[PATH_MAX];
+  pt_logfile *log; /* guarded by log_lock */
   ptprof *prof;
   ptcon_server *console;
   int started;
@@ -49,22 +52,16 @@ static struct {
 
 static void tui_prof_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void tui_prof_log(const char *fmt, ...) {
+  char msg[PT_LOGFILE_LINE_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
   pthread_mutex_lock(&g.log_lock);
-  FILE *f = g.log_path[0] ? fopen(g.log_path, "a") : NULL;
-  if (f) {
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    fprintf(f, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ ", tm.tm_year + 1900, tm.tm_mon + 1,
-            tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
-    va_end(ap);
-    fputc('\n', f);
-    fclose(f);
-  }
+  /* Whole lines, 0600, drops counted (pt_logfile.h); opened on first use so
+   * that a logs/ directory created later is still picked up. */
+  if (!g.log && g.log_path[0] && pt_logfile_open(&g.log, g.log_path) < 0) g.log = NULL;
+  if (g.log) pt_logfile_write(g.log, msg);
   pthread_mutex_unlock(&g.log_lock);
 }
 
@@ -94,10 +91,9 @@ int tui_profiling_init(uv_loop_t *loop) {
     size_t n = strlen(home);
     /* Room for "/logs/tui.log"; a longer home just means no TUI log. */
     if (n + sizeof "/logs/tui.log" <= sizeof g.log_path) {
-      mkdir(home, 0700);
       memcpy(g.log_path, home, n);
       memcpy(g.log_path + n, "/logs", sizeof "/logs");
-      mkdir(g.log_path, 0700);
+      (void)pt_mkdir_p(g.log_path, 0700); /* created ones 0700 whatever the umask */
       memcpy(g.log_path + n, "/logs/tui.log", sizeof "/logs/tui.log");
     }
     free(home);

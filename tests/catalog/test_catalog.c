@@ -7,6 +7,7 @@
 #include "pt_config.h"
 #include "daemon/pd_catalog.h"
 #include "common/pt_feedback.h"
+#include "common/pt_file.h"
 #include "common/pt_sha256.h"
 
 #include <errno.h>
@@ -378,19 +379,19 @@ PT_TEST(catalog_fetch_refuses_path_escapes) {
   /* The opener itself. */
   int dfd = open(f.sdir, O_RDONLY | O_DIRECTORY);
   PT_ASSERT(dfd >= 0);
-  PT_ASSERT_INT_EQ(pd_catalog_open_beneath(dfd, "../../secret.txt"), -EINVAL);
-  PT_ASSERT_INT_EQ(pd_catalog_open_beneath(dfd, "profiling/../../../secret.txt"), -EINVAL);
-  PT_ASSERT_INT_EQ(pd_catalog_open_beneath(dfd, secret), -EINVAL);
-  PT_ASSERT_INT_EQ(pd_catalog_open_beneath(dfd, "./profiling"), -EINVAL);
-  PT_ASSERT_INT_EQ(pd_catalog_open_beneath(dfd, ""), -EINVAL);
+  PT_ASSERT_INT_EQ(pt_open_beneath(dfd, "../../secret.txt", O_RDONLY), -EINVAL);
+  PT_ASSERT_INT_EQ(pt_open_beneath(dfd, "profiling/../../../secret.txt", O_RDONLY), -EINVAL);
+  PT_ASSERT_INT_EQ(pt_open_beneath(dfd, secret, O_RDONLY), -EINVAL);
+  PT_ASSERT_INT_EQ(pt_open_beneath(dfd, "./profiling", O_RDONLY), -EINVAL);
+  PT_ASSERT_INT_EQ(pt_open_beneath(dfd, "", O_RDONLY), -EINVAL);
   char *lnk = cat3(f.sdir, "/link", "");
   PT_ASSERT(symlink(secret, lnk) == 0);
-  PT_ASSERT_INT_EQ(pd_catalog_open_beneath(dfd, "link"), -ELOOP);
+  PT_ASSERT_INT_EQ(pt_open_beneath(dfd, "link", O_RDONLY), -ELOOP);
   char *dlnk = cat3(f.sdir, "/dirlink", "");
   PT_ASSERT(symlink(f.home, dlnk) == 0);
-  int r = pd_catalog_open_beneath(dfd, "dirlink/secret.txt");
+  int r = pt_open_beneath(dfd, "dirlink/secret.txt", O_RDONLY);
   PT_ASSERT_MSG(r == -ELOOP || r == -EXDEV, "dirlink: %d", r);
-  int ok = pd_catalog_open_beneath(dfd, "profiling/daemon-profile-20261129T210000Z-1.pb.gz");
+  int ok = pt_open_beneath(dfd, "profiling/daemon-profile-20261129T210000Z-1.pb.gz", O_RDONLY);
   PT_ASSERT(ok >= 0);
   close(ok);
   close(dfd);
