@@ -14,7 +14,7 @@
  */
 #include "common/pt_client.h"
 #include "common/pt_file.h"
-#include "common/pt_home.h"
+#include "common/pt_home.h" /* pt_home_resolve */
 #include "common/pt_jsonl.h"
 
 #include <errno.h>
@@ -742,10 +742,12 @@ static pid_t start_one(pt_client *c, const char *log_path, start_state *ss, pt_c
 }
 
 static int autostart(pt_client *c, int *fd_out, pt_client_error *err) {
-  char *logs = NULL, *log_path = NULL, msg[512];
-  int rc = pt_home_prepare(c->home, NULL, msg, sizeof msg);
+  char *logs = NULL, *log_path = NULL;
+  /* Create only: an existing root that is too open is tightened by the
+   * daemon, which logs that it did (pt_home_prepare). */
+  int rc = pt_mkdir_p(c->home, 0700);
   if (rc < 0) {
-    pt_client_error_set(err, "daemon_start_failed", "%s", msg);
+    pt_client_error_set(err, "daemon_start_failed", "cannot create %s: %s", c->home, strerror(-rc));
     return rc;
   }
   if (asprintf(&logs, "%s/logs", c->home) < 0) return -ENOMEM;

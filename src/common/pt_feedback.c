@@ -272,12 +272,13 @@ static void sanitize_name(const char *in, char *out, size_t cap) {
 }
 
 static int write_file(int dirfd, const char *name, const void *data, size_t len) {
-  int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  /* O_EXCL never follows a symlink; 0600 whatever the umask */
+  int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return -errno;
   const uint8_t *p = data;
   size_t off = 0;
-  int r = 0;
-  while (off < len) {
+  int r = fchmod(fd, 0600) == 0 ? 0 : -errno;
+  while (r == 0 && off < len) {
     ssize_t n = write(fd, p + off, len - off);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -291,18 +292,21 @@ static int write_file(int dirfd, const char *name, const void *data, size_t len)
   return r;
 }
 
-static void rm_tree(const char *dir) {
-  DIR *d = opendir(dir);
+/* Removes the flat bundle directory `name` in parentfd (files, then the
+ * directory; never follows a link: unlinkat removes links themselves). */
+static void rm_tree_at(int parentfd, const char *name) {
+  int dfd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+  if (!d && dfd >= 0) close(dfd);
   if (d) {
     struct dirent *de;
     while ((de = readdir(d))) {
       if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-      char p[PATH_MAX];
-      if (!FMT_TRUNC(p, "%s/%s", dir, de->d_name)) unlink(p); /* bundles are flat */
+      unlinkat(dirfd(d), de->d_name, 0); /* bundles are flat */
     }
     closedir(d);
   }
-  rmdir(dir);
+  unlinkat(parentfd, name, AT_REMOVEDIR);
 }
 
 static void now_rfc3339(char out[32], char compact[24]) {
@@ -316,17 +320,10 @@ static void now_rfc3339(char out[32], char compact[24]) {
 
 int pt_feedback_write(pt_feedback *fb, const char *home, char *dir_out, size_t dir_cap, char *err,
                       size_t errlen) {
-  char fbdir[PATH_MAX], tmpbase[PATH_MAX], outbox[PATH_MAX], tmpdir[PATH_MAX], final[PATH_MAX];
-  int r;
-  if (FMT_TRUNC(fbdir, "%s/feedback", home) || FMT_TRUNC(tmpbase, "%s/tmp", fbdir) ||
-      FMT_TRUNC(outbox, "%s/outbox", fbdir)) {
-    seterr(err, errlen, "state root path too long");
-    return -ENAMETOOLONG;
-  }
-  if ((r = pt_mkdir_p(tmpbase, 0700)) < 0 || (r = pt_mkdir_p(outbox, 0700)) < 0) {
-    seterr(err, errlen, "cannot create %s: %s", fbdir, strerror(-r));
-    return r;
-  }
+  char final[PATH_MAX], tmpname[96];
+  int r, hfd = -1, tmpfd = -1, outfd = -1, dfd = -1;
+  json_t *man = NULL, *arr = NULL;
+  char *mtext = NULL;
   /* Bundle id: creation time + 32 random bits, sortable and unique. */
   char created[32], compact[24];
   now_rfc3339(created, compact);
@@ -334,19 +331,46 @@ int pt_feedback_write(pt_feedback *fb, const char *home, char *dir_out, size_t d
   if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) rnd = (uint32_t)getpid() ^ (uint32_t)time(NULL);
   char id[48];
   snprintf(id, sizeof id, "%s-%08" PRIx32, compact, rnd);
-  if (FMT_TRUNC(tmpdir, "%s/%s.XXXXXX", tmpbase, id) || FMT_TRUNC(final, "%s/%s", outbox, id)) {
+  if (FMT_TRUNC(final, "%s/feedback/outbox/%s", home, id)) {
     seterr(err, errlen, "state root path too long");
     return -ENAMETOOLONG;
   }
-  if (!mkdtemp(tmpdir)) {
+  /* Everything below the state root is reached from its fd, never through
+   * a symlink (feedback/, tmp/, outbox/ planted as links to elsewhere are
+   * refused), and created 0700 whatever the umask. */
+  hfd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (hfd < 0) {
     r = -errno;
-    seterr(err, errlen, "cannot create a bundle in %s: %s", tmpbase, strerror(errno));
+    seterr(err, errlen, "cannot open the state root %s: %s", home, strerror(errno));
     return r;
   }
-  int dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  json_t *man = NULL, *arr = NULL;
-  char *mtext = NULL;
-  if (dfd < 0) { r = -errno; seterr(err, errlen, "open %s: %s", tmpdir, strerror(errno)); goto fail; }
+  if ((tmpfd = pt_mkdir_beneath(hfd, "feedback/tmp", 0700)) < 0 ||
+      (outfd = pt_mkdir_beneath(hfd, "feedback/outbox", 0700)) < 0) {
+    r = tmpfd < 0 ? tmpfd : outfd;
+    seterr(err, errlen, "cannot create %s/feedback/%s: %s", home, tmpfd < 0 ? "tmp" : "outbox",
+           r == -ELOOP || r == -ENOTDIR ? "a symlink or non-directory is in the way"
+                                        : strerror(-r));
+    goto fail_dirs;
+  }
+  /* tmp/<id>.<random>: a fresh name of ours (mkdirat fails on anything that
+   * exists, link or not). */
+  for (int tries = 0;; tries++) {
+    uint32_t t = 0;
+    if (getrandom(&t, sizeof t, 0) != sizeof t) t = (uint32_t)tries * 2654435761u ^ rnd;
+    snprintf(tmpname, sizeof tmpname, "%s.%08" PRIx32, id, t);
+    if (mkdirat(tmpfd, tmpname, 0700) == 0) break;
+    if (errno != EEXIST || tries >= 16) {
+      r = -errno;
+      seterr(err, errlen, "cannot create a bundle in %s/feedback/tmp: %s", home, strerror(errno));
+      goto fail_dirs;
+    }
+  }
+  dfd = openat(tmpfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0 || fchmod(dfd, 0700) != 0) {
+    r = -errno;
+    seterr(err, errlen, "open %s/feedback/tmp/%s: %s", home, tmpname, strerror(errno));
+    goto fail;
+  }
 
   size_t mlen = strlen(fb->message);
   char msha[PT_SHA256_HEX];
@@ -356,7 +380,7 @@ int pt_feedback_write(pt_feedback *fb, const char *home, char *dir_out, size_t d
     goto fail;
   }
   arr = json_array();
-  if (!arr) { r = -ENOMEM; goto fail_oom; }
+  if (!arr) goto fail_oom;
   for (size_t i = 0; i < fb->n; i++) {
     attachment *a = &fb->att[i];
     const char *path = jstr(a->entry, "path");
@@ -388,14 +412,19 @@ int pt_feedback_write(pt_feedback *fb, const char *home, char *dir_out, size_t d
     goto fail;
   }
   if (fsync(dfd) != 0) { r = -errno; seterr(err, errlen, "fsync: %s", strerror(errno)); goto fail; }
-  if (rename(tmpdir, final) != 0) {
+  /* RENAME_NOREPLACE semantics are not needed: the id is fresh and a
+   * directory rename never replaces a non-empty directory. */
+  if (renameat(tmpfd, tmpname, outfd, id) != 0) {
     r = -errno;
-    seterr(err, errlen, "moving the bundle into %s: %s", outbox, strerror(errno));
+    seterr(err, errlen, "moving the bundle into %s/feedback/outbox: %s", home, strerror(errno));
     goto fail;
   }
-  pt_fsync_dir(outbox);
-  pt_fsync_dir(tmpbase);
+  (void)fsync(outfd);
+  (void)fsync(tmpfd);
   close(dfd);
+  close(outfd);
+  close(tmpfd);
+  close(hfd);
   free(mtext);
   json_decref(man);
   json_decref(arr);
@@ -407,7 +436,11 @@ fail_oom:
   seterr(err, errlen, "out of memory");
 fail:
   if (dfd >= 0) close(dfd);
-  rm_tree(tmpdir);
+  rm_tree_at(tmpfd, tmpname);
+fail_dirs:
+  if (outfd >= 0) close(outfd);
+  if (tmpfd >= 0) close(tmpfd);
+  close(hfd);
   free(mtext);
   json_decref(man);
   json_decref(arr);
@@ -434,7 +467,7 @@ void pt_feedback_upload_opts_from_env(pt_feedback_upload_opts *o) {
   o->cancel = NULL;
 }
 
-static int write_status(const char *dir, const pt_feedback_upload_result *res, const char *url) {
+static int write_status(int bfd, const pt_feedback_upload_result *res, const char *url) {
   char when[32];
   now_rfc3339(when, NULL);
   json_t *o = json_pack("{s:s, s:i, s:I, s:s, s:s, s:s}", "state", res->sent ? "sent" : "failed",
@@ -444,11 +477,103 @@ static int write_status(const char *dir, const pt_feedback_upload_result *res, c
   char *s = json_dumps(o, JSON_INDENT(2));
   json_decref(o);
   if (!s) return -ENOMEM;
-  char path[PATH_MAX];
-  snprintf(path, sizeof path, "%s/status.json", dir);
-  int r = pt_write_atomic(path, s, strlen(s), 0600);
+  int r = pt_write_atomic_at(bfd, "status.json", s, strlen(s), 0600);
   free(s);
   return r;
+}
+
+/* A bundle file handed to libcurl as a stream over an fd we opened with
+ * O_NOFOLLOW (curl_mime_filedata would open the path itself and follow a
+ * symlink planted in the bundle). */
+typedef struct part_src {
+  int fd;
+  curl_off_t off, size;
+} part_src;
+
+static size_t part_read(char *buf, size_t size, size_t n, void *arg) {
+  part_src *p = arg;
+  size_t want = size * n;
+  if ((curl_off_t)want > p->size - p->off) want = (size_t)(p->size - p->off);
+  if (want == 0) return 0;
+  ssize_t r;
+  do r = pread(p->fd, buf, want, (off_t)p->off); while (r < 0 && errno == EINTR);
+  if (r <= 0) return CURL_READFUNC_ABORT; /* shrank or failed: never send less silently */
+  p->off += r;
+  return (size_t)r;
+}
+
+static int part_seek(void *arg, curl_off_t offset, int origin) {
+  part_src *p = arg;
+  if (origin != SEEK_SET || offset < 0 || offset > p->size) return CURL_SEEKFUNC_FAIL;
+  p->off = offset; /* curl rewinds for every retry */
+  return CURL_SEEKFUNC_OK;
+}
+
+static void part_free(void *arg) {
+  part_src *p = arg;
+  close(p->fd);
+  free(p);
+}
+
+/* Opens `name` in the bundle (a regular file with one link, never through
+ * a symlink) and adds it as a part. 0 or a negative errno. */
+static int add_part(curl_mime *mime, int bfd, const char *field, const char *name,
+                    const char *type) {
+  int fd = pt_open_beneath(bfd, name, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return fd;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    close(fd);
+    return -EINVAL;
+  }
+  part_src *p = malloc(sizeof *p);
+  curl_mimepart *part = p ? curl_mime_addpart(mime) : NULL;
+  if (!part) {
+    free(p);
+    close(fd);
+    return -ENOMEM;
+  }
+  p->fd = fd;
+  p->off = 0;
+  p->size = (curl_off_t)st.st_size;
+  curl_mime_name(part, field);
+  /* on success the part owns p (part_free); on failure free it here */
+  if (curl_mime_data_cb(part, p->size, part_read, part_seek, part_free, p) != CURLE_OK) {
+    part_free(p);
+    return -ENOMEM;
+  }
+  curl_mime_filename(part, name);
+  curl_mime_type(part, type);
+  return 0;
+}
+
+/* Splits bundle_dir into the parent ("feedback/outbox") relative to the
+ * state root and the bundle's own name, and opens both beneath the root's
+ * fd with no symlink on the way. Returns 0 with *parentfd, *bfd and *base
+ * (pointing into bundle_dir), or a negative errno. */
+static int open_bundle(int hfd, const char *home, const char *bundle_dir, int *parentfd, int *bfd,
+                       const char **base) {
+  size_t n = strlen(home);
+  while (n > 1 && home[n - 1] == '/') n--;
+  if (strncmp(bundle_dir, home, n) != 0 || bundle_dir[n] != '/') return -EXDEV;
+  const char *rel = bundle_dir + n + 1;
+  const char *slash = strrchr(rel, '/');
+  if (!slash || !slash[1]) return -EINVAL;
+  char parent[PATH_MAX];
+  if ((size_t)(slash - rel) >= sizeof parent) return -ENAMETOOLONG;
+  memcpy(parent, rel, (size_t)(slash - rel));
+  parent[slash - rel] = '\0';
+  *parentfd = pt_open_beneath(hfd, parent, O_RDONLY | O_DIRECTORY);
+  if (*parentfd < 0) return *parentfd;
+  *bfd = pt_open_beneath(*parentfd, slash + 1, O_RDONLY | O_DIRECTORY);
+  if (*bfd < 0) {
+    int r = *bfd;
+    close(*parentfd);
+    *parentfd = -1;
+    return r;
+  }
+  *base = slash + 1;
+  return 0;
 }
 
 static int retryable(CURLcode cc, long status) {
@@ -492,11 +617,29 @@ int pt_feedback_upload(const char *home, const char *bundle_dir, const pt_feedba
   }
   int r = pt_feedback_global_init();
   if (r < 0) { snprintf(res->error, sizeof res->error, "libcurl failed to initialise"); return r; }
-  char mpath[PATH_MAX];
-  snprintf(mpath, sizeof mpath, "%s/manifest.json", bundle_dir);
-  json_t *man = json_load_file(mpath, 0, NULL);
+  /* The bundle is reached from the state root's fd and every file in it is
+   * opened with no symlink followed (a link planted into the outbox must
+   * not make us upload what it points to). */
+  int hfd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC), parentfd = -1, bfd = -1;
+  const char *bname = NULL;
+  r = hfd < 0 ? -errno : open_bundle(hfd, home, bundle_dir, &parentfd, &bfd, &bname);
+  if (r < 0) {
+    if (hfd >= 0) close(hfd);
+    snprintf(res->error, sizeof res->error, "%s is not a bundle below %s/feedback (%s)", bundle_dir,
+             home, r == -ELOOP ? "a symlink is on the path" : strerror(-r));
+    return -EINVAL;
+  }
+  json_t *man = NULL;
+  int mfd = pt_open_beneath(bfd, "manifest.json", O_RDONLY | O_NONBLOCK);
+  if (mfd >= 0) {
+    man = json_loadfd(mfd, 0, NULL);
+    close(mfd);
+  }
   if (!man || !json_is_array(json_object_get(man, "attachments"))) {
     json_decref(man);
+    close(bfd);
+    close(parentfd);
+    close(hfd);
     snprintf(res->error, sizeof res->error, "%s is not a feedback bundle (no manifest)", bundle_dir);
     return -EINVAL;
   }
@@ -505,18 +648,13 @@ int pt_feedback_upload(const char *home, const char *bundle_dir, const pt_feedba
   CURL *h = curl_easy_init();
   curl_mime *mime = h ? curl_mime_init(h) : NULL;
   if (!h || !mime) { r = -ENOMEM; snprintf(res->error, sizeof res->error, "out of memory"); goto out; }
-  curl_mimepart *part = curl_mime_addpart(mime);
-  curl_mime_name(part, "manifest");
-  curl_mime_filedata(part, mpath);
-  curl_mime_filename(part, "manifest.json");
-  curl_mime_type(part, "application/json");
-  char path[PATH_MAX];
-  snprintf(path, sizeof path, "%s/message.txt", bundle_dir);
-  part = curl_mime_addpart(mime);
-  curl_mime_name(part, "message");
-  curl_mime_filedata(part, path);
-  curl_mime_filename(part, "message.txt");
-  curl_mime_type(part, "text/plain; charset=utf-8");
+  if ((r = add_part(mime, bfd, "manifest", "manifest.json", "application/json")) < 0 ||
+      (r = add_part(mime, bfd, "message", "message.txt", "text/plain; charset=utf-8")) < 0) {
+    snprintf(res->error, sizeof res->error, "cannot read the bundle's %s: %s",
+             r == -EINVAL ? "files (not regular files)" : "files", strerror(-r));
+    r = r == -ENOMEM ? r : -EINVAL;
+    goto out;
+  }
   size_t i;
   json_t *a;
   json_array_foreach(json_object_get(man, "attachments"), i, a) {
@@ -526,11 +664,13 @@ int pt_feedback_upload(const char *home, const char *bundle_dir, const pt_feedba
       snprintf(res->error, sizeof res->error, "manifest names a bad attachment file");
       goto out;
     }
-    snprintf(path, sizeof path, "%s/%s", bundle_dir, f);
-    part = curl_mime_addpart(mime);
-    curl_mime_name(part, "attachment");
-    curl_mime_filedata(part, path); /* also sets the part's filename */
-    curl_mime_type(part, "application/octet-stream");
+    if ((r = add_part(mime, bfd, "attachment", f, "application/octet-stream")) < 0) {
+      snprintf(res->error, sizeof res->error, "cannot read attachment %s of the bundle: %s", f,
+               r == -ELOOP ? "it is a symlink" : r == -EINVAL ? "not a regular file of its own"
+                                                              : strerror(-r));
+      r = r == -ENOMEM ? r : -EINVAL;
+      goto out;
+    }
   }
   curl_easy_setopt(h, CURLOPT_URL, o->url);
   curl_easy_setopt(h, CURLOPT_MIMEPOST, mime);
@@ -585,21 +725,18 @@ int pt_feedback_upload(const char *home, const char *bundle_dir, const pt_feedba
     if (!retryable(cc, status)) break;
   }
   /* Record the outcome in the bundle, then move a delivered one to sent/. */
-  write_status(bundle_dir, res, o->url);
+  write_status(bfd, res, o->url);
   if (res->sent) {
-    char sentdir[PATH_MAX], dst[PATH_MAX];
-    snprintf(sentdir, sizeof sentdir, "%s/feedback/sent", home);
-    const char *base = strrchr(bundle_dir, '/');
-    base = base ? base + 1 : bundle_dir;
-    if (!FMT_TRUNC(dst, "%s/%s", sentdir, bid && *bid ? bid : base) &&
-        pt_mkdir_p(sentdir, 0700) == 0 && rename(bundle_dir, dst) == 0) {
+    const char *dname = bid && *bid ? bid : bname;
+    char dst[PATH_MAX];
+    int sentfd = pt_mkdir_beneath(hfd, "feedback/sent", 0700);
+    if (sentfd >= 0 && !FMT_TRUNC(dst, "%s/feedback/sent/%s", home, dname) &&
+        renameat(parentfd, bname, sentfd, dname) == 0) {
       snprintf(res->dir, sizeof res->dir, "%s", dst);
-      pt_fsync_dir(sentdir);
-      char ob[PATH_MAX];
-      snprintf(ob, sizeof ob, "%s", bundle_dir);
-      char *slash = strrchr(ob, '/');
-      if (slash) { *slash = '\0'; pt_fsync_dir(ob); }
+      (void)fsync(sentfd);
+      (void)fsync(parentfd);
     }
+    if (sentfd >= 0) close(sentfd);
     /* A failed move leaves a "sent" status.json in the outbox: still
      * recorded as delivered. */
     r = 0;
@@ -610,6 +747,9 @@ out:
   curl_mime_free(mime);
   if (h) curl_easy_cleanup(h);
   json_decref(man);
+  close(bfd);
+  close(parentfd);
+  close(hfd);
   return r;
 }
 

@@ -153,23 +153,39 @@ static int write_all(int fd, const char *p, size_t len) {
   return 0;
 }
 
-int pt_write_atomic(const char *path, const void *data, size_t len, mode_t mode) {
-  char tmp[PATH_MAX], dir[PATH_MAX];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-    return -ENAMETOOLONG;
-  snprintf(dir, sizeof dir, "%s", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+int pt_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode) {
+  char tmp[NAME_MAX + 1];
+  if (strchr(name, '/') || snprintf(tmp, sizeof tmp, ".%s.tmp.%ld", name, (long)getpid()) >= (int)sizeof tmp)
+    return -EINVAL;
+  /* O_EXCL: a leftover or planted temp (a symlink included) is never
+   * written through; it is removed and the open retried once. */
+  int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0 && errno == EEXIST && unlinkat(dirfd, tmp, 0) == 0)
+    fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return -errno;
   int r = fchmod(fd, mode) == 0 ? 0 : -errno; /* exactly mode, whatever the umask */
   if (r == 0) r = write_all(fd, data, len);
   if (r == 0 && fsync(fd) != 0) r = -errno;
   if (close(fd) != 0 && r == 0) r = -errno;
-  if (r == 0 && rename(tmp, path) != 0) r = -errno;
+  if (r == 0 && renameat(dirfd, tmp, dirfd, name) != 0) r = -errno;
   if (r != 0) {
-    unlink(tmp);
+    unlinkat(dirfd, tmp, 0);
     return r;
   }
-  return pt_fsync_dir(dirname(dir));
+  return fsync(dirfd) == 0 ? 0 : -errno;
+}
+
+int pt_write_atomic(const char *path, const void *data, size_t len, mode_t mode) {
+  char dir[PATH_MAX];
+  if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return -ENAMETOOLONG;
+  const char *slash = strrchr(path, '/');
+  const char *name = slash ? slash + 1 : path;
+  if (!*name) return -EINVAL;
+  int dfd = open(slash ? dirname(dir) : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return -errno;
+  int r = pt_write_atomic_at(dfd, name, data, len, mode);
+  close(dfd);
+  return r;
 }
 
 int pt_read_all(const char *path, size_t max, char **out, size_t *len) {

@@ -45,11 +45,16 @@ int pt_mkdir_beneath(int dirfd, const char *relpath, mode_t mode);
 int pt_fsync_dir(const char *dir);
 
 /* Atomically replaces `path` with `len` bytes of `data`: writes
- * "<path>.tmp.<pid>" in the same directory, fsyncs it, renames it over path,
+ * ".<name>.tmp.<pid>" in the same directory, fsyncs it, renames it over path,
  * fsyncs the directory. On failure the old file is untouched and the
  * temporary is removed. mode: permissions of the new file, exactly (set with
  * fchmod, so the umask does not widen or narrow them). */
 int pt_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+/* The same for `name` (one plain name) in the directory fd `dirfd`; the
+ * temporary is ".<name>.tmp.<pid>", created O_EXCL|O_NOFOLLOW, so nothing
+ * planted under that name is ever written through. */
+int pt_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode);
 
 /* Reads a whole regular file into a malloc'd, NUL-terminated buffer (*out,
  * caller frees; *len without the NUL). Files larger than max bytes give

@@ -7,7 +7,7 @@
  *  - c->generation only ever increases; it is bumped when the fingerprint of
  *    the new list differs from the stored one, and persisted right away.
  *  - The hash cache holds exactly the files seen by the last refresh, keyed
- *    by (dev, ino, size, mtime_ns); a file whose key is unchanged is not
+ *    by (dev, ino, size, mtime_ns, ctime_ns); a file whose key is unchanged is not
  *    re-read.
  * Threads: see the header: the *_work functions run on a libuv threadpool
  * thread and touch only their job (plus the frozen hash cache, see
@@ -44,6 +44,7 @@ typedef struct hash_cache_ent {
   ino_t ino;
   uint64_t size;
   int64_t mtime_ns;
+  int64_t ctime_ns; /* an edit that restores mtime (utimensat) still moves ctime */
   char sha256[65];
 } hash_cache_ent;
 
@@ -112,6 +113,10 @@ static char *xasprintf(const char *fmt, ...) {
   int r = vasprintf(&s, fmt, ap);
   va_end(ap);
   return r < 0 ? NULL : s;
+}
+
+static int64_t stat_ctime_ns(const struct stat *st) {
+  return (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
 }
 
 static int64_t stat_mtime_ns(const struct stat *st) {
@@ -245,7 +250,7 @@ static const char *cache_lookup(const hash_cache_ent *cache, size_t n_cache,
   for (size_t i = 0; i < n_cache; i++) {
     const hash_cache_ent *h = &cache[i];
     if (h->dev == st->st_dev && h->ino == st->st_ino && h->size == size &&
-        h->mtime_ns == stat_mtime_ns(st))
+        h->mtime_ns == stat_mtime_ns(st) && h->ctime_ns == stat_ctime_ns(st))
       return h->sha256;
   }
   return NULL;
@@ -332,6 +337,7 @@ static int builder_cache(builder *b, const pd_catalog_entry *e) {
   h->ino = e->ino;
   h->size = e->size;
   h->mtime_ns = e->mtime_ns;
+  h->ctime_ns = e->ctime_ns;
   memcpy(h->sha256, e->sha256, sizeof h->sha256);
   return 0;
 }
@@ -466,6 +472,7 @@ static int add_file(pd_catalog_job *j, builder *b, int dirfd, const char *name, 
   e->dev = st.st_dev;
   e->ino = st.st_ino;
   e->mtime_ns = stat_mtime_ns(&st);
+  e->ctime_ns = stat_ctime_ns(&st);
   e->created_unix = created ? created : (int64_t)st.st_mtim.tv_sec;
   fmt_rfc3339(e->created_unix, e->created);
   if (!e->path || !e->label) { close(fd); b->n--; entry_free(e); return -ENOMEM; }
@@ -845,7 +852,7 @@ struct pd_catalog_read_job {
   uint64_t size;
   dev_t dev;
   ino_t ino;
-  int64_t mtime_ns;
+  int64_t mtime_ns, ctime_ns;
   int append_only;
   uint64_t offset;
   size_t max_len;
@@ -873,6 +880,7 @@ int pd_catalog_read_begin(pd_catalog *c, const char *id, uint64_t offset, size_t
   j->dev = e->dev;
   j->ino = e->ino;
   j->mtime_ns = e->mtime_ns;
+  j->ctime_ns = e->ctime_ns;
   j->append_only = e->append_only;
   j->offset = offset;
   j->max_len = max_len;
@@ -920,8 +928,8 @@ static int pread_all(int fd, uint8_t *buf, size_t len, uint64_t off) {
 }
 
 /* 0 when the open file is still the one listed: a regular file of ours with
- * one link, the listed device/inode and (unless append-only) size and
- * mtime; else -ESTALE (-EPERM for a file that is not ours or has another
+ * one link, the listed device/inode and (unless append-only, whose ctime
+ * moves with every append) size, mtime and ctime; else -ESTALE (-EPERM for a file that is not ours or has another
  * name somewhere: a hard link planted into the state root). */
 static int check_listed(const pd_catalog_read_job *j, int fd) {
   struct stat st;
@@ -929,7 +937,8 @@ static int check_listed(const pd_catalog_read_job *j, int fd) {
   if (!S_ISREG(st.st_mode) || st.st_dev != j->dev || st.st_ino != j->ino) return -ESTALE;
   if (st.st_nlink != 1 || st.st_uid != geteuid()) return -EPERM;
   if (j->append_only ? (uint64_t)st.st_size < j->size
-                     : ((uint64_t)st.st_size != j->size || stat_mtime_ns(&st) != j->mtime_ns))
+                     : ((uint64_t)st.st_size != j->size || stat_mtime_ns(&st) != j->mtime_ns ||
+                        stat_ctime_ns(&st) != j->ctime_ns))
     return -ESTALE;
   return 0;
 }

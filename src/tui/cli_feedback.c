@@ -30,11 +30,8 @@ static const char *jstr(json_t *o, const char *k) {
 }
 
 static pt_client *connect_cli(void) {
-  pt_client *c = pt_client_new(NULL, "polytoken-cli");
-  if (!c) {
-    tui_cli_fail("cannot determine the state directory (set POLYTOKEN_HOME or HOME)");
-    return NULL;
-  }
+  pt_client *c = tui_cli_client_new("polytoken-cli");
+  if (!c) return NULL;
   pt_client_error err;
   if (pt_client_connect(c, 1, CALL_TIMEOUT_MS, &err) < 0) {
     tui_cli_fail("%s", err.message);
@@ -287,9 +284,9 @@ static int cmd_send(int argc, char **argv) {
       goto out;
     }
   }
-  char *home = pt_client_home();
+  char *home = strdup(pt_client_home_dir(c));
   char dir[4096], msg[512];
-  if (!home) { tui_cli_fail("cannot determine the state directory"); goto out; }
+  if (!home) { tui_cli_fail("out of memory"); goto out; }
   int r = pt_feedback_write(fb, home, dir, sizeof dir, msg, sizeof msg);
   if (r < 0) {
     tui_cli_fail("writing the feedback bundle: %s", msg);

@@ -42,11 +42,8 @@ static int run_tui(const char *attach_id) {
   }
   /* Connect (starting the daemon if needed) before curses takes the
    * terminal, so a failure is one plain line on stderr. */
-  pt_client *c = pt_client_new(NULL, "polytoken-tui");
-  if (!c) {
-    tui_cli_fail("cannot determine the state directory (set POLYTOKEN_HOME or HOME)");
-    return 1;
-  }
+  pt_client *c = tui_cli_client_new("polytoken-tui");
+  if (!c) return 1;
   pt_client_error err;
   if (pt_client_connect(c, 1, 15000, &err) < 0) {
     tui_cli_fail("%s", err.message);

@@ -3,6 +3,7 @@
 #include "tui/cli_feedback.h"
 #include "tui/tui_text.h"
 #include "common/pt_client.h"
+#include "common/pt_home.h"
 #include "common/pt_version.h"
 #include "pt_config.h"
 
@@ -53,13 +54,22 @@ void tui_cli_usage(void) {
 
 static int is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
 
-/* Connects (autostart as given). Prints the failure line itself. */
-static pt_client *connect_or_fail(int autostart, int *not_running) {
-  pt_client *c = pt_client_new(NULL, "polytoken-cli");
-  if (!c) {
-    tui_cli_fail("cannot determine the state directory (set POLYTOKEN_HOME or HOME)");
+pt_client *tui_cli_client_new(const char *client_name) {
+  char why[256], *home = NULL;
+  if (pt_home_resolve(NULL, &home, why, sizeof why) < 0) {
+    tui_cli_fail("%s", why);
     return NULL;
   }
+  pt_client *c = pt_client_new(home, client_name);
+  free(home);
+  if (!c) tui_cli_fail("out of memory");
+  return c;
+}
+
+/* Connects (autostart as given). Prints the failure line itself. */
+static pt_client *connect_or_fail(int autostart, int *not_running) {
+  pt_client *c = tui_cli_client_new("polytoken-cli");
+  if (!c) return NULL;
   pt_client_error err;
   int rc = pt_client_connect(c, autostart, CALL_TIMEOUT_MS, &err);
   if (rc < 0) {
