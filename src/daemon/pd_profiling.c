@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "common/pt_env.h"
+#include "common/pt_file.h"
 #include "daemon/pd_daemon.h"
 #include "daemon/pd_ipc.h"
 #include "daemon/pd_log.h"
@@ -247,6 +248,10 @@ int pd_profiling_init(uv_loop_t *loop) {
   o.interval_ms = 0; /* the loop's timer job drives periodic dumps */
   o.log = log_from_prof;
   snprintf(g.fallback_dir, sizeof g.fallback_dir, "%s/profiling", pd_daemon_home());
+  /* Private state: created here 0700 whatever the umask, before the
+   * sampler would create it on its first dump. */
+  int mr = pt_mkdir_p(g.fallback_dir, 0700);
+  if (mr < 0) pd_warn("profiling: cannot create %s: %s", g.fallback_dir, strerror(-mr));
   o.dir = g.fallback_dir;
 
   int rc = ptprof_new(&g.prof, &o);
