@@ -557,6 +557,7 @@ static int open_bundle(int hfd, const char *home, const char *bundle_dir, int *p
   while (n > 1 && home[n - 1] == '/') n--;
   if (strncmp(bundle_dir, home, n) != 0 || bundle_dir[n] != '/') return -EXDEV;
   const char *rel = bundle_dir + n + 1;
+  while (*rel == '/') rel++; /* "<home>/" + "/feedback/..." */
   const char *slash = strrchr(rel, '/');
   if (!slash || !slash[1]) return -EINVAL;
   char parent[PATH_MAX];

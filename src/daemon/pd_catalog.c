@@ -852,7 +852,7 @@ struct pd_catalog_read_job {
   uint64_t size;
   dev_t dev;
   ino_t ino;
-  int64_t mtime_ns, ctime_ns;
+  int64_t mtime_ns;
   int append_only;
   uint64_t offset;
   size_t max_len;
@@ -880,7 +880,6 @@ int pd_catalog_read_begin(pd_catalog *c, const char *id, uint64_t offset, size_t
   j->dev = e->dev;
   j->ino = e->ino;
   j->mtime_ns = e->mtime_ns;
-  j->ctime_ns = e->ctime_ns;
   j->append_only = e->append_only;
   j->offset = offset;
   j->max_len = max_len;
@@ -928,8 +927,8 @@ static int pread_all(int fd, uint8_t *buf, size_t len, uint64_t off) {
 }
 
 /* 0 when the open file is still the one listed: a regular file of ours with
- * one link, the listed device/inode and (unless append-only, whose ctime
- * moves with every append) size, mtime and ctime; else -ESTALE (-EPERM for a file that is not ours or has another
+ * one link, the listed device/inode and (unless append-only) size and
+ * mtime; else -ESTALE (-EPERM for a file that is not ours or has another
  * name somewhere: a hard link planted into the state root). */
 static int check_listed(const pd_catalog_read_job *j, int fd) {
   struct stat st;
@@ -937,8 +936,7 @@ static int check_listed(const pd_catalog_read_job *j, int fd) {
   if (!S_ISREG(st.st_mode) || st.st_dev != j->dev || st.st_ino != j->ino) return -ESTALE;
   if (st.st_nlink != 1 || st.st_uid != geteuid()) return -EPERM;
   if (j->append_only ? (uint64_t)st.st_size < j->size
-                     : ((uint64_t)st.st_size != j->size || stat_mtime_ns(&st) != j->mtime_ns ||
-                        stat_ctime_ns(&st) != j->ctime_ns))
+                     : ((uint64_t)st.st_size != j->size || stat_mtime_ns(&st) != j->mtime_ns))
     return -ESTALE;
   return 0;
 }

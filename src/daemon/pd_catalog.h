@@ -89,7 +89,7 @@ typedef struct pd_catalog_entry {
   dev_t dev;
   ino_t ino;
   int64_t mtime_ns;
-  int64_t ctime_ns;       /* with mtime: an in-place edit is seen even if mtime is reset */
+  int64_t ctime_ns;       /* hash-cache key with mtime: an edit that resets mtime is re-hashed */
 } pd_catalog_entry;
 
 /* Counters for tests and the log. */

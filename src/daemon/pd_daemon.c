@@ -266,6 +266,12 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
    * stray relative path. The start directory is kept for the external
    * responder, whose command may use paths relative to it. */
   char *abs = realpath(home, NULL);
+  if (abs && strlen(abs) > PT_HOME_MAX) {
+    /* resolved links made it longer than any path we build below it may
+     * be: keep the name we were given (it fits, pt_home_resolve checked) */
+    free(abs);
+    abs = NULL;
+  }
   if (abs) {
     free(d.home);
     d.home = abs;
