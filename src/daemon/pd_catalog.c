@@ -56,9 +56,9 @@ typedef struct hash_cache_ent {
  * copy kept here: that catches a partial line cut back and rewritten
  * (telemetry does that on a short write) or a truncate-and-regrow. A rewrite
  * of older bytes in place would go unnoticed here; the files are appended
- * with O_APPEND only, and a fetch at offset 0 re-hashes the whole served
- * range from disk anyway, so it would fail (`not_found`, changed) rather
- * than serve wrong bytes. */
+ * with O_APPEND only, and a fetch checks every byte it serves against the
+ * listed hash (whole range or block digests, see "fetch"), so it would fail
+ * (`not_found`, changed) rather than serve wrong bytes. */
 #define INC_TAIL 4096
 typedef struct inc_hash {
   dev_t dev;

@@ -37,8 +37,8 @@
  * locking), except for the *_work functions below, which run on any one
  * other thread (the daemon uses the libuv threadpool) and touch only their
  * job object: a refresh job (directory scans and hashing) and a read job
- * (the re-hash of a fetch at offset 0, up to PD_CATALOG_FETCH_MAX bytes, and
- * the chunk read). The blocking-but-simple pd_catalog_refresh,
+ * (the first fetch's whole-range re-hash, up to PD_CATALOG_FETCH_MAX bytes,
+ * or the chunk's block checks, and the chunk read). The blocking-but-simple pd_catalog_refresh,
  * pd_catalog_read and pd_catalog_call run all phases on the calling thread
  * (unit tests, tools). While a refresh job is in flight (begin .. end) the
  * catalog still serves its previous list (find, entry_at, read_begin), and

@@ -57,9 +57,9 @@ fi
 # (3) in-place edits between chunks (a 300 KiB artifact: 5 blocks of 64 KiB)
 BIG=$PDIR/daemon-profile-20261130T000000Z-3.pb.gz
 head -c 307200 /dev/urandom >"$BIG"
-python3 - "$POLYTOKEN_HOME" "$BIG" <<'PY'
+python3 - "$POLYTOKEN_HOME" "$BIG" "$CAT_DIR" <<'PY'
 import base64, json, os, sys
-sys.path.insert(0, os.environ["CAT_DIR"])
+sys.path.insert(0, sys.argv[3])
 from ipc import Client
 home, big = sys.argv[1], sys.argv[2]
 c = Client(home)
