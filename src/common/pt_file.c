@@ -73,8 +73,15 @@ int pt_open_beneath(int dirfd, const char *relpath, int flags) {
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
   long ofd = syscall(SYS_openat2, dirfd, relpath, &how, sizeof how);
   if (ofd >= 0) return (int)ofd;
-  if (errno == EXDEV) return -ELOOP; /* escaping the root: only via a link here */
-  if (errno != ENOSYS && errno != EPERM) return -errno; /* EPERM: seccomp filters */
+  int e = errno;
+  if (e == EXDEV) return -ELOOP; /* escaping the root: only via a link here */
+  if (e == ENOTDIR && (flags & O_DIRECTORY)) {
+    /* O_DIRECTORY|O_NOFOLLOW on a final symlink gives ENOTDIR: say which
+     * (the lstat only classifies the error, nothing is opened) */
+    struct stat lst;
+    if (fstatat(dirfd, relpath, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode)) return -ELOOP;
+  }
+  if (e != ENOSYS && e != EPERM) return -e; /* EPERM: seccomp filters */
 #endif
   /* Fallback: one component at a time, never following a symlink. */
   char *copy = strdup(relpath);
@@ -86,11 +93,15 @@ int pt_open_beneath(int dirfd, const char *relpath, int flags) {
     char *next = strtok_r(NULL, "/", &save);
     int fl = next ? (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : flags;
     int fd = openat(cur, comp, fl);
-    int e = errno;
+    int oe = errno;
+    struct stat lst;
+    /* O_DIRECTORY|O_NOFOLLOW on a symlink gives ENOTDIR: say which */
+    if (fd < 0 && oe == ENOTDIR && fstatat(cur, comp, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(lst.st_mode))
+      oe = ELOOP;
     if (cur != dirfd) close(cur);
     if (fd < 0) {
-      /* O_PATH|O_NOFOLLOW|O_DIRECTORY on a symlink gives ENOTDIR. */
-      r = (e == ENOTDIR && next) ? -ELOOP : -e;
+      r = -oe;
       cur = -1;
       break;
     }
@@ -114,7 +125,12 @@ int pt_mkdir_beneath(int dirfd, const char *relpath, mode_t mode) {
     int fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
     if (fd < 0) {
-      r = e == ENOTDIR ? -ENOTDIR : e == ELOOP ? -ELOOP : -e;
+      /* O_DIRECTORY|O_NOFOLLOW on a symlink gives ENOTDIR on Linux: say
+       * which it was */
+      struct stat lst;
+      if (e == ENOTDIR && fstatat(cur, comp, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode))
+        e = ELOOP;
+      r = -e;
       break;
     }
     struct stat st;
