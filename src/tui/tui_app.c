@@ -433,7 +433,13 @@ static void draw_conv(tui_app *app) {
     ? "Ctrl-R reconnect  F2 /sessions  F10 /quit  PgUp/PgDn scroll"
     : app->streaming ? "Esc/Ctrl-C cancel reply  PgUp/PgDn scroll  F2 /sessions  F10 /quit"
                      : "Enter send  PgUp/PgDn scroll  Up/Down history  F2 /sessions  F3 feedback  F10 /quit  Ctrl-C quit";
-  draw_bar(rows - 1, hint, "");
+  /* A line longer than the screen shows its size (and the cap), so a long
+   * paste visibly progresses: stdin_cb returns to the loop every
+   * STDIN_BURST bytes, and each return draws a frame. */
+  char size[64] = "";
+  if (start > 0 || tui_fit_bytes(t + start, len - start, avail) < len - start)
+    snprintf(size, sizeof size, "line %zu/%zu B", len, tui_le_max_bytes(app->input));
+  draw_bar(rows - 1, hint, size);
   draw_cut_notice(app, app->input, rows - 3);
   curs_set(1);
   move(iy, 2 + used);
@@ -1013,6 +1019,7 @@ static tui_lineedit *text_target(tui_app *app) {
  * tui_le_insert_fit per TEXT_RUN bytes: a paste costs one memmove of the
  * text after the cursor per run, not one per character. */
 #define TEXT_RUN 4096
+#define STDIN_BURST 65536
 typedef struct text_run {
   tui_lineedit *le;
   size_t n;
@@ -1069,7 +1076,11 @@ static void stdin_cb(void *ud, int status, int events) {
   run.n = 0;
   int c;
   uint32_t cps[2];
-  while (!app->quitting && (c = wgetch(stdscr)) != ERR) {
+  /* At most STDIN_BURST bytes per callback: during a long paste the tty
+   * always has more, and returning lets the render timer draw the progress
+   * (the poll fires again at once). */
+  size_t budget = STDIN_BURST;
+  while (!app->quitting && budget-- > 0 && (c = wgetch(stdscr)) != ERR) {
     if (c > 0xFF) { /* a KEY_* code */
       /* A key ends an unfinished sequence: its bytes become U+FFFD first. */
       if (tui_utf8_dec_flush(&app->dec, &cps[0])) take_char(app, &run, cps[0]);
