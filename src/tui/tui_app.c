@@ -206,6 +206,24 @@ static void put_clipped(int y, int x, const char *s, size_t n, int width) {
 
 static void put_str(int y, int x, const char *s, int width) { put_clipped(y, x, s, strlen(s), width); }
 
+/* As put_clipped for the input line, which may hold tabs: each is drawn as
+ * one space (curses would jump to the next tab stop, and the widths here
+ * count a tab as one column). */
+static void put_input(int y, int x, const char *s, size_t n, int width) {
+  size_t end = tui_fit_bytes(s, n, width), i = 0;
+  move(y, x);
+  while (i < end) {
+    const char *tab = memchr(s + i, '\t', end - i);
+    size_t k = tab ? (size_t)(tab - (s + i)) : end - i;
+    if (k > 0) addnstr(s + i, (int)k);
+    i += k;
+    if (tab) {
+      addch(' ');
+      i++;
+    }
+  }
+}
+
 /* Says on row y that the line refused typed or pasted text, and how much;
  * nothing when it refused none. */
 static void draw_cut_notice(tui_app *app, tui_lineedit *le, int y) {
@@ -428,7 +446,7 @@ static void draw_conv(tui_app *app) {
     used += w;
     start = p;
   }
-  put_clipped(iy, 2, t + start, len - start, avail);
+  put_input(iy, 2, t + start, len - start, avail);
   const char *hint = !pt_client_connected(app->client)
     ? "Ctrl-R reconnect  F2 /sessions  F10 /quit  PgUp/PgDn scroll"
     : app->streaming ? "Esc/Ctrl-C cancel reply  PgUp/PgDn scroll  F2 /sessions  F10 /quit"
@@ -1049,7 +1067,9 @@ static void dispatch_key(tui_app *app, int is_key, wint_t ch) {
  * the character is handled as a key. Keys may switch screens, so the
  * target is looked up again for every character. */
 static void take_char(tui_app *app, text_run *r, uint32_t cp) {
-  tui_lineedit *le = cp >= 0x20 && cp != 0x7f ? text_target(app) : NULL;
+  tui_lineedit *le = text_target(app);
+  /* A tab is text in a message (pasted code keeps it) but not in a name. */
+  if (!(cp >= 0x20 && cp != 0x7f) && !(cp == '\t' && le == app->input)) le = NULL;
   if (le && le == r->le) {
     if (r->n + 4 > sizeof r->buf) run_flush(app, r);
     r->n += tui_utf8_encode(cp, r->buf + r->n);

@@ -56,14 +56,15 @@ printf 'a\xef\xbf\xbd\xef\xbf\xbd(b' >"$data.want"
 wait_user 1 "$data.want"
 wait_screen "(b"
 wait_screen "Enter send"
-# A truncated sequence, then an overlong one, then a valid é, then typed
-# text: U+FFFD for each maximal bad part, nothing else changed.
-printf 'x\xe2\x82y\xc0\xafz\xc3\xa9' >"$data"
+# A truncated sequence, then an overlong one, then a valid é and a tab,
+# then typed text: U+FFFD for each maximal bad part, nothing else changed
+# (the tab is kept, drawn as a space).
+printf 'x\xe2\x82y\xc0\xafz\xc3\xa9\tt' >"$data"
 paste "$data"
 T send-keys -l " ok"
-wait_input "$(printf 'x\xef\xbf\xbdy\xef\xbf\xbd\xef\xbf\xbdz\xc3\xa9 ok')"
+wait_input "$(printf 'x\xef\xbf\xbdy\xef\xbf\xbd\xef\xbf\xbdz\xc3\xa9 t ok')"
 T send-keys Enter
-printf 'x\xef\xbf\xbdy\xef\xbf\xbd\xef\xbf\xbdz\xc3\xa9 ok' >"$data.want"
+printf 'x\xef\xbf\xbdy\xef\xbf\xbd\xef\xbf\xbdz\xc3\xa9\tt ok' >"$data.want"
 wait_user 2 "$data.want"
 wait_screen "Enter send"
 
