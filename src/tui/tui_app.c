@@ -1100,7 +1100,23 @@ static void stdin_cb(void *ud, int status, int events) {
    * always has more, and returning lets the render timer draw the progress
    * (the poll fires again at once). */
   size_t budget = STDIN_BURST;
-  while (!app->quitting && budget-- > 0 && (c = wgetch(stdscr)) != ERR) {
+  /* `ahead`: bytes known to be waiting (FIONREAD, counted down per byte
+   * returned). While it is positive wgetch runs in blocking mode, where
+   * ncurses skips the poll() it makes before every byte in nodelay mode:
+   * half the system calls of a paste. It cannot block there: each byte
+   * counted is in the kernel or already in curses' own buffer (read ahead
+   * for a key sequence that did not match). After a key (several bytes)
+   * and when the count runs out it is asked again; at 0 nodelay is back,
+   * so the loop ends at ERR as before. */
+  int ahead = 0;
+  if (ioctl(STDIN_FILENO, FIONREAD, &ahead) < 0) ahead = 0;
+  for (;;) {
+    nodelay(stdscr, ahead <= 0);
+    if (app->quitting || budget == 0) break;
+    budget--;
+    if ((c = wgetch(stdscr)) == ERR) break;
+    if (c > 0xFF || --ahead <= 0)
+      if (ioctl(STDIN_FILENO, FIONREAD, &ahead) < 0) ahead = 0;
     if (c > 0xFF) { /* a KEY_* code */
       /* A key ends an unfinished sequence: its bytes become U+FFFD first. */
       if (tui_utf8_dec_flush(&app->dec, &cps[0])) take_char(app, &run, cps[0]);
@@ -1117,6 +1133,7 @@ static void stdin_cb(void *ud, int status, int events) {
     int k = tui_utf8_dec_byte(&app->dec, (unsigned char)c, cps);
     for (int i = 0; i < k; i++) take_char(app, &run, cps[i]);
   }
+  nodelay(stdscr, TRUE); /* the loop may stop (budget, quit) while blocking */
   run_flush(app, &run);
   /* The notice about refused text lasts until its line is emptied (sent,
    * Ctrl-U, ...), so it cannot be missed during a long paste. */
