@@ -19,6 +19,7 @@
 #include "tui/tui_loop.h"
 #include "tui/tui_term.h"
 #include "tui/tui_text.h"
+#include "common/pt_jsonl.h"
 
 #include <curses.h>
 #include <errno.h>
@@ -36,6 +37,14 @@
 #define CALL_TIMEOUT_MS 10000
 #define MAX_ENTRY_BYTES (4u << 20) /* cap on one scrollback entry */
 #define MAX_ENTRIES 20000          /* oldest scrollback entries dropped beyond */
+/* Cap on the input line: what one IPC line (PT_JSONL_MAX_LINE, newline
+ * included) leaves for the text once the turn.send request around it is
+ * counted (`{"id":N,"method":"turn.send","params":{"session":ID,"text":""}}`
+ * is under 160 bytes with a 20-digit id and a 63-byte session id). Text that
+ * needs JSON escapes (quotes, backslashes) can still be too long once
+ * escaped: Enter checks that and keeps the text (conv_submit). */
+#define INPUT_MAX_BYTES (PT_JSONL_MAX_LINE - 256)
+#define PROMPT_MAX_BYTES 200
 
 typedef enum { SCR_PICKER, SCR_CONV } screen_t;
 typedef enum { PM_NORMAL, PM_NEW, PM_RENAME, PM_DELETE } picker_mode;
@@ -93,6 +102,14 @@ struct tui_app {
   int scroll; /* wrapped lines scrolled up from the bottom */
   size_t last_total; /* wrapped lines at the last draw (to hold the view) */
   tui_lineedit *input;
+  char *unconfirmed; /* text of the turn.send awaiting its reply, put back
+                        into an empty input line if the send fails */
+
+  /* keyboard and paste input */
+  tui_utf8_dec dec;     /* terminal bytes -> code points, kept across reads */
+  tui_lineedit *cut_le; /* the line that refused text (input or prompt) */
+  size_t cut_bytes;     /* bytes of typed/pasted text it refused since it
+                           was last empty: shown on screen, never silent */
 
   tui_feedback *feedback; /* F3 overlay (tui_feedback.h), created in run */
 };
@@ -189,6 +206,38 @@ static void put_clipped(int y, int x, const char *s, size_t n, int width) {
 
 static void put_str(int y, int x, const char *s, int width) { put_clipped(y, x, s, strlen(s), width); }
 
+/* As put_clipped for the input line, which may hold tabs: each is drawn as
+ * one space (curses would jump to the next tab stop, and the widths here
+ * count a tab as one column). */
+static void put_input(int y, int x, const char *s, size_t n, int width) {
+  size_t end = tui_fit_bytes(s, n, width), i = 0;
+  move(y, x);
+  while (i < end) {
+    const char *tab = memchr(s + i, '\t', end - i);
+    size_t k = tab ? (size_t)(tab - (s + i)) : end - i;
+    if (k > 0) addnstr(s + i, (int)k);
+    i += k;
+    if (tab) {
+      addch(' ');
+      i++;
+    }
+  }
+}
+
+/* Says on row y that the line refused typed or pasted text, and how much;
+ * nothing when it refused none. */
+static void draw_cut_notice(tui_app *app, tui_lineedit *le, int y) {
+  if (app->cut_le != le || app->cut_bytes == 0) return;
+  char msg[256];
+  snprintf(msg, sizeof msg,
+           "Line full: %zu bytes of typed/pasted text were not inserted (at most %zu bytes)",
+           app->cut_bytes, tui_le_max_bytes(le));
+  attron(A_REVERSE | A_BOLD);
+  mvhline(y, 0, ' ', COLS);
+  put_str(y, 1, msg, COLS - 2);
+  attroff(A_REVERSE | A_BOLD);
+}
+
 static const char *daemon_state(const tui_app *app) {
   if (!pt_client_connected(app->client)) return "disconnected";
   return app->streaming ? "streaming" : "connected";
@@ -272,6 +321,7 @@ static void draw_picker(tui_app *app) {
     mvaddstr(py, 1, label);
     const char *t = tui_le_text(app->prompt);
     put_clipped(py, 1 + lw, t, tui_le_len(app->prompt), cols - lw - 2);
+    draw_cut_notice(app, app->prompt, py - 1);
     int cx = 1 + lw + tui_str_width(t, tui_le_cursor(app->prompt));
     move(py, cx < cols ? cx : cols - 1);
   } else if (app->pmode == PM_DELETE) {
@@ -384,17 +434,33 @@ static void draw_conv(tui_app *app) {
   const char *t = tui_le_text(app->input);
   size_t len = tui_le_len(app->input), cur = tui_le_cursor(app->input);
   int avail = cols - 3;
-  size_t start = 0;
-  while (start < cur && tui_str_width(t + start, cur - start) > avail)
-    start += tui_utf8_len(t + start, len - start);
-  put_clipped(iy, 2, t + start, len - start, avail);
+  /* Leftmost start that still shows the cursor: walk back from the cursor
+   * over what fits (O(screen width), not O(line length) per step: a pasted
+   * 1 MiB line made the old forward scan quadratic on every redraw). */
+  size_t start = cur;
+  int used = 0;
+  while (start > 0) {
+    size_t p = tui_utf8_prev(t, start);
+    int w = tui_str_width(t + p, start - p);
+    if (used + w > avail) break;
+    used += w;
+    start = p;
+  }
+  put_input(iy, 2, t + start, len - start, avail);
   const char *hint = !pt_client_connected(app->client)
     ? "Ctrl-R reconnect  F2 /sessions  F10 /quit  PgUp/PgDn scroll"
     : app->streaming ? "Esc/Ctrl-C cancel reply  PgUp/PgDn scroll  F2 /sessions  F10 /quit"
                      : "Enter send  PgUp/PgDn scroll  Up/Down history  F2 /sessions  F3 feedback  F10 /quit  Ctrl-C quit";
-  draw_bar(rows - 1, hint, "");
+  /* A line longer than the screen shows its size (and the cap), so a long
+   * paste visibly progresses: stdin_cb returns to the loop every
+   * STDIN_BURST bytes, and each return draws a frame. */
+  char size[64] = "";
+  if (start > 0 || tui_fit_bytes(t + start, len - start, avail) < len - start)
+    snprintf(size, sizeof size, "line %zu/%zu B", len, tui_le_max_bytes(app->input));
+  draw_bar(rows - 1, hint, size);
+  draw_cut_notice(app, app->input, rows - 3);
   curs_set(1);
-  move(iy, 2 + tui_str_width(t + start, cur - start));
+  move(iy, 2 + used);
 }
 
 static void render_now(tui_app *app) {
@@ -638,12 +704,20 @@ static void reattach_reply(pt_client *c, json_t *result, const pt_client_error *
 static void send_reply(pt_client *c, json_t *result, const pt_client_error *err, void *ud) {
   tui_app *app = ud;
   (void)c;
+  char *text = app->unconfirmed;
+  app->unconfirmed = NULL;
   if (err) {
     app->streaming = 0;
     app->awaiting_own_turn = 0;
-    note(app, 'e', "the message was not sent: %s", err->message);
+    /* The daemon did not take it: give the text back unless the user has
+     * started typing something else meanwhile. */
+    int back = text && tui_le_len(app->input) == 0 && tui_le_set(app->input, text) == 0;
+    free(text);
+    note(app, 'e', "the message was not sent: %s%s", err->message,
+         back ? " (your text is back in the input line)" : "");
     return;
   }
+  free(text);
   if (!app->turn_id[0])
     pt_client_id_str(json_object_get(result, "turn_id"), app->turn_id, sizeof app->turn_id);
   request_render(app);
@@ -705,16 +779,45 @@ static void conv_submit(tui_app *app) {
     note(app, 's', "A reply is still streaming; wait or press Esc to cancel it. Your text is kept.");
     return;
   }
-  char *text = tui_le_submit(app->input);
-  if (!text) return;
-  add_entry(app, 'u', text, NULL);
+  /* The line is cleared only once the request is queued: a text that
+   * cannot be sent stays where the user can shorten it. */
+  const char *text = tui_le_text(app->input);
+  json_t *params = json_pack("{s:s, s:s}", "session", app->session_id, "text", text);
+  if (!params) {
+    /* The line holds UTF-8 only (tui_utf8_dec), so this is out of memory. */
+    note(app, 'e', "the message was not sent: out of memory. Your text is kept.");
+    return;
+  }
+  int rc = pt_client_request(app->client, "turn.send", params, send_reply, app);
+  if (rc == PT_JSONL_EOVERSIZE) {
+    json_t *js = json_string(text);
+    size_t esc = js ? json_dumpb(js, NULL, 0, JSON_ENCODE_ANY | JSON_COMPACT) : 0;
+    json_decref(js);
+    note(app, 'e',
+         "the message was not sent: JSON-escaped it takes %zu bytes (quotes and backslashes take "
+         "two), more than one request line holds (%zu bytes); shorten it by about %zu bytes. "
+         "Your text is kept.",
+         esc, (size_t)PT_JSONL_MAX_LINE,
+         esc + (PT_JSONL_MAX_LINE - INPUT_MAX_BYTES) > PT_JSONL_MAX_LINE
+           ? esc + (PT_JSONL_MAX_LINE - INPUT_MAX_BYTES) - PT_JSONL_MAX_LINE : 0);
+    return;
+  }
+  if (rc < 0) {
+    /* Lost the connection while sending: send_reply and on_daemon_closed
+     * have said so; the text is still in the line. */
+    if (pt_client_connected(app->client)) note(app, 'e', "could not send turn.send: %s", strerror(-rc));
+    return;
+  }
+  conn_update(app);
+  char *sent = tui_le_submit(app->input); /* history + clear */
+  add_entry(app, 'u', sent ? sent : "", NULL);
+  free(app->unconfirmed);
+  app->unconfirmed = sent;
+  app->cut_bytes = 0;
   app->streaming = 1;
   app->awaiting_own_turn = 1;
   app->turn_id[0] = '\0';
   app->scroll = 0;
-  send_req(app, "turn.send", json_pack("{s:s, s:s}", "session", app->session_id, "text", text),
-           send_reply);
-  free(text);
   request_render(app);
 }
 
@@ -920,24 +1023,125 @@ static void relayout(tui_app *app) {
   request_render(app);
 }
 
+/* The line that takes runs of typed or pasted text right now, or NULL when
+ * printable characters are commands (picker) or go to the feedback overlay
+ * (which takes keys one by one). */
+static tui_lineedit *text_target(tui_app *app) {
+  if (app->feedback && tui_feedback_active(app->feedback)) return NULL;
+  if (app->screen == SCR_CONV) return app->input;
+  if (app->pmode == PM_NEW || app->pmode == PM_RENAME) return app->prompt;
+  return NULL;
+}
+
+/* Printable text gathered from one read burst, inserted with one
+ * tui_le_insert_fit per TEXT_RUN bytes: a paste costs one memmove of the
+ * text after the cursor per run, not one per character. */
+#define TEXT_RUN 4096
+#define STDIN_BURST 65536
+typedef struct text_run {
+  tui_lineedit *le;
+  size_t n;
+  char buf[TEXT_RUN];
+} text_run;
+
+static void run_flush(tui_app *app, text_run *r) {
+  if (r->n == 0) return;
+  long k = tui_le_insert_fit(r->le, r->buf, r->n);
+  if (k < 0) k = 0; /* out of memory: counted as refused, so it is shown */
+  if ((size_t)k < r->n) {
+    if (app->cut_le != r->le) app->cut_bytes = 0;
+    app->cut_le = r->le;
+    app->cut_bytes += r->n - (size_t)k;
+  }
+  r->n = 0;
+}
+
+static void dispatch_key(tui_app *app, int is_key, wint_t ch) {
+  if (app->feedback && tui_feedback_active(app->feedback)) tui_feedback_key(app->feedback, is_key, ch);
+  else if (app->screen == SCR_PICKER) picker_key(app, is_key, ch);
+  else conv_key(app, is_key, ch);
+}
+
+/* One decoded character: appended to the run when it is text for a line,
+ * else the run goes in first (keys act on the text typed before them) and
+ * the character is handled as a key. Keys may switch screens, so the
+ * target is looked up again for every character. */
+static void take_char(tui_app *app, text_run *r, uint32_t cp) {
+  tui_lineedit *le = text_target(app);
+  /* A tab is text in a message (pasted code keeps it) but not in a name. */
+  if (!(cp >= 0x20 && cp != 0x7f) && !(cp == '\t' && le == app->input)) le = NULL;
+  if (le && le == r->le) {
+    if (r->n + 4 > sizeof r->buf) run_flush(app, r);
+    r->n += tui_utf8_encode(cp, r->buf + r->n);
+    return;
+  }
+  run_flush(app, r);
+  r->le = le;
+  if (le) r->n = tui_utf8_encode(cp, r->buf);
+  else dispatch_key(app, 0, (wint_t)cp);
+}
+
+/* stdin readable. Bytes are read with wgetch (curses still decodes function
+ * keys and escape sequences) and decoded here rather than by get_wch: on an
+ * invalid byte get_wch swallows the bytes after it, up to MB_LEN_MAX, and
+ * returns ERR ("a", 0xFF, 0xFE, "(b" typed "a"). tui_utf8_dec makes each bad
+ * sequence one U+FFFD and keeps the rest. Its state lives in the app, so a
+ * character split across two reads is decoded whole. */
 static void stdin_cb(void *ud, int status, int events) {
   tui_app *app = ud;
   (void)events;
   if (status < 0) { app_quit(app, 1); return; }
-  wint_t ch;
-  int r;
-  while (!app->quitting && (r = get_wch(&ch)) != ERR) {
-    int is_key = r == KEY_CODE_YES;
-    if (is_key && ch == KEY_RESIZE) {
-      tui_unit_wake(&app->u_resize);
-      relayout(app);
+  text_run run;
+  run.le = NULL;
+  run.n = 0;
+  int c;
+  uint32_t cps[2];
+  /* At most STDIN_BURST bytes per callback: during a long paste the tty
+   * always has more, and returning lets the render timer draw the progress
+   * (the poll fires again at once). */
+  size_t budget = STDIN_BURST;
+  /* `ahead`: bytes known to be waiting (FIONREAD, counted down per byte
+   * returned). While it is positive wgetch runs in blocking mode, where
+   * ncurses skips the poll() it makes before every byte in nodelay mode:
+   * half the system calls of a paste. It cannot block there: each byte
+   * counted is in the kernel or already in curses' own buffer (read ahead
+   * for a key sequence that did not match). After a key (several bytes)
+   * and when the count runs out it is asked again; at 0 nodelay is back,
+   * so the loop ends at ERR as before. */
+  int ahead = 0;
+  if (ioctl(STDIN_FILENO, FIONREAD, &ahead) < 0) ahead = 0;
+  for (;;) {
+    nodelay(stdscr, ahead <= 0);
+    if (app->quitting || budget == 0) break;
+    budget--;
+    if ((c = wgetch(stdscr)) == ERR) break;
+    if (c > 0xFF || --ahead <= 0)
+      if (ioctl(STDIN_FILENO, FIONREAD, &ahead) < 0) ahead = 0;
+    if (c > 0xFF) { /* a KEY_* code */
+      /* A key ends an unfinished sequence: its bytes become U+FFFD first. */
+      if (tui_utf8_dec_flush(&app->dec, &cps[0])) take_char(app, &run, cps[0]);
+      run_flush(app, &run);
+      run.le = NULL;
+      if (c == KEY_RESIZE) {
+        tui_unit_wake(&app->u_resize);
+        relayout(app);
+      } else {
+        dispatch_key(app, 1, (wint_t)c);
+      }
       continue;
     }
-    if (app->feedback && tui_feedback_active(app->feedback)) tui_feedback_key(app->feedback, is_key, ch);
-    else if (app->screen == SCR_PICKER) picker_key(app, is_key, ch);
-    else conv_key(app, is_key, ch);
-    request_render(app);
+    int k = tui_utf8_dec_byte(&app->dec, (unsigned char)c, cps);
+    for (int i = 0; i < k; i++) take_char(app, &run, cps[i]);
   }
+  nodelay(stdscr, TRUE); /* the loop may stop (budget, quit) while blocking */
+  run_flush(app, &run);
+  /* The notice about refused text lasts until its line is emptied (sent,
+   * Ctrl-U, ...), so it cannot be missed during a long paste. */
+  if (app->cut_le && tui_le_len(app->cut_le) == 0) {
+    app->cut_le = NULL;
+    app->cut_bytes = 0;
+  }
+  request_render(app);
 }
 
 /* Every 30 s: the picker's "3 min ago" texts age, and other clients may have
@@ -965,8 +1169,8 @@ tui_app *tui_app_new(pt_client *client) {
   tui_app *app = calloc(1, sizeof *app);
   if (!app) { pt_client_del(client); return NULL; }
   app->client = client;
-  app->input = tui_lineedit_new(0, 0);
-  app->prompt = tui_lineedit_new(200, 20);
+  app->input = tui_lineedit_new(INPUT_MAX_BYTES, 0);
+  app->prompt = tui_lineedit_new(PROMPT_MAX_BYTES, 20);
   if (!app->input || !app->prompt || uv_loop_init(&app->loop) != 0) {
     tui_lineedit_del(app->input);
     tui_lineedit_del(app->prompt);
@@ -983,6 +1187,7 @@ void tui_app_del(tui_app *app) {
   clear_entries(app);
   free(app->entries);
   json_decref(app->sessions);
+  free(app->unconfirmed);
   tui_lineedit_del(app->input);
   tui_lineedit_del(app->prompt);
   pt_client_del(app->client);

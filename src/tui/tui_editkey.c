@@ -1,9 +1,9 @@
 /* tui_editkey.c - shared editing keys. See tui_editkey.h. */
 #include "tui/tui_editkey.h"
 
+#include "tui/tui_text.h"
+
 #include <curses.h>
-#include <limits.h>
-#include <string.h>
 
 int tui_edit_key(tui_lineedit *le, int is_key, wint_t ch) {
   if (is_key) {
@@ -24,10 +24,10 @@ int tui_edit_key(tui_lineedit *le, int is_key, wint_t ch) {
   default: break;
   }
   if (ch < 0x20) return 0;
-  char buf[MB_LEN_MAX];
-  mbstate_t st;
-  memset(&st, 0, sizeof st);
-  size_t n = wcrtomb(buf, (wchar_t)ch, &st);
-  if (n != (size_t)-1) tui_le_insert(le, buf, n); /* -ENOSPC: the line is full */
+  /* Encoded by hand, not with wcrtomb: the line holds UTF-8 whatever the
+   * locale (JSON carries UTF-8 only), and ch comes from tui_utf8_dec. */
+  char buf[4];
+  size_t n = tui_utf8_encode((uint32_t)ch, buf);
+  tui_le_insert(le, buf, n); /* -ENOSPC: the line is full */
   return 1;
 }

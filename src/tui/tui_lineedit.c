@@ -10,7 +10,7 @@ struct tui_lineedit {
   char *buf;
   size_t len, cap, cursor, max_bytes;
   char **hist;
-  size_t hist_len, hist_max;
+  size_t hist_len, hist_max, hist_bytes;
   /* Browsing: hist_pos == hist_len means "editing the draft". */
   size_t hist_pos;
   char *draft;
@@ -43,6 +43,7 @@ void tui_lineedit_del(tui_lineedit *le) {
 const char *tui_le_text(const tui_lineedit *le) { return le->buf; }
 size_t tui_le_len(const tui_lineedit *le) { return le->len; }
 size_t tui_le_cursor(const tui_lineedit *le) { return le->cursor; }
+size_t tui_le_max_bytes(const tui_lineedit *le) { return le->max_bytes; }
 size_t tui_le_history_len(const tui_lineedit *le) { return le->hist_len; }
 const char *tui_le_history_at(const tui_lineedit *le, size_t i) {
   return i < le->hist_len ? le->hist[i] : NULL;
@@ -67,6 +68,22 @@ int tui_le_insert(tui_lineedit *le, const char *s, size_t n) {
   le->len += n;
   le->cursor += n;
   return 0;
+}
+
+long tui_le_insert_fit(tui_lineedit *le, const char *s, size_t n) {
+  size_t room = le->max_bytes - le->len, k = n;
+  if (k > room) {
+    /* Back off to a character boundary: never insert half a character. */
+    k = 0;
+    while (k < n) {
+      size_t b = tui_utf8_len(s + k, n - k);
+      if (k + b > room) break;
+      k += b;
+    }
+  }
+  if (k == 0) return 0;
+  int rc = tui_le_insert(le, s, k);
+  return rc < 0 ? rc : (long)k;
 }
 
 void tui_le_left(tui_lineedit *le) { le->cursor = tui_utf8_prev(le->buf, le->cursor); }
@@ -152,12 +169,15 @@ char *tui_le_submit(tui_lineedit *le) {
   if (le->len > 0 && (le->hist_len == 0 || strcmp(le->hist[le->hist_len - 1], line) != 0)) {
     char *copy = strdup(line);
     if (copy) {
-      if (le->hist_len == le->hist_max) {
+      while (le->hist_len > 0 &&
+             (le->hist_len == le->hist_max || le->hist_bytes + le->len > TUI_LE_HISTORY_BYTES)) {
+        le->hist_bytes -= strlen(le->hist[0]);
         free(le->hist[0]);
-        memmove(le->hist, le->hist + 1, (le->hist_max - 1) * sizeof *le->hist);
+        memmove(le->hist, le->hist + 1, (le->hist_len - 1) * sizeof *le->hist);
         le->hist_len--;
       }
       le->hist[le->hist_len++] = copy;
+      le->hist_bytes += le->len;
     }
   }
   tui_le_clear(le);

@@ -6,7 +6,12 @@
  *
  * Invariants: the text is always NUL-terminated; 0 <= cursor <= len and the
  * cursor sits on a character boundary; len <= max_bytes; the history holds at
- * most history_max entries (oldest dropped first).
+ * most history_max entries and at most TUI_LE_HISTORY_BYTES bytes of text
+ * (oldest dropped first; the newest entry is always kept), so a history of
+ * long pasted lines cannot grow without bound.
+ *
+ * The buffer does not check UTF-8: callers insert well-formed text (the TUI
+ * decodes terminal input with tui_utf8_dec, tui_text.h).
  *
  * Threads: one thread per instance.
  */
@@ -16,6 +21,9 @@
 #include <stddef.h>
 
 typedef struct tui_lineedit tui_lineedit;
+
+/* Cap on the bytes of text all history entries hold together. */
+#define TUI_LE_HISTORY_BYTES ((size_t)16 << 20)
 
 /* max_bytes: cap on the line (0 = 64 KiB); history_max: entries kept
  * (0 = 500). Returns NULL on out of memory. Free with tui_lineedit_del. */
@@ -27,10 +35,18 @@ void tui_lineedit_del(tui_lineedit *le);
 const char *tui_le_text(const tui_lineedit *le);
 size_t tui_le_len(const tui_lineedit *le);
 size_t tui_le_cursor(const tui_lineedit *le);
+/* The cap given to tui_lineedit_new (after defaulting). */
+size_t tui_le_max_bytes(const tui_lineedit *le);
 
 /* Inserts n bytes of UTF-8 at the cursor. Returns 0, or -ENOSPC when the line
  * would exceed max_bytes (nothing inserted), -ENOMEM. */
 int tui_le_insert(tui_lineedit *le, const char *s, size_t n);
+
+/* Inserts at the cursor the longest prefix of s[0..n) that is made of whole
+ * characters and fits under max_bytes (a paste into a line near its cap).
+ * Returns the number of bytes inserted (n when all fitted; the caller tells
+ * the user about the rest), or -ENOMEM (nothing inserted). */
+long tui_le_insert_fit(tui_lineedit *le, const char *s, size_t n);
 
 /* Cursor moves by one character / to the ends. */
 void tui_le_left(tui_lineedit *le);

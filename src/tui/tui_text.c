@@ -7,18 +7,105 @@
 #include <string.h>
 #include <wchar.h>
 
+/* Well-formed UTF-8 (Unicode Table 3-7): the lead byte fixes the length
+ * and the allowed range of the second byte, which is what rules out
+ * overlong forms (E0 80..9F, F0 80..8F), surrogates (ED A0..BF) and code
+ * points above U+10FFFF (F4 90..BF); later bytes are 80..BF. Returns the
+ * number of continuation bytes, or -1 for a byte that cannot start a
+ * character (80..C1, F5..FF). */
+static int utf8_lead(unsigned char c, unsigned char *lo, unsigned char *hi) {
+  *lo = 0x80;
+  *hi = 0xBF;
+  if (c < 0x80) return 0;
+  if (c >= 0xC2 && c <= 0xDF) return 1;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (c == 0xE0) *lo = 0xA0;
+    if (c == 0xED) *hi = 0x9F;
+    return 2;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (c == 0xF0) *lo = 0x90;
+    if (c == 0xF4) *hi = 0x8F;
+    return 3;
+  }
+  return -1;
+}
+
 size_t tui_utf8_len(const char *s, size_t n) {
-  unsigned char c = (unsigned char)s[0];
-  size_t need;
-  if (c < 0x80) return 1;
-  else if ((c & 0xE0) == 0xC0 && c >= 0xC2) need = 2;
-  else if ((c & 0xF0) == 0xE0) need = 3;
-  else if ((c & 0xF8) == 0xF0 && c <= 0xF4) need = 4;
-  else return 1;
-  if (need > n) return 1;
-  for (size_t i = 1; i < need; i++)
-    if (((unsigned char)s[i] & 0xC0) != 0x80) return 1;
-  return need;
+  unsigned char lo, hi;
+  int more = utf8_lead((unsigned char)s[0], &lo, &hi);
+  if (more <= 0 || (size_t)more + 1 > n) return 1;
+  for (int i = 1; i <= more; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c < lo || c > hi) return 1;
+    lo = 0x80;
+    hi = 0xBF;
+  }
+  return (size_t)more + 1;
+}
+
+void tui_utf8_dec_init(tui_utf8_dec *d) { memset(d, 0, sizeof *d); }
+
+int tui_utf8_dec_pending(const tui_utf8_dec *d) { return d->need != 0; }
+
+/* Starts a character at byte b (no sequence pending). Returns 1 with *out
+ * set when b is complete by itself (ASCII, or U+FFFD for a byte that cannot
+ * start one), 0 when continuation bytes must follow. */
+static int dec_start(tui_utf8_dec *d, unsigned char b, uint32_t *out) {
+  int more = utf8_lead(b, &d->lo, &d->hi);
+  if (more == 0) { *out = b; return 1; }
+  if (more < 0) { *out = TUI_UTF8_REPLACEMENT; return 1; }
+  d->need = (unsigned)more;
+  d->cp = b & (0x3Fu >> more); /* 2-byte: 5 bits, 3-byte: 4, 4-byte: 3 */
+  return 0;
+}
+
+int tui_utf8_dec_byte(tui_utf8_dec *d, unsigned char b, uint32_t out[2]) {
+  if (d->need == 0) return dec_start(d, b, &out[0]);
+  if (b < d->lo || b > d->hi) {
+    /* The sequence so far is a maximal ill-formed subpart: one U+FFFD,
+     * then b starts afresh (it is not lost). */
+    d->need = 0;
+    out[0] = TUI_UTF8_REPLACEMENT;
+    return 1 + dec_start(d, b, &out[1]);
+  }
+  d->cp = (d->cp << 6) | (b & 0x3Fu);
+  d->lo = 0x80;
+  d->hi = 0xBF;
+  if (--d->need > 0) return 0;
+  out[0] = d->cp;
+  return 1;
+}
+
+int tui_utf8_dec_flush(tui_utf8_dec *d, uint32_t *out) {
+  if (d->need == 0) return 0;
+  d->need = 0;
+  *out = TUI_UTF8_REPLACEMENT;
+  return 1;
+}
+
+size_t tui_utf8_encode(uint32_t cp, char buf[4]) {
+  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = TUI_UTF8_REPLACEMENT;
+  if (cp < 0x80) {
+    buf[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    buf[0] = (char)(0xC0 | (cp >> 6));
+    buf[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    buf[0] = (char)(0xE0 | (cp >> 12));
+    buf[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    buf[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  buf[0] = (char)(0xF0 | (cp >> 18));
+  buf[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+  buf[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+  buf[3] = (char)(0x80 | (cp & 0x3F));
+  return 4;
 }
 
 int tui_char_width(const char *s, size_t n, size_t *bytes) {

@@ -11,11 +11,56 @@
 #define TUI_TEXT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
-/* Length in bytes of the UTF-8 sequence starting at s[0] (1 for invalid bytes
- * and for a sequence truncated by n). n must be > 0. */
+/* Length in bytes of the well-formed UTF-8 sequence starting at s[0] (1 for
+ * an invalid byte, a sequence truncated by n, an overlong form, a surrogate
+ * or a code point above U+10FFFF: the same rules as the decoder below).
+ * n must be > 0. */
 size_t tui_utf8_len(const char *s, size_t n);
+
+/* ---- UTF-8 decoding of raw input (keyboard, paste) ----
+ *
+ * Everything the user types or pastes reaches the TUI as bytes from the
+ * terminal; JSON (and so the daemon) carries only well-formed UTF-8. The
+ * decoder turns any byte stream into code points without losing the rest of
+ * the stream: each maximal ill-formed subpart (Unicode 15, section 3.9,
+ * "U+FFFD substitution of maximal subparts", the same as the WHATWG
+ * Encoding Standard's UTF-8 decoder) becomes one U+FFFD, and the byte that
+ * proved a sequence broken is decoded afresh. So "a", 0xFF, 0xFE, "(b"
+ * decodes to a U+FFFD U+FFFD ( b.
+ *
+ * The state is a plain struct so callers can keep it between reads: a
+ * sequence split across two reads decodes as if it had come in one.
+ * Zero-initialise it (or tui_utf8_dec_init) before the first byte. */
+#define TUI_UTF8_REPLACEMENT 0xFFFDu
+
+typedef struct tui_utf8_dec {
+  uint32_t cp;            /* bits gathered so far */
+  unsigned need;          /* continuation bytes still expected (0 = none) */
+  unsigned char lo, hi;   /* allowed range of the next continuation byte */
+} tui_utf8_dec;
+
+void tui_utf8_dec_init(tui_utf8_dec *d);
+
+/* Feeds one byte. Writes 0, 1 or 2 code points to out[] and returns how
+ * many: 0 while a sequence is incomplete; 2 when the byte ended a broken
+ * sequence (U+FFFD for it) and is itself a complete character or another
+ * invalid byte. */
+int tui_utf8_dec_byte(tui_utf8_dec *d, unsigned char b, uint32_t out[2]);
+
+/* Ends the stream (or a run of bytes, e.g. before a function key): an
+ * incomplete sequence becomes one U+FFFD. Returns 1 with *out set, or 0 when
+ * nothing was pending. */
+int tui_utf8_dec_flush(tui_utf8_dec *d, uint32_t *out);
+
+/* 1 while the decoder holds the start of an unfinished sequence. */
+int tui_utf8_dec_pending(const tui_utf8_dec *d);
+
+/* Encodes code point cp (<= U+10FFFF, not a surrogate; anything else is
+ * encoded as U+FFFD) into buf, which needs 4 bytes. Returns the length. */
+size_t tui_utf8_encode(uint32_t cp, char buf[4]);
 
 /* Display columns of the character at s (0 for combining marks, 2 for wide
  * CJK, 1 for invalid bytes and unprintables); *bytes gets its byte length. */

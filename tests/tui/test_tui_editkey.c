@@ -65,3 +65,17 @@ PT_TEST(tui_editkey_full_line_keeps_text) {
   PT_ASSERT_STR_EQ(tui_le_text(le), "abcd");
   tui_lineedit_del(le);
 }
+
+PT_TEST(tui_editkey_inserts_utf8_in_any_locale) {
+  /* The line is UTF-8 for the daemon even in the C locale, where wcrtomb
+   * cannot encode U+FFFD (what invalid input decodes to). */
+  if (!setlocale(LC_CTYPE, "C")) PT_SKIP("no C locale");
+  tui_lineedit *le = tui_lineedit_new(0, 0);
+  PT_ASSERT(le != NULL);
+  PT_ASSERT_INT_EQ(tui_edit_key(le, 0, 'a'), 1);
+  PT_ASSERT_INT_EQ(tui_edit_key(le, 0, 0xFFFD), 1);
+  PT_ASSERT_INT_EQ(tui_edit_key(le, 0, 0x1F600), 1);
+  PT_ASSERT_STR_EQ(tui_le_text(le), "a\xef\xbf\xbd\xf0\x9f\x98\x80");
+  setlocale(LC_CTYPE, "C.UTF-8");
+  tui_lineedit_del(le);
+}

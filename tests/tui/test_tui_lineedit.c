@@ -113,3 +113,48 @@ PT_TEST(tui_lineedit_history) {
   PT_ASSERT_STR_EQ(tui_le_history_at(le, 2), "fourth");
   tui_lineedit_del(le);
 }
+
+PT_TEST(tui_lineedit_insert_fit_whole_characters) {
+  tui_lineedit *le = tui_lineedit_new(8, 0);
+  PT_ASSERT(le != NULL);
+  PT_ASSERT_INT_EQ(tui_le_insert_fit(le, "abcde", 5), 5);
+  /* 3 bytes left: "é" (2) fits, "€" (3) would split, so it stays out */
+  PT_ASSERT_INT_EQ(tui_le_insert_fit(le, "\xc3\xa9\xe2\x82\xac", 5), 2);
+  PT_ASSERT_STR_EQ(tui_le_text(le), "abcde\xc3\xa9");
+  PT_ASSERT_INT_EQ(tui_le_insert_fit(le, "\xe2\x82\xac", 3), 0);
+  PT_ASSERT_INT_EQ(tui_le_insert_fit(le, "x", 1), 1);
+  PT_ASSERT_UINT_EQ(tui_le_len(le), 8);
+  PT_ASSERT_UINT_EQ(tui_le_max_bytes(le), 8);
+  /* in the middle: inserted at the cursor */
+  tui_le_clear(le);
+  PT_ASSERT_INT_EQ(tui_le_insert_fit(le, "ad", 2), 2);
+  tui_le_left(le);
+  PT_ASSERT_INT_EQ(tui_le_insert_fit(le, "bc", 2), 2);
+  PT_ASSERT_STR_EQ(tui_le_text(le), "abcd");
+  PT_ASSERT_UINT_EQ(tui_le_cursor(le), 3);
+  tui_lineedit_del(le);
+}
+
+PT_TEST(tui_lineedit_history_byte_cap) {
+  size_t line = (size_t)1 << 20;
+  tui_lineedit *le = tui_lineedit_new(line, 0);
+  PT_ASSERT(le != NULL);
+  char *big = malloc(line + 1);
+  PT_ASSERT(big != NULL);
+  size_t n = TUI_LE_HISTORY_BYTES / line + 4; /* more than the cap holds */
+  for (size_t i = 0; i < n; i++) {
+    memset(big, 'a' + (int)(i % 26), line);
+    big[line] = '\0';
+    PT_ASSERT_INT_EQ(tui_le_set(le, big), 0);
+    free(tui_le_submit(le));
+  }
+  size_t h = tui_le_history_len(le), total = 0;
+  for (size_t i = 0; i < h; i++) total += strlen(tui_le_history_at(le, i));
+  PT_ASSERT(total <= TUI_LE_HISTORY_BYTES);
+  PT_ASSERT_UINT_EQ(h, TUI_LE_HISTORY_BYTES / line);
+  /* the newest entry is kept, the oldest went first */
+  PT_ASSERT_INT_EQ(tui_le_history_at(le, h - 1)[0], 'a' + (int)((n - 1) % 26));
+  PT_ASSERT_INT_EQ(tui_le_history_at(le, 0)[0], 'a' + (int)((n - h) % 26));
+  free(big);
+  tui_lineedit_del(le);
+}

@@ -118,3 +118,100 @@ PT_TEST(tui_fit_bytes_whole_characters) {
   /* "é" (2 bytes, 1 column) fits whole, never split */
   PT_ASSERT_UINT_EQ(tui_fit_bytes("a\xc3\xa9z", 4, 2), 3);
 }
+
+/* Decodes bytes s[0..n) as one stream (then flushes) into code points
+ * written as "U+XXXX" joined by spaces, ASCII letters as themselves. */
+static void decode_str(const char *s, size_t n, char *out, size_t cap) {
+  tui_utf8_dec d;
+  tui_utf8_dec_init(&d);
+  uint32_t cps[2];
+  size_t o = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i <= n; i++) {
+    int k = i < n ? tui_utf8_dec_byte(&d, (unsigned char)s[i], cps) : tui_utf8_dec_flush(&d, cps);
+    PT_ASSERT(k >= 0 && k <= 2);
+    for (int j = 0; j < k; j++) {
+      int w = cps[j] < 0x80 && cps[j] > 0x20
+                ? snprintf(out + o, cap - o, "%s%c", o ? " " : "", (char)cps[j])
+                : snprintf(out + o, cap - o, "%sU+%04X", o ? " " : "", (unsigned)cps[j]);
+      PT_ASSERT(w > 0 && (size_t)w < cap - o);
+      o += (size_t)w;
+    }
+  }
+  PT_ASSERT(!tui_utf8_dec_pending(&d));
+}
+#define DECODES(bytes, want)                                            \
+  do {                                                                  \
+    char got_[512];                                                     \
+    decode_str(bytes, sizeof(bytes) - 1, got_, sizeof got_);            \
+    PT_ASSERT_STR_EQ(got_, want);                                       \
+  } while (0)
+
+PT_TEST(tui_utf8_decoder_replaces_and_keeps_the_rest) {
+  /* issue 9 item 10: the text after the bad bytes is kept */
+  DECODES("a\xff\xfe(b", "a U+FFFD U+FFFD ( b");
+  /* well-formed 1- to 4-byte characters, including the range ends */
+  DECODES("\xc2\x80\xdf\xbf", "U+0080 U+07FF");
+  DECODES("\xe0\xa0\x80\xe2\x82\xac\xef\xbf\xbf", "U+0800 U+20AC U+FFFF");
+  DECODES("\xf0\x90\x80\x80\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf", "U+10000 U+1F600 U+10FFFF");
+  /* Unicode 15 Table 3-8: one U+FFFD per maximal ill-formed subpart */
+  DECODES("\x61\xf1\x80\x80\xe1\x80\xc2\x62\x80\x63\x80\xbf\x64",
+          "a U+FFFD U+FFFD U+FFFD b U+FFFD c U+FFFD U+FFFD d");
+  /* overlong forms, surrogates and > U+10FFFF are not characters */
+  DECODES("\xc0\xaf", "U+FFFD U+FFFD");
+  DECODES("\xe0\x80\xaf", "U+FFFD U+FFFD U+FFFD");
+  DECODES("\xed\xa0\x80x", "U+FFFD U+FFFD U+FFFD x");
+  DECODES("\xf0\x8f\xbf\xbf", "U+FFFD U+FFFD U+FFFD U+FFFD");
+  DECODES("\xf4\x90\x80\x80", "U+FFFD U+FFFD U+FFFD U+FFFD");
+  DECODES("\xf5\xff", "U+FFFD U+FFFD");
+  /* a truncated sequence is one U+FFFD and the byte that ended it counts */
+  DECODES("\xe2\x82x", "U+FFFD x");
+  DECODES("\xe2\x82\xe2\x82\xac", "U+FFFD U+20AC");
+  /* at the end of the stream, flush turns the unfinished start into U+FFFD */
+  DECODES("ok\xf0\x9f", "o k U+FFFD");
+}
+
+PT_TEST(tui_utf8_decoder_keeps_state_between_reads) {
+  tui_utf8_dec d;
+  tui_utf8_dec_init(&d);
+  uint32_t cps[2];
+  /* "€" split over two reads decodes whole */
+  PT_ASSERT_INT_EQ(tui_utf8_dec_byte(&d, 0xe2, cps), 0);
+  PT_ASSERT(tui_utf8_dec_pending(&d));
+  PT_ASSERT_INT_EQ(tui_utf8_dec_flush(&d, cps), 1); /* a key came: U+FFFD */
+  PT_ASSERT_UINT_EQ(cps[0], 0xFFFD);
+  PT_ASSERT_INT_EQ(tui_utf8_dec_flush(&d, cps), 0);    /* nothing left */
+  PT_ASSERT_INT_EQ(tui_utf8_dec_byte(&d, 0xe2, cps), 0);
+  PT_ASSERT_INT_EQ(tui_utf8_dec_byte(&d, 0x82, cps), 0);
+  PT_ASSERT_INT_EQ(tui_utf8_dec_byte(&d, 0xac, cps), 1);
+  PT_ASSERT_UINT_EQ(cps[0], 0x20AC);
+  PT_ASSERT(!tui_utf8_dec_pending(&d));
+}
+
+PT_TEST(tui_utf8_encode_round_trip) {
+  static const uint32_t cps[] = {0x24, 0x7f, 0x80, 0x7ff, 0x800, 0xd7ff, 0xe000, 0xfffd, 0xffff,
+                                 0x10000, 0x10ffff};
+  for (size_t i = 0; i < sizeof cps / sizeof cps[0]; i++) {
+    char b[4];
+    size_t n = tui_utf8_encode(cps[i], b);
+    PT_ASSERT_UINT_EQ(tui_utf8_len(b, n), n); /* well-formed by the same rules */
+    tui_utf8_dec d;
+    tui_utf8_dec_init(&d);
+    uint32_t out[2];
+    int k = 0;
+    for (size_t j = 0; j < n; j++) k = tui_utf8_dec_byte(&d, (unsigned char)b[j], out);
+    PT_ASSERT_INT_EQ(k, 1);
+    PT_ASSERT_UINT_EQ(out[0], cps[i]);
+  }
+  /* surrogates and values past U+10FFFF are written as U+FFFD */
+  char b[4];
+  PT_ASSERT_UINT_EQ(tui_utf8_encode(0xd800, b), 3);
+  PT_ASSERT_MEM_EQ(b, "\xef\xbf\xbd", 3);
+  PT_ASSERT_UINT_EQ(tui_utf8_encode(0x110000, b), 3);
+  PT_ASSERT_MEM_EQ(b, "\xef\xbf\xbd", 3);
+  /* tui_utf8_len applies the decoder's rules */
+  PT_ASSERT_UINT_EQ(tui_utf8_len("\xed\xa0\x80", 3), 1);
+  PT_ASSERT_UINT_EQ(tui_utf8_len("\xe0\x9f\xbf", 3), 1);
+  PT_ASSERT_UINT_EQ(tui_utf8_len("\xf4\x90\x80\x80", 4), 1);
+  PT_ASSERT_UINT_EQ(tui_utf8_len("\xf4\x8f\xbf\xbf", 4), 4);
+}
