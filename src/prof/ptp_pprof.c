@@ -252,9 +252,11 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
   }
 
   /* pass 2: symbolize each distinct address */
+  ptp_symbolizer_stats st0 = {0}, st1 = {0};
   if (s) {
     r = ptp_symbolizer_refresh(s);
     if (r) goto out;
+    ptp_symbolizer_get_stats(s, &st0);
   }
   for (size_t i = 0; i < e.nlocs; i++) {
     enc_loc *l = &e.locs[i];
@@ -274,6 +276,13 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
       int64_t fi = intern_func(&e, f);
       if (fi < 0 || add_line(&e, l, (uint32_t)fi, f->line, f->column)) { r = -ENOMEM; goto out; }
     }
+  }
+
+  if (s) {
+    /* persist new results once per profile (best effort: a failed save only
+     * means the next process resolves them again) */
+    (void)ptp_symbolizer_flush(s);
+    ptp_symbolizer_get_stats(s, &st1);
   }
 
   /* header strings */
@@ -393,6 +402,16 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
                                       (long long)w->period_ns));
     cidx[nc++] = intern_owned(&e, fmt("window: %s .. %s (%lld ns)", t0, t1,
                                       (long long)w->duration_ns));
+    if (s) {
+      const char *cd = ptp_symbolizer_cache_dir(s);
+      cidx[nc++] = intern_owned(&e, fmt("symbols: %llu new addresses, %llu from the symbol cache "
+                                        "(%s), %llu resolved from the objects, %llu objects opened",
+                                        (unsigned long long)(st1.lookups - st0.lookups),
+                                        (unsigned long long)(st1.cache_hits - st0.cache_hits),
+                                        cd ? cd : "off",
+                                        (unsigned long long)(st1.resolved - st0.resolved),
+                                        (unsigned long long)(st1.modules_opened - st0.modules_opened)));
+    }
     for (size_t i = 0; i < nc; i++)
       if (cidx[i] < 0) { r = -ENOMEM; goto out; }
     for (size_t i = 0; i < nc; i++) pb_int64(b, P_COMMENT, cidx[i]);
