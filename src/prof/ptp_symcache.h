@@ -88,7 +88,7 @@ unsigned ptp_symcache_flags(const ptp_symcache *c);
 void ptp_symcache_set_flags(ptp_symcache *c, unsigned flags);
 
 /* The frames of the interval holding rel (address - load bias): 1 and
- * *frames/*n (n may be 0: known to resolve to nothing), or 0 when not
+ * frames and n (n may be 0: known to resolve to nothing), or 0 when not
  * cached. Frame strings stay valid until del; the frames array until the
  * next add. */
 int ptp_symcache_find(ptp_symcache *c, uint64_t rel, const ptp_sym_frame **frames, uint32_t *n);
