@@ -78,6 +78,11 @@ typedef struct cu_index {
   cu_seg *segs;
   size_t nsegs;
   bool cached;         /* written to the persistent cache (whole CU) */
+  bool bounds_failed;
+  uint64_t *pts;       /* piece boundaries for the cache (cu_bounds), biased */
+  size_t npts;
+  uint64_t *rs;        /* the CU's ranges, [rs[2i], rs[2i+1]), biased */
+  size_t nrs;
 } cu_index;
 
 typedef struct str_chunk {
@@ -142,6 +147,8 @@ struct ptp_symbolizer {
 
   char *cache_dir;         /* persistent symbol cache, NULL = off */
   bool cache_dir_checked;  /* ptp_symcache_prepare_dir ran (first use) */
+  size_t fill_budget;      /* CU pieces still to resolve for the cache in
+                              this profile (reset by flush) */
   ptp_symbolizer_stats st;
 };
 
@@ -163,6 +170,8 @@ static char *sym_strdup_n(sym_module *m, const char *s, size_t n) {
 }
 
 static void cu_index_free(cu_index *c) {
+  free(c->pts);
+  free(c->rs);
   free(c->ents);
   free(c->segs);
 }
@@ -805,27 +814,31 @@ static int u64_cmp(const void *a, const void *b) {
 }
 
 #define SYM_FILL_MAX_POINTS (1u << 18)   /* a CU with more boundaries is cached per PC */
+/* Pieces resolved for the cache per profile beyond the PCs asked for: ~10 us
+ * each here, so a cold dump pays at most ~40 ms more for filling whole CUs
+ * (the rest is cached piece by piece, and filled by later profiles). */
+#define SYM_FILL_BUDGET 4096u
 
 /* Every address of [lo, hi) resolves alike when no line-table row, function
  * or inline range, ELF symbol or CU range starts or ends inside it: the
  * result of module_resolve is a function of exactly those (the row found by
  * dwfl_module_getsrc, the segment found by cu_lookup, the symbol found by
- * module_find_sym, the CU found by dwfl_module_addrdie). So the CU holding
- * pc is cut at all of them, each piece resolved once at its start and
- * stored. */
-static void cache_fill_cu(ptp_symbolizer *s, sym_module *m, Dwarf_Die *cudie_in, Dwarf_Addr cubias,
-                          cu_index *cu) {
-  Dwarf_Die cudie = *cudie_in;
-  Dwarf_Off cuoff = dwarf_dieoffset(&cudie);
+ * module_find_sym, the CU found by dwfl_module_addrdie). The CU's sorted,
+ * unique boundaries (biased) and its ranges are computed once and kept in
+ * the cu_index. Returns 0 or -ENOMEM/-E2BIG (no boundaries: cache per PC). */
+static int cu_bounds(sym_module *m, Dwarf_Die *cudie, Dwarf_Addr cubias, cu_index *cu) {
+  if (cu->pts) return 0;
+  if (cu->bounds_failed) return -E2BIG;
+  cu->bounds_failed = true;
   u64vec rs = {0}, pts = {0};
   ptrdiff_t off = 0;
   Dwarf_Addr base, start, end;
-  while ((off = dwarf_ranges(&cudie, off, &base, &start, &end)) > 0) {
+  while ((off = dwarf_ranges(cudie, off, &base, &start, &end)) > 0) {
     if (end <= start) continue;
     u64vec_push(&rs, start + cubias);
     u64vec_push(&rs, end + cubias);
   }
-  if (rs.err || rs.n == 0) goto out;
+  if (rs.err || rs.n == 0) goto fail;
   uint64_t minlo = UINT64_MAX, maxhi = 0;
   for (size_t i = 0; i < rs.n; i += 2) {
     if (rs.v[i] < minlo) minlo = rs.v[i];
@@ -835,7 +848,7 @@ static void cache_fill_cu(ptp_symbolizer *s, sym_module *m, Dwarf_Die *cudie_in,
   }
   Dwarf_Lines *lines = NULL;
   size_t nlines = 0;
-  if (dwarf_getsrclines(&cudie, &lines, &nlines) == 0) {
+  if (dwarf_getsrclines(cudie, &lines, &nlines) == 0) {
     for (size_t i = 0; i < nlines; i++) {
       Dwarf_Addr a;
       Dwarf_Line *l = dwarf_onesrcline(lines, i);
@@ -856,35 +869,73 @@ static void cache_fill_cu(ptp_symbolizer *s, sym_module *m, Dwarf_Die *cudie_in,
     u64vec_push(&pts, m->syms[i].addr);
     if (m->syms[i].size) u64vec_push(&pts, m->syms[i].addr + m->syms[i].size);
   }
-  if (pts.err || pts.n > SYM_FILL_MAX_POINTS) goto out;
+  if (pts.err || pts.n > SYM_FILL_MAX_POINTS) goto fail;
   qsort(pts.v, pts.n, sizeof *pts.v, u64_cmp);
   size_t k = 0;
   for (size_t i = 0; i < pts.n; i++)
     if (!k || pts.v[i] != pts.v[k - 1]) pts.v[k++] = pts.v[i];
-  pts.n = k;
-  for (size_t r = 0; r < rs.n; r += 2) {
-    uint64_t rlo = rs.v[r], rhi = rs.v[r + 1];
-    size_t a = 0, b = pts.n;
-    while (a < b) {
-      size_t mid = a + (b - a) / 2;
-      if (pts.v[mid] < rlo) a = mid + 1; else b = mid;
-    }
-    for (size_t i = a; i < pts.n && pts.v[i] < rhi; i++) {
-      uint64_t p = pts.v[i], q = i + 1 < pts.n && pts.v[i + 1] < rhi ? pts.v[i + 1] : rhi;
+  cu->pts = pts.v;
+  cu->npts = k;
+  cu->rs = rs.v;
+  cu->nrs = rs.n;
+  cu->bounds_failed = false;
+  return 0;
+fail:
+  free(rs.v);
+  free(pts.v);
+  return -E2BIG;
+}
+
+/* First index of v[0..n) with v[i] >= x. */
+static size_t u64_lower(const uint64_t *v, size_t n, uint64_t x) {
+  size_t a = 0, b = n;
+  while (a < b) {
+    size_t mid = a + (b - a) / 2;
+    if (v[mid] < x) a = mid + 1; else b = mid;
+  }
+  return a;
+}
+
+/* Caches the CU holding pc (frames of pc: s->frames[first..first+n)):
+ * the whole CU, each piece resolved once at its start, while this profile's
+ * fill budget lasts (a later run samples other PCs of the same code, and
+ * that is what makes the next process cheap); otherwise only pc's own piece,
+ * which needs no extra resolving. Returns true if pc is now covered. */
+static bool cache_fill_cu(ptp_symbolizer *s, sym_module *m, Dwarf_Die *cudie_in, Dwarf_Addr cubias,
+                          cu_index *cu, uint64_t pc, size_t first, size_t n) {
+  Dwarf_Die cudie = *cudie_in;
+  if (cu_bounds(m, &cudie, cubias, cu)) return false;
+  size_t r = 0;
+  while (r < cu->nrs && !(pc >= cu->rs[r] && pc < cu->rs[r + 1])) r += 2;
+  if (r >= cu->nrs) return false;   /* aranges and the CU's ranges disagree */
+  if (cu->npts > s->fill_budget) {
+    size_t i = u64_lower(cu->pts, cu->npts, pc + 1);   /* first boundary > pc */
+    uint64_t p = i > 0 ? cu->pts[i - 1] : cu->rs[r], q = i < cu->npts ? cu->pts[i] : cu->rs[r + 1];
+    if (p < cu->rs[r]) p = cu->rs[r];
+    if (q > cu->rs[r + 1]) q = cu->rs[r + 1];
+    return ptp_symcache_add(m->cache, p - m->bias, q - m->bias, &s->frames[first], (uint32_t)n) == 0;
+  }
+  s->fill_budget -= cu->npts;
+  cu->cached = true;
+  Dwarf_Off cuoff = dwarf_dieoffset(&cudie);
+  for (size_t rr = 0; rr < cu->nrs; rr += 2) {
+    uint64_t rlo = cu->rs[rr], rhi = cu->rs[rr + 1];
+    for (size_t i = u64_lower(cu->pts, cu->npts, rlo); i < cu->npts && cu->pts[i] < rhi; i++) {
+      uint64_t p = cu->pts[i], q = i + 1 < cu->npts && cu->pts[i + 1] < rhi ? cu->pts[i + 1] : rhi;
       Dwarf_Addr b2 = 0;
       Dwarf_Die *d2 = dwfl_module_addrdie(m->mod, p, &b2);
       if (!d2 || dwarf_dieoffset(d2) != cuoff) continue;   /* another CU's: not ours to cut */
       size_t f0 = s->nframes;
-      if (module_resolve(s, m, p)) { s->nframes = f0; goto out; }
+      if (module_resolve(s, m, p)) { s->nframes = f0; return false; }
       int e = ptp_symcache_add(m->cache, p - m->bias, q - m->bias, &s->frames[f0],
                                (uint32_t)(s->nframes - f0));
       s->nframes = f0;
-      if (e == -ENOSPC || e == -ENOMEM) goto out;
+      if (e == -ENOSPC || e == -ENOMEM) return false;
     }
   }
-out:
-  free(rs.v);
-  free(pts.v);
+  const ptp_sym_frame *f;
+  uint32_t k;
+  return ptp_symcache_find(m->cache, pc - m->bias, &f, &k) == 1;
 }
 
 /* An object without DWARF: the result is a function of the ELF symbol
@@ -938,13 +989,7 @@ static void cache_fill(ptp_symbolizer *s, sym_module *m, uint64_t pc, size_t fir
   Dwarf_Addr cubias = 0;
   Dwarf_Die *cudie = m->dw ? dwfl_module_addrdie(m->mod, pc, &cubias) : NULL;
   cu_index *cu = cudie ? module_cu(m, cudie) : NULL;
-  if (cu && !cu->cached) {
-    cu->cached = true;
-    cache_fill_cu(s, m, cudie, cubias, cu);
-    const ptp_sym_frame *f;
-    uint32_t k;
-    if (ptp_symcache_find(m->cache, pc - m->bias, &f, &k)) return;
-  }
+  if (cu && !cu->cached && cache_fill_cu(s, m, cudie, cubias, cu, pc, first, n)) return;
   if (!m->dw && !m->syms_cached) {
     m->syms_cached = true;
     cache_fill_syms(s, m);
@@ -958,6 +1003,7 @@ static void cache_fill(ptp_symbolizer *s, sym_module *m, uint64_t pc, size_t fir
 
 int ptp_symbolizer_flush(ptp_symbolizer *s) {
   int first_err = 0;
+  s->fill_budget = SYM_FILL_BUDGET;
   for (size_t i = 0; i < s->nmods; i++) {
     ptp_symcache *c = s->mods[i]->cache;
     if (!c || !ptp_symcache_dirty(c)) continue;
@@ -1350,6 +1396,7 @@ int ptp_symbolizer_new(ptp_symbolizer **out) {
   if (!s) return -ENOMEM;
   /* The persistent cache: only a path here; directories and files are
    * touched at the first lookup/flush (no eager symbol work at start). */
+  s->fill_budget = SYM_FILL_BUDGET;
   char dir[PATH_MAX];
   if (ptp_symcache_default_dir(dir, sizeof dir) == 0 && !(s->cache_dir = strdup(dir))) {
     free(s);

@@ -57,6 +57,7 @@ struct ptp_symcache {
   bool dirty, sorted;
   sc_ival *iv;
   size_t niv, capiv;
+  size_t nsorted;               /* iv[0..nsorted) sorted, non-overlapping */
   ptp_sym_frame *fr;
   size_t nfr, capfr;
   char *file_strs;              /* the loaded string table */
@@ -164,17 +165,35 @@ static int ival_cmp(const void *a, const void *b) {
   return x->first < y->first ? -1 : x->first > y->first;
 }
 
-/* Sorts and drops intervals overlapping an earlier kept one. Dropped
- * intervals' frames stay in the vector (unreferenced) until the next save. */
+/* Sorts and drops intervals overlapping an earlier kept one. Invariant:
+ * iv[0..nsorted) is sorted and non-overlapping; only the tail added since
+ * is sorted here, then merged in one linear pass (a symbolizer filling CU
+ * after CU would otherwise re-sort everything per CU). Dropped intervals'
+ * frames stay in the vector (unreferenced) until the next save. */
 static void sc_sort(ptp_symcache *c) {
   if (c->sorted) return;
-  qsort(c->iv, c->niv, sizeof *c->iv, ival_cmp);
-  size_t k = 0;
-  for (size_t i = 0; i < c->niv; i++) {
-    if (k && c->iv[i].lo < c->iv[k - 1].hi) continue;
-    c->iv[k++] = c->iv[i];
+  size_t a = c->nsorted, n = c->niv;
+  qsort(c->iv + a, n - a, sizeof *c->iv, ival_cmp);
+  sc_ival *m = a ? malloc(n * sizeof *m) : NULL;
+  if (a && !m) {   /* no memory for the merge: sort it all in place */
+    qsort(c->iv, n, sizeof *c->iv, ival_cmp);
+    a = 0;
+  }
+  size_t i = 0, j = a, k = 0;
+  sc_ival *dst = m ? m : c->iv;
+  while (i < a || j < n) {
+    sc_ival x;
+    if (j >= n || (i < a && ival_cmp(&c->iv[i], &c->iv[j]) <= 0)) x = c->iv[i++];
+    else x = c->iv[j++];
+    if (k && x.lo < dst[k - 1].hi) continue;
+    dst[k++] = x;
+  }
+  if (m) {
+    memcpy(c->iv, m, k * sizeof *m);
+    free(m);
   }
   c->niv = k;
+  c->nsorted = k;
   c->sorted = true;
 }
 
