@@ -16,7 +16,7 @@ directory kept across the rounds, filled by one untimed run first).
   symcost.py [--pairs N] [--hz HZ] VARIANT... -- PROGRAM ARGS... < stdin-file
   (stdin of the program: --stdin FILE)
 """
-import argparse, os, random, shutil, statistics, sys, tempfile
+import argparse, glob, os, random, re, shutil, statistics, subprocess, sys, tempfile
 
 T95 = {5: 2.571, 10: 2.228, 15: 2.131, 19: 2.093, 20: 2.086, 24: 2.064, 29: 2.045, 30: 2.042,
        39: 2.023, 40: 2.021}
@@ -41,6 +41,17 @@ def run(argv, env, stdin):
     if st != 0:
         sys.exit(f"{argv[0]} failed with status {st:#x}")
     return (ru.ru_utime + ru.ru_stime) * 1e3
+
+def symbol_ms(d):
+    """CPU ms the snapshots in d spent symbolizing (their "symbols:" comment;
+    libraries older than that comment: None)."""
+    total, seen = 0.0, False
+    for f in glob.glob(os.path.join(d, "*.pb.gz")):
+        out = subprocess.run(["go", "tool", "pprof", "-comments", f], capture_output=True, text=True).stdout
+        for m in re.finditer(r"^symbols: .* ([0-9.]+) ms CPU$", out, re.M):
+            total += float(m.group(1))
+            seen = True
+    return total if seen else None
 
 def main():
     ap = argparse.ArgumentParser()
@@ -78,6 +89,7 @@ def main():
     run(prog, base_env, a.stdin)
     diffs = {v[0]: [] for v in vs}
     cpu = {v[0]: [] for v in vs}
+    symms = {v[0]: [] for v in vs}
     base = []
     for k in range(a.pairs):
         order = [None] + list(range(len(vs)))
@@ -89,6 +101,9 @@ def main():
             else:
                 name, lib, cache = vs[o]
                 got[name] = run(prog, env_for(name, lib, cache, k), a.stdin)
+                ms = symbol_ms(os.path.join(work, f"out-{name}-{k}"))
+                if ms is not None:
+                    symms[name].append(ms)
                 shutil.rmtree(os.path.join(work, f"out-{name}-{k}"), ignore_errors=True)
                 shutil.rmtree(os.path.join(work, f"cold-{name}-{k}"), ignore_errors=True)
         base.append(got[None])
@@ -105,6 +120,12 @@ def main():
         h = t95(n - 1) * sd / n ** 0.5
         print(f"{name:>12} ({cache:>7} cache): +{m:6.1f} ms [95% CI {m - h:6.1f} .. {m + h:6.1f}]"
               f"  ratio {statistics.mean(cpu[name]) / mb:.3f}")
+        sm = symms[name]
+        if len(sm) > 1:
+            h2 = t95(len(sm) - 1) * statistics.stdev(sm) / len(sm) ** 0.5
+            print(f"{'':>12}  symbolizing (from the snapshots' comments): {statistics.mean(sm):.1f} ms"
+                  f" [95% CI {statistics.mean(sm) - h2:.1f} .. {statistics.mean(sm) + h2:.1f}],"
+                  f" median {statistics.median(sm):.1f}, max {max(sm):.1f}")
     shutil.rmtree(work, ignore_errors=True)
 
 if __name__ == "__main__":

@@ -253,6 +253,8 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
 
   /* pass 2: symbolize each distinct address */
   ptp_symbolizer_stats st0 = {0}, st1 = {0};
+  struct timespec sym_t0 = {0, 0}, sym_t1 = {0, 0};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &sym_t0);
   if (s) {
     r = ptp_symbolizer_refresh(s);
     if (r) goto out;
@@ -284,6 +286,7 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
     (void)ptp_symbolizer_flush(s);
     ptp_symbolizer_get_stats(s, &st1);
   }
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &sym_t1);
 
   /* header strings */
   int64_t s_samples = intern(&e, "samples"), s_count = intern(&e, "count");
@@ -405,12 +408,15 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
     if (s) {
       const char *cd = ptp_symbolizer_cache_dir(s);
       cidx[nc++] = intern_owned(&e, fmt("symbols: %llu new addresses, %llu from the symbol cache "
-                                        "(%s), %llu resolved from the objects, %llu objects opened",
+                                        "(%s), %llu resolved from the objects, %llu objects opened, "
+                                        "%.1f ms CPU",
                                         (unsigned long long)(st1.lookups - st0.lookups),
                                         (unsigned long long)(st1.cache_hits - st0.cache_hits),
                                         cd ? cd : "off",
                                         (unsigned long long)(st1.resolved - st0.resolved),
-                                        (unsigned long long)(st1.modules_opened - st0.modules_opened)));
+                                        (unsigned long long)(st1.modules_opened - st0.modules_opened),
+                                        (double)(sym_t1.tv_sec - sym_t0.tv_sec) * 1e3 +
+                                            (double)(sym_t1.tv_nsec - sym_t0.tv_nsec) / 1e6));
     }
     for (size_t i = 0; i < nc; i++)
       if (cidx[i] < 0) { r = -ENOMEM; goto out; }

@@ -2,8 +2,9 @@
  * ptp_symcache.h - the persistent symbol cache: what the symbolizer found
  * for one object (keyed by its GNU build id), kept on disk across processes
  * so that a short program does not pay for opening debug info (libc6-dbg's
- * compressed DWARF is inflated whole by libdw: ~45 ms per process) every
- * time it is profiled.
+ * compressed DWARF sections are inflated whole by libdw 0.188) every
+ * time it is profiled (zlib was ~20 % of the samples of a preloaded 0.1 s
+ * sqlite3 run, perf).
  *
  * Content: sorted, non-overlapping address intervals [lo, hi) relative to the
  * object's load bias, each mapping to the frames (callee first) that every
