@@ -908,14 +908,17 @@ static bool cache_fill_cu(ptp_symbolizer *s, sym_module *m, Dwarf_Die *cudie_in,
   size_t r = 0;
   while (r < cu->nrs && !(pc >= cu->rs[r] && pc < cu->rs[r + 1])) r += 2;
   if (r >= cu->nrs) return false;   /* aranges and the CU's ranges disagree */
-  if (cu->npts > s->fill_budget) {
+  /* the first CU of a profile is filled whatever its size (up to
+   * SYM_FILL_MAX_POINTS): a big hot one like glibc's malloc.c would
+   * otherwise never be whole and miss in every later run */
+  if (cu->npts > s->fill_budget && s->fill_budget < SYM_FILL_BUDGET) {
     size_t i = u64_lower(cu->pts, cu->npts, pc + 1);   /* first boundary > pc */
     uint64_t p = i > 0 ? cu->pts[i - 1] : cu->rs[r], q = i < cu->npts ? cu->pts[i] : cu->rs[r + 1];
     if (p < cu->rs[r]) p = cu->rs[r];
     if (q > cu->rs[r + 1]) q = cu->rs[r + 1];
     return ptp_symcache_add(m->cache, p - m->bias, q - m->bias, &s->frames[first], (uint32_t)n) == 0;
   }
-  s->fill_budget -= cu->npts;
+  s->fill_budget -= cu->npts < s->fill_budget ? cu->npts : s->fill_budget;
   cu->cached = true;
   Dwarf_Off cuoff = dwarf_dieoffset(&cudie);
   for (size_t rr = 0; rr < cu->nrs; rr += 2) {
