@@ -55,7 +55,9 @@
  *                    prune under a flock of the directory
  *   PTPROF_SYMCACHE  symbol cache directory, "off" to disable (default
  *                    $XDG_CACHE_HOME/ptprof/symbols, ~/.cache/... without
- *                    it); see docs/profiling.md
+ *                    it); see docs/profiling.md. Read by every user of
+ *                    the library (the daemon and TUI too), not only here:
+ *                    the symbolizer consults it at its first dump
  * and writes a final snapshot at exit (atexit). The first process uses
  * PTPROF_PREFIX as is; programs exec'd below it (they inherit LD_PRELOAD and
  * the environment) use "<PTPROF_PREFIX>pid<PID>-", so processes never rotate
