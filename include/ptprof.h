@@ -45,11 +45,27 @@
  *   PTPROF_INTERVAL  seconds between periodic snapshots, decimals allowed
  *                    (default 0 = only the final one)
  *   PTPROF_KEEP      snapshots of this prefix kept (default 8)
+ *   PTPROF_KEEP_TOTAL  snapshots kept for the whole family: PTPROF_PREFIX
+ *                    and every "<PTPROF_PREFIX>pid<PID>-" child (default 64);
+ *                    after each write the family's oldest (by mtime) are
+ *                    removed, never another prefix's files (not even one
+ *                    that merely starts with PTPROF_PREFIX, except the
+ *                    reserved "<PTPROF_PREFIX>pid<digits>-" form), never a
+ *                    temp file being written; processes of the family
+ *                    prune under a flock of the directory
+ *   PTPROF_SYMCACHE  symbol cache directory, "off" to disable (default
+ *                    $XDG_CACHE_HOME/ptprof/symbols, ~/.cache/... without
+ *                    it); see docs/profiling.md. Read by every user of
+ *                    the library (the daemon and TUI too), not only here:
+ *                    the symbolizer consults it at its first dump
  * and writes a final snapshot at exit (atexit). The first process uses
  * PTPROF_PREFIX as is; programs exec'd below it (they inherit LD_PRELOAD and
  * the environment) use "<PTPROF_PREFIX>pid<PID>-", so processes never rotate
  * each other's files. A forked child that does not exec is not sampled (see
  * Fork above and docs/sampler.md).
+ * Snapshots are created 0600 and directories the library creates 0700,
+ * whatever the umask; a PTPROF_DIR that group or others can access gets a
+ * warning on stderr.
  * Errors go to stderr with a "ptprof:" prefix.
  */
 #ifndef PTPROF_H
@@ -100,6 +116,12 @@ typedef struct ptprof_options {
   int64_t interval_ms;     /* periodic snapshot interval; 0 = none */
   ptprof_log_fn log;       /* may be NULL (messages are then dropped) */
   void *log_ctx;
+  const char *family_prefix; /* NULL = none; else a prefix of `prefix`
+                              (copied): after each write the family (this
+                              base and every "<base>pid<N>-" prefix) keeps
+                              at most keep_total snapshots in the directory,
+                              oldest first removed (preload mode uses it) */
+  int keep_total;          /* >= 1 when family_prefix is set */
 } ptprof_options;
 
 /* Cumulative counters since ptprof_new (all windows). */

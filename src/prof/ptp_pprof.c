@@ -252,9 +252,13 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
   }
 
   /* pass 2: symbolize each distinct address */
+  ptp_symbolizer_stats st0 = {0}, st1 = {0};
+  struct timespec sym_t0 = {0, 0}, sym_t1 = {0, 0};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &sym_t0);
   if (s) {
     r = ptp_symbolizer_refresh(s);
     if (r) goto out;
+    ptp_symbolizer_get_stats(s, &st0);
   }
   for (size_t i = 0; i < e.nlocs; i++) {
     enc_loc *l = &e.locs[i];
@@ -275,6 +279,14 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
       if (fi < 0 || add_line(&e, l, (uint32_t)fi, f->line, f->column)) { r = -ENOMEM; goto out; }
     }
   }
+
+  if (s) {
+    /* persist new results once per profile (best effort: a failed save only
+     * means the next process resolves them again) */
+    (void)ptp_symbolizer_flush(s);
+    ptp_symbolizer_get_stats(s, &st1);
+  }
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &sym_t1);
 
   /* header strings */
   int64_t s_samples = intern(&e, "samples"), s_count = intern(&e, "count");
@@ -393,6 +405,19 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
                                       (long long)w->period_ns));
     cidx[nc++] = intern_owned(&e, fmt("window: %s .. %s (%lld ns)", t0, t1,
                                       (long long)w->duration_ns));
+    if (s) {
+      const char *cd = ptp_symbolizer_cache_dir(s);
+      cidx[nc++] = intern_owned(&e, fmt("symbols: %llu new addresses, %llu from the symbol cache "
+                                        "(%s), %llu resolved from the objects, %llu objects opened, "
+                                        "%.1f ms CPU",
+                                        (unsigned long long)(st1.lookups - st0.lookups),
+                                        (unsigned long long)(st1.cache_hits - st0.cache_hits),
+                                        cd ? cd : "off",
+                                        (unsigned long long)(st1.resolved - st0.resolved),
+                                        (unsigned long long)(st1.modules_opened - st0.modules_opened),
+                                        (double)(sym_t1.tv_sec - sym_t0.tv_sec) * 1e3 +
+                                            (double)(sym_t1.tv_nsec - sym_t0.tv_nsec) / 1e6));
+    }
     for (size_t i = 0; i < nc; i++)
       if (cidx[i] < 0) { r = -ENOMEM; goto out; }
     for (size_t i = 0; i < nc; i++) pb_int64(b, P_COMMENT, cidx[i]);

@@ -15,6 +15,14 @@
  * (a program exec'd below it, with the environment inherited)
  * uses "<PTPROF_PREFIX>pid<PID>-", so each process rotates only its own
  * files (the store matches "<prefix><timestamp>-<seq>.pb.gz" exactly).
+ * The whole family (PTPROF_PREFIX and its "pid<PID>-" children) is bounded
+ * by PTPROF_KEEP_TOTAL (default 64) files in the directory: every process
+ * of the family prunes the family's oldest after each write (ptp_store.h,
+ * family retention), so exec churn cannot fill the disk.
+ *
+ * Privacy: files are 0600 and a directory we create 0700 (ptp_store); an
+ * existing PTPROF_DIR that others may read gets one warning on stderr from
+ * the family's first process.
  *
  * Fork: a forked child stops sampling: its copy of the parent's sampler is
  * abandoned (never written, its memory not freed) and no new one starts. A
@@ -26,11 +34,13 @@
  * the child would hang forever (the stress test hit this).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ptprof.h"
@@ -77,11 +87,20 @@ static int parse_num(const char *name, double lo, double hi, double *out) {
   return 1;
 }
 
+static void warn_exposed_dir(const char *dir) {
+  struct stat sb;
+  if (stat(dir, &sb) != 0 || !(sb.st_mode & (S_IRWXG | S_IRWXO))) return;
+  fprintf(stderr, "ptprof: warning: PTPROF_DIR %s has mode %04o: other users can list%s the "
+          "profiles (symbol names, paths); chmod 700 it\n", dir, (unsigned)(sb.st_mode & 07777),
+          (sb.st_mode & (S_IRGRP | S_IROTH)) ? " and read" : "");
+}
+
 static void start_preload(void) {
   pid_t pid = getpid();
   const char *root = getenv("PTPROF_ROOT_PID");
   char pidbuf[24];
   snprintf(pidbuf, sizeof pidbuf, "%d", (int)pid);
+  bool first = !root || !*root;
   if (!root || !*root) {
     setenv("PTPROF_ROOT_PID", pidbuf, 1);
     snprintf(g_prefix, sizeof g_prefix, "%s", g_base_prefix);
@@ -91,6 +110,7 @@ static void start_preload(void) {
     snprintf(g_prefix, sizeof g_prefix, "%spid%d-", g_base_prefix, (int)pid);
   }
   g_opt.prefix = g_prefix;
+  g_opt.family_prefix = g_base_prefix;
   ptprof *p;
   int rc = ptprof_new(&p, &g_opt);
   if (rc < 0) {
@@ -98,6 +118,7 @@ static void start_preload(void) {
             g_prefix, ptprof_strerror(rc));
     return;
   }
+  if (first) warn_exposed_dir(g_opt.dir);
   rc = ptprof_start(p);
   if (rc < 0) {
     fprintf(stderr, "ptprof: cannot start the profiler: %s\n", ptprof_strerror(rc));
@@ -138,6 +159,9 @@ __attribute__((constructor)) static void ptp_preload_init(void) {
   if (r) g_opt.hz = (int)d;
   if ((r = parse_num("PTPROF_KEEP", 1, 1000000, &d)) < 0) return;
   if (r) g_opt.keep = (int)d;
+  g_opt.keep_total = 64;
+  if ((r = parse_num("PTPROF_KEEP_TOTAL", 1, 1000000, &d)) < 0) return;
+  if (r) g_opt.keep_total = (int)d;
   if ((r = parse_num("PTPROF_INTERVAL", 0, 1e7, &d)) < 0) return;
   if (r) g_opt.interval_ms = (int64_t)(d * 1000.0 + 0.5);
   const char *prefix = getenv("PTPROF_PREFIX");

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,8 @@ struct ptp_store {
   char prefix[PTP_STORE_PREFIX_MAX + 1];
   int keep;
   uint64_t seq;              /* next sequence number */
+  char family[PTP_STORE_PREFIX_MAX + 1];  /* "" = no family retention */
+  int keep_total;
 };
 
 int ptp_store_name_matches(const char *name, const char *prefix) {
@@ -49,11 +52,30 @@ int ptp_store_name_matches(const char *name, const char *prefix) {
   return strcmp(p, SUFFIX) == 0;
 }
 
+int ptp_store_family_matches(const char *name, const char *base) {
+  if (ptp_store_name_matches(name, base)) return 1;
+  size_t bl = strlen(base);
+  if (strncmp(name, base, bl) != 0 || strncmp(name + bl, "pid", 3) != 0) return 0;
+  const char *p = name + bl + 3, *d = p;
+  while (*p >= '0' && *p <= '9') p++;
+  if (p == d || p - d > 10 || *p != '-') return 0;
+  /* the child's own prefix is base "pid<digits>-": the rest must be exactly
+   * a snapshot name of it (a timestamp, a seq, the suffix) */
+  char child[PTP_STORE_PREFIX_MAX + 20];
+  size_t cl = (size_t)(p + 1 - name);
+  if (cl >= sizeof child) return 0;
+  memcpy(child, name, cl);
+  child[cl] = 0;
+  return ptp_store_name_matches(name, child);
+}
+
 static uint64_t name_seq(const char *name, size_t prefix_len) {
   return strtoull(name + prefix_len + TS_LEN + 1, NULL, 10);
 }
 
-/* mkdir -p path (0755). Returns 0 or -errno. */
+/* mkdir -p path: components we create are 0700 whatever the umask (chmod
+ * after mkdir: a umask may clear even owner bits); existing ones are left as
+ * they are. Returns 0 or -errno. */
 static int mkdir_p(const char *path) {
   size_t n = strlen(path);
   if (n == 0 || n >= PATH_MAX) return -EINVAL;
@@ -63,7 +85,11 @@ static int mkdir_p(const char *path) {
     if (buf[i] != '/' && buf[i] != 0) continue;
     char c = buf[i];
     buf[i] = 0;
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -errno;
+    if (mkdir(buf, 0700) == 0) {
+      if (chmod(buf, 0700) != 0) return -errno;
+    } else if (errno != EEXIST) {
+      return -errno;
+    }
     buf[i] = c;
   }
   struct stat st;
@@ -185,6 +211,7 @@ static void retention(ptp_store *st, int dfd) {
     close(fd2);
     return;
   }
+  rewinddir(d);   /* the dup shares its offset with dfd */
   size_t pl = strlen(st->prefix);
   snap *v = NULL;
   size_t n = 0, cap = 0;
@@ -219,6 +246,75 @@ static void retention(ptp_store *st, int dfd) {
   for (size_t i = 0; n > (size_t)st->keep && i < n - (size_t)st->keep; i++) unlinkat(dfd, v[i].name, 0);
   for (size_t i = 0; i < n; i++) free(v[i].name);
   free(v);
+}
+
+typedef struct fam_file { char *name; int64_t mtime_ns; } fam_file;
+
+static int fam_cmp(const void *a, const void *b) {
+  const fam_file *x = a, *y = b;
+  if (x->mtime_ns != y->mtime_ns) return x->mtime_ns < y->mtime_ns ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+/* Keeps the newest st->keep_total snapshots of the whole family (the base
+ * prefix and every "<base>pid<N>-" child), oldest (by mtime, then name)
+ * removed first. Several processes of one family prune the same directory:
+ * an exclusive flock on the directory serializes them, so each one lists
+ * and removes under the lock and none removes more than the excess it saw.
+ * Temp files (".<name>.tmp", being written) never match. Best effort. */
+static void family_retention(ptp_store *st, int dfd) {
+  if (flock(dfd, LOCK_EX) != 0) return;
+  int fd2 = dup(dfd);
+  DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
+  if (!d) {
+    if (fd2 >= 0) close(fd2);
+    flock(dfd, LOCK_UN);
+    return;
+  }
+  /* the dup shares the directory offset with dfd, which the per-prefix
+   * retention just read to the end */
+  rewinddir(d);
+  fam_file *v = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (!ptp_store_family_matches(de->d_name, st->family)) continue;
+    struct stat sb;
+    if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
+    if (n == cap) {
+      size_t nc = cap ? cap * 2 : 64;
+      fam_file *nv = realloc(v, nc * sizeof *nv);
+      if (!nv) break;
+      v = nv;
+      cap = nc;
+    }
+    if (!(v[n].name = strdup(de->d_name))) break;
+    v[n].mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+    n++;
+  }
+  closedir(d);
+  if (n) qsort(v, n, sizeof *v, fam_cmp);
+  for (size_t i = 0; n > (size_t)st->keep_total && i < n - (size_t)st->keep_total; i++)
+    unlinkat(dfd, v[i].name, 0);
+  flock(dfd, LOCK_UN);
+  for (size_t i = 0; i < n; i++) free(v[i].name);
+  free(v);
+}
+
+int ptp_store_set_family(ptp_store *st, const char *base, int keep_total) {
+  if (!st || !base || !*base || strlen(base) > PTP_STORE_PREFIX_MAX || strchr(base, '/') ||
+      keep_total < 1 || strncmp(st->prefix, base, strlen(base)) != 0)
+    return -EINVAL;
+  snprintf(st->family, sizeof st->family, "%s", base);
+  st->keep_total = keep_total;
+  return 0;
+}
+
+int ptp_store_dir_mode(const ptp_store *st, unsigned *mode_out) {
+  struct stat sb;
+  if (stat(st->dir, &sb) != 0) return -errno;
+  *mode_out = (unsigned)(sb.st_mode & 07777);
+  return 0;
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n) {
@@ -266,7 +362,7 @@ int ptp_store_write(ptp_store *st, const uint8_t *data, size_t len, char *path_o
     snprintf(name, sizeof name, "%s%s-%0*llu%s", st->prefix, ts, SEQ_WIDTH,
              (unsigned long long)st->seq, SUFFIX);
     snprintf(tmp, sizeof tmp, ".%s%s", name, TMP_SUFFIX);
-    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) break;
     r = -errno;
     if (r != -EEXIST) goto fail;
@@ -274,6 +370,8 @@ int ptp_store_write(ptp_store *st, const uint8_t *data, size_t len, char *path_o
   }
   if (fd < 0) goto fail;
   have_tmp = true;
+  /* 0600 whatever the umask: profiles hold symbol names and paths. */
+  if (fchmod(fd, 0600) != 0) { r = -errno; goto fail; }
   r = write_all(fd, data, len);
   if (r) goto fail;
   if (fsync(fd) != 0) { r = -errno; goto fail; }
@@ -294,6 +392,7 @@ int ptp_store_write(ptp_store *st, const uint8_t *data, size_t len, char *path_o
    * refuse fsync on a directory): the file is complete, synced, visible. */
   (void)fsync(dfd);
   retention(st, dfd);
+  if (st->family[0]) family_retention(st, dfd);
   if (path_out && path_cap) snprintf(path_out, path_cap, "%s/%s", st->dir, name);
   close(dfd);
   return 0;

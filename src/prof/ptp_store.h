@@ -16,6 +16,19 @@
  * directory is ever touched (another prefix sharing the directory, e.g.
  * daemon-profile- vs tui-profile-, or unrelated files).
  *
+ * Family retention (preload mode, ptp_store_set_family): a base prefix B and
+ * the per-process children "B pid<N>-" form one family; after each write the
+ * whole family keeps at most keep_total snapshots in the directory, oldest
+ * (by mtime) removed first, under an exclusive flock of the directory so
+ * several processes of the family can prune at once. Files of any other
+ * prefix, even one that merely starts with B ("B x-..."), and temp files are
+ * never touched. Ambiguity, documented: a prefix of the form "B pid<N>-" is
+ * B's child name and so belongs to B's family.
+ *
+ * Permissions: snapshots are created 0600 and directories the store creates
+ * 0700, whatever the umask (fchmod/chmod after creation); an existing
+ * directory is left as it is (see ptp_store_dir_mode).
+ *
  * Threads: a ptp_store is not thread-safe; the caller serializes (the
  * sampler's dump lock). Never call from a signal handler. Errors: negative
  * errno values.
@@ -30,7 +43,7 @@
 
 typedef struct ptp_store ptp_store;
 
-/* dir is created if missing (mkdir -p, mode 0755). Leftover temp files of
+/* dir is created if missing (mkdir -p, mode 0700). Leftover temp files of
  * this prefix are removed. prefix: 1..PTP_STORE_PREFIX_MAX bytes, no '/',
  * not starting with '.'; keep >= 1. Copies dir and prefix.
  * Returns 0 and *out, -EINVAL (bad arguments), -ENOMEM, or the errno of
@@ -62,5 +75,17 @@ void ptp_store_del(ptp_store *st);
 /* Whether name (a directory entry, no '/') is a snapshot of prefix, i.e.
  * exactly <prefix>YYYYMMDDTHHMMSSZ-<digits>.pb.gz. 1 or 0. */
 int ptp_store_name_matches(const char *name, const char *prefix);
+
+/* Whether name is a snapshot of base's family: a snapshot of base itself or
+ * of "<base>pid<digits>-". 1 or 0. */
+int ptp_store_family_matches(const char *name, const char *base);
+
+/* Turns on family retention (see the top): base must be a prefix of the
+ * store's own prefix; keep_total >= 1. Returns 0 or -EINVAL. */
+int ptp_store_set_family(ptp_store *st, const char *base, int keep_total);
+
+/* The permission bits (07777) of the store's directory now, for callers that
+ * warn about a group/world-accessible one. Returns 0 or -errno of stat. */
+int ptp_store_dir_mode(const ptp_store *st, unsigned *mode_out);
 
 #endif

@@ -11,6 +11,14 @@
  * file, in .debug/ or below /usr/lib/debug): our own find_debuginfo callback
  * never calls debuginfod, whatever DEBUGINFOD_URLS says.
  *
+ * Persistent cache (ptp_symcache.h): results are also kept on disk per build
+ * id (default $XDG_CACHE_HOME/ptprof/symbols, see ptp_symcache_default_dir;
+ * PTPROF_SYMCACHE=off disables it), a whole compile unit at a time, so a
+ * later process symbolizes the same code without opening the object or its
+ * debug info at all. Nothing is read or created before the first lookup;
+ * new results are written by ptp_symbolizer_flush (the pprof encoder calls it
+ * once per profile) and at del.
+ *
  * Caches (per-module sorted symbol tables, per-compile-unit function/inline
  * range indexes, a PC -> frames cache) are kept across dumps and refreshed
  * when dl_iterate_phdr's dlpi_adds/dlpi_subs counters change.
@@ -41,6 +49,33 @@ void ptp_symbolizer_del(ptp_symbolizer *s);
  * returned by earlier lookups and ptp_symbolizer_mappings.
  * Returns 0 or -ENOMEM. */
 int ptp_symbolizer_refresh(ptp_symbolizer *s);
+
+/* Counters since new (tests, the profile's comment). */
+typedef struct ptp_symbolizer_stats {
+  uint64_t lookups;             /* addresses not in the in-memory PC cache */
+  uint64_t cache_hits;          /* of those, answered by the persistent cache */
+  uint64_t resolved;            /* resolved from the object's file/debug info */
+  uint64_t modules_opened;      /* objects whose file was opened (libdwfl) */
+  uint64_t cache_files_loaded;  /* valid cache files read */
+  uint64_t cache_files_rejected;/* invalid ones ignored (rebuilt at save) */
+  uint64_t cache_saves, cache_save_errors;
+  uint64_t cache_dir_refused;   /* 1: the directory was unusable (not ours...) */
+} ptp_symbolizer_stats;
+
+void ptp_symbolizer_get_stats(const ptp_symbolizer *s, ptp_symbolizer_stats *out);
+
+/* Uses dir (copied; created 0700, must be ours and not writable by others)
+ * for the persistent cache, or none with NULL. Saves and drops the caches
+ * opened so far. Returns 0, -ENOMEM, or the error of ptp_symcache_prepare_dir
+ * (the cache is then off). */
+int ptp_symbolizer_set_cache_dir(ptp_symbolizer *s, const char *dir);
+/* The directory in use, or NULL (off). */
+const char *ptp_symbolizer_cache_dir(const ptp_symbolizer *s);
+
+/* Writes the new results of every object to the persistent cache. Returns 0
+ * or the first save error (the others are still tried; results stay in
+ * memory and are retried at the next flush). */
+int ptp_symbolizer_flush(ptp_symbolizer *s);
 
 /* ---- the seam used by the pprof encoder (and tests) ---- */
 

@@ -60,6 +60,8 @@ struct ptprof {
   int64_t interval_ns;
   char *dir;
   char *prefix;
+  char family[PTP_STORE_PREFIX_MAX + 1];   /* "" or opt->family_prefix */
+  int keep_total;
   ptprof_log_fn log;
   void *log_ctx;
   pid_t pid;                   /* creating process: a forked child is refused */
@@ -152,7 +154,9 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   int keep = opt->keep ? opt->keep : 8;
   const char *prefix = opt->prefix ? opt->prefix : "profile-";
   if (hz < 1 || hz > 10000 || keep < 1 || opt->interval_ms < 0 || !valid_prefix(prefix) ||
-      (opt->dir && !*opt->dir))
+      (opt->dir && !*opt->dir) ||
+      (opt->family_prefix && (!valid_prefix(opt->family_prefix) || opt->keep_total < 1 ||
+                              strncmp(prefix, opt->family_prefix, strlen(opt->family_prefix)))))
     return -EINVAL;
   ptp_interpose_link();
   int rc = ptp_threads_init();
@@ -162,6 +166,8 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   p->hz = hz;
   p->period_ns = 1000000000LL / hz;
   p->keep = keep;
+  if (opt->family_prefix) snprintf(p->family, sizeof p->family, "%s", opt->family_prefix);
+  p->keep_total = opt->keep_total;
   p->interval_ns = opt->interval_ms * 1000000LL;
   p->log = opt->log;
   p->log_ctx = opt->log_ctx;
@@ -174,6 +180,7 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   if ((rc = ptp_agg_new(&p->agg)) < 0) goto fail_dir;
   if ((rc = ptp_agg_new(&p->agg_spare)) < 0) goto fail_agg;
   if (p->dir && (rc = ptp_store_new(&p->store, p->dir, p->prefix, p->keep)) < 0) goto fail_spare;
+  if (p->store && p->family[0]) ptp_store_set_family(p->store, p->family, p->keep_total);
   if (sem_init(&p->consumer_ready, 0, 0) != 0) { rc = -errno; goto fail_store; }
   pthread_mutex_init(&p->api_mu, NULL);
   pthread_mutex_init(&p->agg_mu, NULL);
@@ -556,6 +563,7 @@ int ptprof_set_dir(ptprof *p, const char *dir) {
     rc = ptp_store_set_dir(p->store, dir);
   } else {
     rc = ptp_store_new(&p->store, dir, p->prefix, p->keep);
+    if (rc == 0 && p->family[0]) ptp_store_set_family(p->store, p->family, p->keep_total);
   }
   if (rc == 0) {
     free(p->dir);

@@ -362,3 +362,104 @@ PT_TEST(prof_store_error_read_only) {
   rmdir(dir);
   free(dir);
 }
+
+/* ---- family retention (preload exec churn) and private files ---- */
+
+static int is_fam(const char *n) { return ptp_store_family_matches(n, "profile-"); }
+
+PT_TEST(prof_store_family_pattern) {
+  PT_ASSERT(ptp_store_family_matches("profile-20261129T213314Z-000001.pb.gz", "profile-"));
+  PT_ASSERT(ptp_store_family_matches("profile-pid42-20261129T213314Z-000001.pb.gz", "profile-"));
+  /* a prefix that merely starts with ours is another family */
+  PT_ASSERT(!ptp_store_family_matches("profile-x-20261129T213314Z-000001.pb.gz", "profile-"));
+  PT_ASSERT(!ptp_store_family_matches("profile-pidx-20261129T213314Z-000001.pb.gz", "profile-"));
+  PT_ASSERT(!ptp_store_family_matches("profile-pid-20261129T213314Z-000001.pb.gz", "profile-"));
+  PT_ASSERT(!ptp_store_family_matches("profile-pid42-x-20261129T213314Z-000001.pb.gz", "profile-"));
+  PT_ASSERT(!ptp_store_family_matches(".profile-pid42-20261129T213314Z-000001.pb.gz.tmp", "profile-"));
+  PT_ASSERT(!ptp_store_family_matches("profile-pid42-20261129T213314Z-000001.pb.gz.tmp", "profile-"));
+  PT_ASSERT(!ptp_store_family_matches("xprofile-pid42-20261129T213314Z-000001.pb.gz", "profile-"));
+}
+
+PT_TEST(prof_store_family_keeps_total_oldest_first) {
+  char *dir = pt_tmpdir("storefam");
+  const char *others[] = {
+    "profile-x-20200101T000000Z-000001.pb.gz",       /* another family */
+    "other-20200101T000000Z-000001.pb.gz",
+    ".profile-pid7-20200101T000000Z-000001.pb.gz.tmp", /* being written */
+  };
+  for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+    char *p = path_join(dir, others[i]);
+    pt_write_file(p, others[i], strlen(others[i]));
+    free(p);
+  }
+  /* a dead child's old snapshot: oldest by mtime, removed first */
+  char *old = path_join(dir, "profile-pid9-20300101T000000Z-000001.pb.gz");
+  pt_write_file(old, "old", 3);
+  struct timespec tv[2] = {{1000000000, 0}, {1000000000, 0}};
+  PT_ASSERT_INT_EQ(utimensat(AT_FDCWD, old, tv, 0), 0);
+  ptp_store *a, *b;
+  PT_ASSERT_INT_EQ(ptp_store_new(&a, dir, "profile-", 8), 0);
+  PT_ASSERT_INT_EQ(ptp_store_new(&b, dir, "profile-pid123-", 8), 0);
+  PT_ASSERT_INT_EQ(ptp_store_set_family(a, "profile-x", 4), -EINVAL);   /* not our base */
+  PT_ASSERT_INT_EQ(ptp_store_set_family(a, "profile-", 0), -EINVAL);
+  PT_ASSERT_INT_EQ(ptp_store_set_family(a, "profile-", 4), 0);
+  PT_ASSERT_INT_EQ(ptp_store_set_family(b, "profile-", 4), 0);
+  char last[2][512];
+  for (int i = 0; i < 6; i++) {
+    ptp_store *st = i % 2 ? b : a;
+    PT_ASSERT_INT_EQ(ptp_store_write(st, (const uint8_t *)"x", 1, last[i % 2], sizeof last[0]), 0);
+  }
+  char names[32][256];
+  PT_ASSERT_UINT_EQ(list_dir(dir, names, 32, is_fam), 4);
+  struct stat sb;
+  PT_ASSERT_MSG(stat(old, &sb) != 0, "the oldest family file survived");
+  PT_ASSERT_INT_EQ(stat(last[0], &sb), 0);
+  PT_ASSERT_INT_EQ(stat(last[1], &sb), 0);
+  for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+    char *p = path_join(dir, others[i]);
+    char *got = pt_read_file(p, NULL);
+    PT_ASSERT_MSG(got && !strcmp(got, others[i]), "%s was touched", others[i]);
+    free(got);
+    free(p);
+  }
+  ptp_store_del(a);
+  ptp_store_del(b);
+  pt_rm_rf(dir);
+  free(old);
+  free(dir);
+}
+
+/* Files 0600, created directories 0700, whatever the umask. */
+PT_TEST(prof_store_private_modes_any_umask) {
+  static const mode_t masks[] = {022, 000, 0777};
+  for (size_t k = 0; k < sizeof masks / sizeof *masks; k++) {
+    char *dir = pt_tmpdir("storemode");
+    char *sub = path_join(dir, "a/b");
+    mode_t old = umask(masks[k]);
+    ptp_store *st;
+    int rc = ptp_store_new(&st, sub, "p-", 2);
+    char path[512] = "";
+    if (rc == 0) rc = ptp_store_write(st, (const uint8_t *)"x", 1, path, sizeof path);
+    umask(old);
+    PT_ASSERT_INT_EQ(rc, 0);
+    struct stat sb;
+    PT_ASSERT_INT_EQ(stat(path, &sb), 0);
+    PT_ASSERT_MSG((sb.st_mode & 07777) == 0600, "umask %03o: file mode %04o", (unsigned)masks[k],
+                  (unsigned)(sb.st_mode & 07777));
+    char *a = path_join(dir, "a");
+    const char *dirs[] = {a, sub};
+    for (int i = 0; i < 2; i++) {
+      PT_ASSERT_INT_EQ(stat(dirs[i], &sb), 0);
+      PT_ASSERT_MSG((sb.st_mode & 07777) == 0700, "umask %03o: %s mode %04o", (unsigned)masks[k],
+                    dirs[i], (unsigned)(sb.st_mode & 07777));
+    }
+    unsigned m = 0;
+    PT_ASSERT_INT_EQ(ptp_store_dir_mode(st, &m), 0);
+    PT_ASSERT_UINT_EQ(m, 0700);
+    ptp_store_del(st);
+    pt_rm_rf(dir);
+    free(a);
+    free(sub);
+    free(dir);
+  }
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# symcache_test.sh - the persistent symbol cache end to end, under the
+# preload (PTPROF_SYMCACHE=<dir>), profiles read by `go tool pprof`:
+#   1. miss then hit: a program built here (cc -g) is profiled twice; the
+#      second profile says its addresses came from the cache, its hot
+#      function is still on top; the cache file is 0600 in a 0700 dir;
+#   2. a rebuilt binary at the same path (new build id): its new function
+#      name shows, never the old cached one; a second cache file appears;
+#   3. a corrupt cache file: ignored (right names), rewritten valid;
+#   4. tests/prof/hotprog with a warm cache against PTPROF_SYMCACHE=off:
+#      every function seen in both has the same file and start line, and
+#      inlined_work is still an inline frame under inline_host.
+source "$(dirname "${BASH_SOURCE[0]}")/prof_lib.sh"
+prof_require hotprog
+command -v cc >/dev/null || skip "no C compiler"
+
+prof_workdir symcache
+SC="$WORK/cache/symbols"
+PP=(go tool pprof -symbolize=none -nodefraction=0 -sample_index=samples)
+
+cat >"$WORK/prog.c" <<'C'
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+static volatile uint64_t sink;
+static double cpu_s(void) {
+  struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+__attribute__((noinline)) void HOT(double s) {
+  uint64_t x = 1; double end = cpu_s() + s;
+  while (cpu_s() < end) for (int i = 0; i < 20000; i++) x = x * 6364136223846793005ULL + 1;
+  sink = x;
+}
+int main(int argc, char **argv) { HOT(argc > 1 ? atof(argv[1]) : 0.3); return 0; }
+C
+build() { cc -O1 -g -fno-omit-frame-pointer -Wl,--build-id -DHOT="$1" -o "$WORK/bin/prog" "$WORK/prog.c"; }
+mkdir -p "$WORK/bin"
+profile() { # TAG [extra env...]: profiles prog into $WORK/$TAG, prints the file
+  local tag=$1; shift
+  env "$@" PTPROF_DIR="$WORK/$tag" PTPROF_HZ=499 LD_PRELOAD="$LIB" "$WORK/bin/prog" 0.3 \
+    >"$WORK/$tag.out" 2>&1 || { cat "$WORK/$tag.out" >&2; fail "prog failed ($tag)"; }
+  local f=("$WORK/$tag"/profile-*.pb.gz)
+  [ -f "${f[0]}" ] || fail "no profile ($tag)"
+  echo "${f[0]}"
+}
+top_fn() { "${PP[@]}" -top "$1" 2>/dev/null | awk '/ flat +flat% +sum%/ {h=1; next} h && NF {print $NF; exit}'; }
+symline() { go tool pprof -comments "$1" 2>/dev/null | grep '^symbols:' || true; }
+bid() { readelf -n "$1" | awk '/Build ID/ {print $3}'; }
+
+# ---- 1. miss, then hit ------------------------------------------------------
+build hot_alpha
+id1=$(bid "$WORK/bin/prog")
+P1=$(profile r1 PTPROF_SYMCACHE="$SC")
+[ "$(top_fn "$P1")" = hot_alpha ] || fail "cold: top is $(top_fn "$P1")"
+[ -f "$SC/$id1.sym" ] || { ls -la "$SC" >&2; fail "no cache file for build id $id1"; }
+[ "$(stat -c %a "$SC/$id1.sym")" = 600 ] || fail "cache file mode $(stat -c %a "$SC/$id1.sym")"
+[ "$(stat -c %a "$SC")" = 700 ] && [ "$(stat -c %a "$WORK/cache")" = 700 ] || fail "cache dirs not 0700"
+P2=$(profile r2 PTPROF_SYMCACHE="$SC")
+s2=$(symline "$P2")
+[[ "$s2" =~ ([0-9]+)\ from\ the\ symbol\ cache ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] \
+  || fail "warm run: no addresses from the cache: '$s2'"
+[ "$(top_fn "$P2")" = hot_alpha ] || fail "warm: top is $(top_fn "$P2")"
+note "cold: $(symline "$P1")"
+note "warm: $s2"
+
+# ---- 2. rebuilt binary, new build id -------------------------------------------
+build hot_beta
+id2=$(bid "$WORK/bin/prog")
+[ "$id1" != "$id2" ] || fail "the rebuild kept build id $id1"
+P3=$(profile r3 PTPROF_SYMCACHE="$SC")
+[ "$(top_fn "$P3")" = hot_beta ] || fail "rebuilt: top is $(top_fn "$P3")"
+! "${PP[@]}" -top "$P3" 2>/dev/null | grep -q hot_alpha || fail "the old build's name leaked into the rebuilt one"
+[ -f "$SC/$id2.sym" ] && [ -f "$SC/$id1.sym" ] || { ls -la "$SC" >&2; fail "want one cache file per build id"; }
+note "rebuilt binary: $id1 -> $id2, top hot_beta"
+
+# ---- 3. corrupt cache file --------------------------------------------------
+printf 'PTPSYMC\ngarbage garbage' >"$SC/$id2.sym"
+P4=$(profile r4 PTPROF_SYMCACHE="$SC")
+[ "$(top_fn "$P4")" = hot_beta ] || fail "corrupt cache: top is $(top_fn "$P4")"
+[ "$(stat -c %s "$SC/$id2.sym")" -gt 200 ] || fail "the corrupt cache file was not rewritten"
+P5=$(profile r5 PTPROF_SYMCACHE="$SC")
+[[ "$(symline "$P5")" =~ ([0-9]+)\ from\ the\ symbol\ cache ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] \
+  || fail "the rewritten cache file is not used: $(symline "$P5")"
+note "corrupt file ignored and rebuilt"
+
+# ---- 4. same names, files, start lines, inline frames as without the cache --------
+HP="$PT_BUILD_PROF/tests/prof/hotprog"
+hot() { # TAG CACHE
+  env PTPROF_DIR="$WORK/$1" PTPROF_PREFIX=hot- PTPROF_HZ=999 PTPROF_SYMCACHE="$2" LD_PRELOAD="$LIB" \
+    "$HP" 1 >"$WORK/$1.out" 2>&1 || { cat "$WORK/$1.out" >&2; fail "hotprog failed ($1)"; }
+  local f=("$WORK/$1"/hot-*.pb.gz)
+  go tool pprof -raw "${f[0]}" 2>/dev/null >"$WORK/$1.raw" || fail "go tool pprof -raw failed ($1)"
+  "${PP[@]}" -traces "${f[0]}" >"$WORK/$1.traces" 2>&1 || fail "go tool pprof -traces failed ($1)"
+  symline "${f[0]}" >"$WORK/$1.sym"
+}
+hot h-off off
+hot h-fill "$WORK/hcache"
+hot h-warm "$WORK/hcache"
+grep -q "off)" "$WORK/h-off.sym" || fail "PTPROF_SYMCACHE=off not reported: $(cat "$WORK/h-off.sym")"
+[[ "$(cat "$WORK/h-warm.sym")" =~ ([0-9]+)\ from\ the\ symbol\ cache ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] \
+  || fail "hotprog warm run: nothing from the cache: $(cat "$WORK/h-warm.sym")"
+grep -q "inlined_work (inline)" "$WORK/h-warm.traces" || fail "warm cache: inlined_work not inline"
+python3 - "$WORK/h-off.raw" "$WORK/h-warm.raw" <<'PY' || fail "function identity differs with the cache"
+import re, sys
+def funcs(path):
+    out, inl, inloc = {}, False, False
+    sec = None
+    for line in open(path):
+        if line.startswith("Locations"): sec = "loc"; continue
+        if line.startswith("Mappings"): sec = None
+        if sec != "loc": continue
+        body = re.sub(r"^\s*\d+: 0x[0-9a-f]+ M=\d+ ", "", line.rstrip()) if re.match(r"^\s*\d+: 0x", line) else line.strip()
+        if re.match(r"^\s*\d+: 0x", line): inloc = []
+        m = re.match(r"^(\S+) (\S*):\d+ s=(\d+)", body.strip())
+        if m:
+            out.setdefault(m.group(1), set()).add((m.group(2), m.group(3)))
+            inloc.append(m.group(1))
+            if inloc[-2:] == ["inlined_work", "inline_host"]: inl = True
+    return out, inl
+a, ia = funcs(sys.argv[1]); b, ib = funcs(sys.argv[2])
+common = set(a) & set(b)
+bad = [f for f in common if a[f] != b[f]]
+print(f"# functions: {len(a)} without cache, {len(b)} with, {len(common)} in both, {len(bad)} differ")
+if len(common) < 3 or bad or not (ia and ib): sys.exit(f"differ: {bad[:5]}, inline {ia} {ib}")
+PY
+note "hotprog: $(cat "$WORK/h-warm.sym")"
+exit 0

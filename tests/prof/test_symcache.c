@@ -1,0 +1,423 @@
+/*
+ * test_symcache.c - the persistent symbol cache (ptp_symcache + its use by
+ * the symbolizer) on real PCs of this binary (-O2 -g, inline chains) and of
+ * libc (DWARF from libc6-dbg when installed, else its ELF symbols):
+ *   - every result from the cache, cold (filling) and warm (hit), equals the
+ *     result without any cache, field by field, for thousands of PCs;
+ *   - a warm process opens no object at all for the PCs seen before, and
+ *     hits for PCs never seen in a compile unit seen before;
+ *   - a corrupt or truncated cache file is ignored and rebuilt; a file of
+ *     another build id is never used;
+ *   - two processes filling the same cache at once leave a valid file, no
+ *     temp files, and correct results;
+ *   - files 0600, the directory 0700 under umask 000; a directory others may
+ *     write into is refused.
+ */
+#include "pt_test.h"
+#include "prof/ptp_symbolize.h"
+#include "prof/ptp_symcache.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile unsigned g_sc_sink;
+
+__attribute__((noinline, noclone)) static unsigned sc_leaf(unsigned x) {
+  g_sc_sink = x * 3u;
+  __asm__ volatile("" ::: "memory");
+  return g_sc_sink + 1;
+}
+
+static inline __attribute__((always_inline)) unsigned sc_inl(unsigned x) {
+  unsigned r = sc_leaf(x) * 5u;
+  __asm__ volatile("" ::: "memory");
+  return r + sc_leaf(r);
+}
+
+__attribute__((noinline, noclone)) static unsigned sc_host_a(unsigned x) {
+  unsigned r = sc_inl(x);
+  for (unsigned i = 0; i < (x & 7u); i++) r += sc_inl(r + i);
+  return r;
+}
+
+__attribute__((noinline, noclone)) static unsigned sc_host_b(unsigned x) {
+  unsigned r = sc_leaf(x + 1);
+  if (x & 1u) r += sc_inl(r);
+  return r ^ sc_leaf(r);
+}
+
+typedef struct pcset { uint64_t *pc; size_t n; } pcset;
+
+static void pcs_add_range(pcset *s, const void *fn, size_t len) {
+  s->pc = realloc(s->pc, (s->n + len) * sizeof *s->pc);
+  PT_ASSERT(s->pc);
+  for (size_t i = 0; i < len; i++) s->pc[s->n++] = (uint64_t)(uintptr_t)fn + i;
+}
+
+static void *libc_sym(const char *name) {
+  void *h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  PT_ASSERT(h);
+  void *p = dlsym(h, name);
+  PT_ASSERT_MSG(p, "no %s in libc", name);
+  return p;
+}
+
+static pcset main_pcs_a(void) {
+  pcset s = {0};
+  pcs_add_range(&s, (const void *)sc_host_a, 160);
+  pcs_add_range(&s, (const void *)sc_leaf, 32);
+  return s;
+}
+
+static pcset libc_pcs(int which) {
+  static const char *a[] = {"malloc", "free", "qsort", NULL};
+  static const char *b[] = {"snprintf", "strtol", "fopen", NULL};
+  pcset s = {0};
+  for (const char **n = which ? b : a; *n; n++) pcs_add_range(&s, libc_sym(*n), 400);
+  return s;
+}
+
+/* The frames of every pc, as one string per pc (every field). */
+static char **resolve_all(ptp_symbolizer *sy, const pcset *s) {
+  char **out = calloc(s->n, sizeof *out);
+  PT_ASSERT(out);
+  for (size_t i = 0; i < s->n; i++) {
+    ptp_sym_result r;
+    PT_ASSERT_INT_EQ(ptp_symbolizer_lookup(sy, s->pc[i], &r), 0);
+    size_t cap = 256 + r.nframes * 1024, off = 0;
+    char *b = malloc(cap);
+    PT_ASSERT(b);
+    off += (size_t)snprintf(b + off, cap - off, "map=%d n=%u", r.mapping, r.nframes);
+    for (uint32_t k = 0; k < r.nframes && off < cap; k++) {
+      const ptp_sym_frame *f = &r.frames[k];
+      off += (size_t)snprintf(b + off, cap - off, " | %s / %s @ %s:%lld (start %lld) col %lld", f->name,
+                              f->system_name, f->file, (long long)f->line, (long long)f->start_line,
+                              (long long)f->column);
+    }
+    out[i] = b;
+  }
+  return out;
+}
+
+static void free_all(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+static void assert_same(char **want, char **got, const pcset *s, const char *what) {
+  for (size_t i = 0; i < s->n; i++)
+    PT_ASSERT_MSG(!strcmp(want[i], got[i]), "%s: pc %#llx differs:\n  without cache: %s\n  with cache:    %s",
+                  what, (unsigned long long)s->pc[i], want[i], got[i]);
+}
+
+static ptp_symbolizer *sym_with(const char *dir) {
+  ptp_symbolizer *s;
+  PT_ASSERT_INT_EQ(ptp_symbolizer_new(&s), 0);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_set_cache_dir(s, dir), 0);
+  return s;
+}
+
+static const ptp_sym_mapping *mapping_of(ptp_symbolizer *s, uint64_t pc) {
+  const ptp_sym_mapping *maps;
+  size_t n = ptp_symbolizer_mappings(s, &maps);
+  for (size_t i = 0; i < n; i++)
+    if (pc >= maps[i].start && pc < maps[i].limit) return &maps[i];
+  return NULL;
+}
+
+/* Path of the cache file of the object holding pc. */
+static char *cache_file_of(ptp_symbolizer *s, const char *dir, uint64_t pc) {
+  const ptp_sym_mapping *m = mapping_of(s, pc);
+  PT_ASSERT(m && m->build_id[0]);
+  size_t n = strlen(dir) + strlen(m->build_id) + 8;
+  char *p = malloc(n);
+  snprintf(p, n, "%s/%s.sym", dir, m->build_id);
+  return p;
+}
+
+PT_TEST_T(prof_symcache_hit_miss_same_results, 120000) {
+  char *root = pt_tmpdir("symcache");
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/c/symbols", root);
+  pcset a = main_pcs_a(), l = libc_pcs(0);
+  PT_ASSERT(sc_host_a(3) && sc_host_b(3));
+
+  ptp_symbolizer *plain = sym_with(NULL);
+  char **want_a = resolve_all(plain, &a), **want_l = resolve_all(plain, &l);
+  ptp_symbolizer_stats st;
+  ptp_symbolizer_get_stats(plain, &st);
+  PT_ASSERT_UINT_EQ(st.cache_hits, 0);
+
+  /* cold: misses fill the cache; results unchanged */
+  ptp_symbolizer *cold = sym_with(dir);
+  char **got = resolve_all(cold, &a);
+  assert_same(want_a, got, &a, "cold, main");
+  free_all(got, a.n);
+  got = resolve_all(cold, &l);
+  assert_same(want_l, got, &l, "cold, libc");
+  free_all(got, l.n);
+  ptp_symbolizer_get_stats(cold, &st);
+  PT_ASSERT(st.resolved > 0 && st.modules_opened >= 2);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(cold), 0);
+  char *fmain = cache_file_of(cold, dir, a.pc[0]);
+  struct stat sb;
+  PT_ASSERT_INT_EQ(stat(fmain, &sb), 0);
+  PT_ASSERT_UINT_EQ(sb.st_mode & 07777, 0600);
+  PT_ASSERT_INT_EQ(stat(dir, &sb), 0);
+  PT_ASSERT_UINT_EQ(sb.st_mode & 07777, 0700);
+  ptp_symbolizer_del(cold);
+
+  /* warm: all hits, nothing opened, same results */
+  ptp_symbolizer *warm = sym_with(dir);
+  got = resolve_all(warm, &a);
+  assert_same(want_a, got, &a, "warm, main");
+  free_all(got, a.n);
+  got = resolve_all(warm, &l);
+  assert_same(want_l, got, &l, "warm, libc");
+  free_all(got, l.n);
+  ptp_symbolizer_get_stats(warm, &st);
+  PT_ASSERT_UINT_EQ(st.modules_opened, 0);
+  PT_ASSERT_UINT_EQ(st.cache_hits, st.lookups);
+  PT_ASSERT(st.cache_files_loaded >= 2);
+  /* the mapping flags come from the cache too */
+  const ptp_sym_mapping *mm = mapping_of(warm, a.pc[0]);
+  PT_ASSERT(mm->has_functions && mm->has_filenames && mm->has_line_numbers && mm->has_inline_frames);
+  /* PCs never looked up, in a compile unit seen before: hits as well */
+  pcset b = {0};
+  pcs_add_range(&b, (const void *)sc_host_b, 96);
+  char **want_b = resolve_all(plain, &b);
+  ptp_symbolizer_stats st0;
+  ptp_symbolizer_get_stats(warm, &st0);
+  got = resolve_all(warm, &b);
+  assert_same(want_b, got, &b, "warm, same CU, new PCs");
+  free_all(got, b.n);
+  ptp_symbolizer_get_stats(warm, &st);
+  PT_ASSERT_UINT_EQ(st.modules_opened, 0);
+  PT_ASSERT(st.lookups > st0.lookups);   /* some of b lie past sc_host_a's 160 bytes */
+  PT_ASSERT_UINT_EQ(st.cache_hits - st0.cache_hits, st.lookups - st0.lookups);
+  ptp_symbolizer_del(warm);
+
+  free_all(want_a, a.n);
+  free_all(want_l, l.n);
+  free_all(want_b, b.n);
+  ptp_symbolizer_del(plain);
+  free(a.pc);
+  free(l.pc);
+  free(b.pc);
+  free(fmain);
+  pt_rm_rf(root);
+  free(root);
+}
+
+static void corrupt_and_check(const char *dir, const pcset *a, char **want, const char *fmain,
+                              void (*damage)(const char *path), const char *what) {
+  damage(fmain);
+  ptp_symbolizer *s = sym_with(dir);
+  char **got = resolve_all(s, a);
+  assert_same(want, got, a, what);
+  free_all(got, a->n);
+  ptp_symbolizer_stats st;
+  ptp_symbolizer_get_stats(s, &st);
+  PT_ASSERT_MSG(st.cache_files_rejected == 1, "%s: %llu files rejected", what,
+                (unsigned long long)st.cache_files_rejected);
+  PT_ASSERT_MSG(st.modules_opened >= 1, "%s: nothing resolved again", what);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
+  ptp_symbolizer_del(s);
+  /* rebuilt: the next process loads it and opens nothing */
+  s = sym_with(dir);
+  got = resolve_all(s, a);
+  assert_same(want, got, a, what);
+  free_all(got, a->n);
+  ptp_symbolizer_get_stats(s, &st);
+  PT_ASSERT_UINT_EQ(st.cache_files_rejected, 0);
+  PT_ASSERT_UINT_EQ(st.modules_opened, 0);
+  ptp_symbolizer_del(s);
+}
+
+static void flip_middle(const char *path) {
+  size_t n;
+  char *b = pt_read_file(path, &n);
+  PT_ASSERT(b && n > 400);
+  b[n / 2] ^= 0x5a;
+  pt_write_file(path, b, n);
+  free(b);
+}
+
+static void truncate_half(const char *path) {
+  struct stat sb;
+  PT_ASSERT_INT_EQ(stat(path, &sb), 0);
+  PT_ASSERT_INT_EQ(truncate(path, sb.st_size / 2), 0);
+}
+
+static void garbage(const char *path) { pt_write_file(path, "PTPSYMC\nnot really", 18); }
+
+PT_TEST_T(prof_symcache_corrupt_file_rebuilt, 120000) {
+  char *root = pt_tmpdir("symcache-bad");
+  pcset a = main_pcs_a();
+  ptp_symbolizer *plain = sym_with(NULL);
+  char **want = resolve_all(plain, &a);
+  ptp_symbolizer *s = sym_with(root);
+  free_all(resolve_all(s, &a), a.n);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
+  char *fmain = cache_file_of(s, root, a.pc[0]);
+  ptp_symbolizer_del(s);
+  corrupt_and_check(root, &a, want, fmain, flip_middle, "one flipped byte");
+  corrupt_and_check(root, &a, want, fmain, truncate_half, "truncated");
+  corrupt_and_check(root, &a, want, fmain, garbage, "garbage");
+  free_all(want, a.n);
+  ptp_symbolizer_del(plain);
+  free(a.pc);
+  free(fmain);
+  pt_rm_rf(root);
+  free(root);
+}
+
+/* A file renamed to another build id's name (a rebuilt object reusing a
+ * path is keyed by its new id) is never used for it. */
+PT_TEST(prof_symcache_other_build_id_ignored) {
+  char *root = pt_tmpdir("symcache-bid");
+  ptp_symcache *c;
+  const char *ida = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", *idb = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+  PT_ASSERT_INT_EQ(ptp_symcache_open(&c, root, ida), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_MISSING);
+  ptp_sym_frame f = {"fa", "fa", "a.c", 1, 2, 3};
+  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x100, 0x200, &f, 1), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x180, 0x280, &f, 1), 0);   /* overlap: dropped */
+  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x300, 0x300, &f, 1), -EINVAL);
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+  PT_ASSERT_INT_EQ(ptp_symcache_open(&c, root, ida), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);
+  const ptp_sym_frame *got;
+  uint32_t n;
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x1ff, &got, &n), 1);
+  PT_ASSERT_UINT_EQ(n, 1);
+  PT_ASSERT_STR_EQ(got[0].name, "fa");
+  PT_ASSERT_INT_EQ(got[0].column, 3);
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x200, &got, &n), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x250, &got, &n), 0);
+  ptp_symcache_del(c);
+  char pa[600], pb[600];
+  snprintf(pa, sizeof pa, "%s/%s.sym", root, ida);
+  snprintf(pb, sizeof pb, "%s/%s.sym", root, idb);
+  PT_ASSERT_INT_EQ(rename(pa, pb), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_open(&c, root, idb), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_REJECTED);
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x150, &got, &n), 0);
+  ptp_symcache_del(c);
+  PT_ASSERT_INT_EQ(ptp_symcache_open(&c, root, "../x"), -EINVAL);
+  pt_rm_rf(root);
+  free(root);
+}
+
+static size_t count_tmp(const char *dir) {
+  DIR *d = opendir(dir);
+  PT_ASSERT(d);
+  size_t n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strstr(de->d_name, ".tmp")) n++;
+  closedir(d);
+  return n;
+}
+
+PT_TEST_T(prof_symcache_two_writers, 180000) {
+  char *root = pt_tmpdir("symcache-two");
+  pcset sets[2] = {libc_pcs(0), libc_pcs(1)};
+  ptp_symbolizer *plain = sym_with(NULL);
+  char **want[2] = {resolve_all(plain, &sets[0]), resolve_all(plain, &sets[1])};
+  pid_t kids[2];
+  for (int k = 0; k < 2; k++) {
+    kids[k] = fork();
+    PT_ASSERT(kids[k] >= 0);
+    if (kids[k] == 0) {
+      /* each round: a fresh process-like symbolizer, half the PCs, a save */
+      for (int round = 0; round < 8; round++) {
+        ptp_symbolizer *s;
+        if (ptp_symbolizer_new(&s) || ptp_symbolizer_set_cache_dir(s, root)) _exit(2);
+        pcset half = {sets[k].pc + (round % 2) * (sets[k].n / 2), sets[k].n / 2};
+        for (size_t i = 0; i < half.n; i++) {
+          ptp_sym_result r;
+          if (ptp_symbolizer_lookup(s, half.pc[i], &r)) _exit(3);
+        }
+        if (ptp_symbolizer_flush(s)) _exit(4);
+        ptp_symbolizer_del(s);
+      }
+      _exit(0);
+    }
+  }
+  for (int k = 0; k < 2; k++) {
+    int st;
+    PT_ASSERT_INT_EQ(waitpid(kids[k], &st, 0), kids[k]);
+    PT_ASSERT_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer %d failed: status %#x", k, st);
+  }
+  PT_ASSERT_UINT_EQ(count_tmp(root), 0);
+  ptp_symbolizer *s = sym_with(root);
+  for (int k = 0; k < 2; k++) {
+    char **got = resolve_all(s, &sets[k]);
+    assert_same(want[k], got, &sets[k], "after two writers");
+    free_all(got, sets[k].n);
+  }
+  ptp_symbolizer_stats st;
+  ptp_symbolizer_get_stats(s, &st);
+  PT_ASSERT_UINT_EQ(st.cache_files_rejected, 0);
+  PT_ASSERT(st.cache_files_loaded >= 1);
+  PT_ASSERT(st.cache_hits > 0);
+  ptp_symbolizer_del(s);
+  for (int k = 0; k < 2; k++) {
+    free_all(want[k], sets[k].n);
+    free(sets[k].pc);
+  }
+  ptp_symbolizer_del(plain);
+  pt_rm_rf(root);
+  free(root);
+}
+
+PT_TEST(prof_symcache_dir_safety) {
+  char *root = pt_tmpdir("symcache-dir");
+  char d[512], e[512], l[512], buf[600];
+  snprintf(d, sizeof d, "%s/a/b", root);
+  mode_t old = umask(0);
+  PT_ASSERT_INT_EQ(ptp_symcache_prepare_dir(d), 0);
+  umask(old);
+  struct stat sb;
+  snprintf(buf, sizeof buf, "%s/a", root);
+  PT_ASSERT_INT_EQ(stat(buf, &sb), 0);
+  PT_ASSERT_UINT_EQ(sb.st_mode & 07777, 0700);
+  PT_ASSERT_INT_EQ(stat(d, &sb), 0);
+  PT_ASSERT_UINT_EQ(sb.st_mode & 07777, 0700);
+  snprintf(e, sizeof e, "%s/open", root);
+  PT_ASSERT_INT_EQ(mkdir(e, 0700), 0);
+  PT_ASSERT_INT_EQ(chmod(e, 0777), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_prepare_dir(e), -EPERM);
+  ptp_symbolizer *s;
+  PT_ASSERT_INT_EQ(ptp_symbolizer_new(&s), 0);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_set_cache_dir(s, e), -EPERM);
+  PT_ASSERT(ptp_symbolizer_cache_dir(s) == NULL);
+  ptp_symbolizer_del(s);
+  snprintf(l, sizeof l, "%s/link", root);
+  PT_ASSERT_INT_EQ(symlink(d, l), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_prepare_dir(l), -ENOTDIR);
+  /* the default location */
+  char *saved = getenv("PTPROF_SYMCACHE") ? strdup(getenv("PTPROF_SYMCACHE")) : NULL;
+  setenv("PTPROF_SYMCACHE", "off", 1);
+  PT_ASSERT_INT_EQ(ptp_symcache_default_dir(buf, sizeof buf), -ENOENT);
+  unsetenv("PTPROF_SYMCACHE");
+  char *xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+  setenv("XDG_CACHE_HOME", "/x/y", 1);
+  PT_ASSERT_INT_EQ(ptp_symcache_default_dir(buf, sizeof buf), 0);
+  PT_ASSERT_STR_EQ(buf, "/x/y/ptprof/symbols");
+  if (xdg) setenv("XDG_CACHE_HOME", xdg, 1); else unsetenv("XDG_CACHE_HOME");
+  if (saved) setenv("PTPROF_SYMCACHE", saved, 1);
+  free(xdg);
+  free(saved);
+  pt_rm_rf(root);
+  free(root);
+}
