@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "console/aggregator.h"
+#include "console/ptcon_agg.h"
 #include "ptprof_console.h"
 
 static uint64_t now_ns(void) {
@@ -49,9 +49,9 @@ static void *drainer(void *arg) {
   while (!g_stop) {
     struct timespec ts = {0, most > PTCON_RING_CAP / 8 ? 1000000 : 10000000};
     nanosleep(&ts, NULL);
-    most = ptcon_agg_drain(a);
+    most = ptcon_agg_drain(a, ptcon_mono_ns());
   }
-  ptcon_agg_drain(a);
+  ptcon_agg_drain(a, ptcon_mono_ns());
   return NULL;
 }
 
@@ -107,7 +107,7 @@ static int bench_poll(long iter) {
       }
       spent += now_ns() - t0;
       done += 4000;
-      ptcon_agg_drain(a);
+      ptcon_agg_drain(a, ptcon_mono_ns());
     }
     double v = (double)spent / (double)done;
     if (v < on) on = v;
@@ -243,7 +243,7 @@ static void spin_ns(uint64_t ns) {
 static int bench_memory(int n, uint64_t poll_ns) {
   ptcon_agg *a;
   if (ptcon_agg_new(&a, 600000, (uint32_t)n)) return 1;
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   size_t h0 = heap_used();
   static uint64_t ids[PTCON_MAX_LIVE_TASKS];
   if (n > (int)PTCON_MAX_LIVE_TASKS) n = PTCON_MAX_LIVE_TASKS;
@@ -253,12 +253,12 @@ static int bench_memory(int n, uint64_t poll_ns) {
     ptcon_task_poll_begin(ids[i]);
     if (poll_ns) spin_ns(poll_ns);
     ptcon_task_poll_end(ids[i]);
-    if (i % 1000 == 999) ptcon_agg_drain(a);
+    if (i % 1000 == 999) ptcon_agg_drain(a, ptcon_mono_ns());
   }
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   size_t h1 = heap_used();
   for (int i = 0; i < n; i++) ptcon_task_end(ids[i]);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   size_t h2 = heap_used();
   printf("memory: %d tasks polled once for %llu ns: %.0f bytes heap per live task; after they end "
          "(retained): %.0f bytes per retained task (record %zu + 2 histograms, %zu + 4 per counter)\n",

@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "console/aggregator.h"
+#include "console/ptcon_agg.h"
 
 /* ---- a minimal protobuf reader for checking our output ---- */
 
@@ -158,7 +158,7 @@ PT_TEST(console_agg_stats_and_update) {
   ptcon_task_waker_clone(t);
   ptcon_task_waker_clone(t);
   ptcon_task_waker_drop(t);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   ptcon_rec *r = ptcon_agg_find(a, t);
   PT_ASSERT(r != NULL);
   PT_ASSERT_UINT_EQ(r->polls, 4);
@@ -202,7 +202,7 @@ PT_TEST(console_agg_stats_and_update) {
 
   /* Delta after seal: nothing changed -> one Update with now, no tasks. */
   uint64_t sealed = ptcon_agg_seal(a);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 0, sealed, 0, 1 << 20, collect_emit, &u), 0);
   PT_ASSERT_INT_EQ(u.n, 1);
   m = (pbr){u.msg[0], u.len[0], 0};
@@ -214,7 +214,7 @@ PT_TEST(console_agg_stats_and_update) {
   /* A change -> stats only, no new task. */
   ptcon_task_poll_begin(t);
   ptcon_task_poll_end(t);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 0, sealed, 0, 1 << 20, collect_emit, &u), 0);
   PT_ASSERT_INT_EQ(count_new_tasks(&u, 0), 0);
   st = stats_for(&u, t);
@@ -249,7 +249,7 @@ PT_TEST(console_agg_retention_and_completion) {
   ptcon_task_poll_begin(t);
   ptcon_task_poll_end(t);
   ptcon_task_end(t);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   ptcon_rec *r = ptcon_agg_find(a, t);
   PT_ASSERT(r != NULL);
   PT_ASSERT(r->dropped != 0);
@@ -263,7 +263,7 @@ PT_TEST(console_agg_retention_and_completion) {
   ptcon_instrument_get_stats(&is);
   PT_ASSERT_UINT_EQ(is.live_tasks, 1);         /* its slot was reaped */
   sleep_ms(200);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   PT_ASSERT(ptcon_agg_find(a, t) == NULL);     /* aged out */
   PT_ASSERT(ptcon_agg_find(a, keep) != NULL);  /* live tasks stay */
   PT_ASSERT_UINT_EQ(a->removed, 1);
@@ -273,7 +273,7 @@ PT_TEST(console_agg_retention_and_completion) {
   PT_ASSERT_UINT_EQ(t2 & PTCON_SLOT_MASK, t & PTCON_SLOT_MASK);
   ptcon_task_poll_begin(t);   /* stale id: ignored */
   ptcon_task_poll_end(t);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   PT_ASSERT(ptcon_agg_find(a, t) == NULL);
   PT_ASSERT_UINT_EQ(ptcon_agg_find(a, t2)->polls, 0);
   ptcon_agg_del(a);
@@ -283,7 +283,7 @@ PT_TEST(console_agg_retained_cap) {
   ptcon_agg *a;
   PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 10), 0);
   for (int i = 0; i < 25; i++) ptcon_task_end(ptcon_task_spawn("c", "task", "d.c", 1, NULL, 0));
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   PT_ASSERT_UINT_EQ(a->ndone, 10);
   PT_ASSERT_UINT_EQ(a->nrecs, 10);
   ptcon_agg_del(a);
@@ -305,7 +305,7 @@ PT_TEST(console_agg_dropped_events_and_no_ghost) {
   /* The end is recorded in the slot; its END event (a hint for prompt
    * reaping) is dropped too, and the task must still end. */
   ptcon_task_end(t);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   PT_ASSERT_UINT_EQ(a->dropped_total, 1001);
   ptcon_rec *r = ptcon_agg_find(a, t);
   PT_ASSERT(r != NULL);
@@ -330,7 +330,7 @@ PT_TEST(console_agg_split_large_state) {
     ids[i] = ptcon_task_spawn(name, "task", i % 2 ? "f.c" : "g.c", (uint32_t)(i % 7), NULL, 0);
     PT_ASSERT(ids[i] != 0);
   }
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   const size_t limit = 64 * 1024;
   upd u = {0};
   PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 1, 0, 0, limit, collect_emit, &u), 0);
@@ -383,7 +383,7 @@ PT_TEST(console_agg_cross_thread_and_table_full) {
   pthread_join(th, NULL);
   ptcon_task_poll_begin(t);
   ptcon_task_poll_end(t);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   ptcon_rec *r = ptcon_agg_find(a, t);
   PT_ASSERT_UINT_EQ(r->wakes, 3);
   PT_ASSERT_UINT_EQ(r->self_wakes, 0);
@@ -440,11 +440,11 @@ PT_TEST_T(console_agg_concurrent_no_ghosts, 60000) {
   }
   /* Collect concurrently, as the server thread would. */
   for (int k = 0; k < 200; k++) {
-    ptcon_agg_collect(a);
+    ptcon_agg_collect(a, ptcon_mono_ns());
     sleep_ms(1);
   }
   for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   ptcon_instrument_stats is;
   ptcon_instrument_get_stats(&is);
   PT_ASSERT_UINT_EQ(is.live_tasks, 0);          /* every slot came back */
@@ -478,7 +478,7 @@ PT_TEST(console_agg_split_over_4mib) {
     ptcon_field f = {.name = "peer", .type = PTCON_FIELD_STR, .v.str = "unix:/a/rather/long/path"};
     PT_ASSERT(ptcon_task_spawn(name, "task", "some/dir/file.c", (uint32_t)i % 50, &f, 1) != 0);
   }
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   const size_t limit = 4u * 1024 * 1024 - 64u * 1024;
   upd u = {0};
   PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 1, 0, 0, limit, collect_emit, &u), 0);
