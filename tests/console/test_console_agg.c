@@ -4,6 +4,8 @@
  * process-wide slot table starts empty. */
 #include "pt_test.h"
 
+#include <sched.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
@@ -134,11 +136,6 @@ static void busy_ms(int ms) {
   while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ms * 1000000L);
 }
 
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 PT_TEST(console_agg_stats_and_update) {
   ptcon_field f[1] = {{.name = "peer", .type = PTCON_FIELD_STR, .v.str = "x"}};
   uint64_t early = ptcon_task_spawn("early", NULL, "a.c", 10, f, 1);  /* before any consumer */
@@ -249,7 +246,8 @@ PT_TEST(console_agg_retention_and_completion) {
   ptcon_task_poll_begin(t);
   ptcon_task_poll_end(t);
   ptcon_task_end(t);
-  ptcon_agg_collect(a, ptcon_mono_ns());
+  uint64_t now = ptcon_mono_ns();
+  ptcon_agg_collect(a, now);
   ptcon_rec *r = ptcon_agg_find(a, t);
   PT_ASSERT(r != NULL);
   PT_ASSERT(r->dropped != 0);
@@ -262,8 +260,11 @@ PT_TEST(console_agg_retention_and_completion) {
   ptcon_instrument_stats is;
   ptcon_instrument_get_stats(&is);
   PT_ASSERT_UINT_EQ(is.live_tasks, 1);         /* its slot was reaped */
-  sleep_ms(200);
-  ptcon_agg_collect(a, ptcon_mono_ns());
+  /* Time is the caller's: just before the retention ends the task stays,
+   * at its end it goes (no sleeping). */
+  ptcon_agg_collect(a, r->dropped + 149000000u);
+  PT_ASSERT(ptcon_agg_find(a, t) != NULL);
+  ptcon_agg_collect(a, r->dropped + 150000000u);
   PT_ASSERT(ptcon_agg_find(a, t) == NULL);     /* aged out */
   PT_ASSERT(ptcon_agg_find(a, keep) != NULL);  /* live tasks stay */
   PT_ASSERT_UINT_EQ(a->removed, 1);
@@ -404,6 +405,8 @@ PT_TEST(console_agg_cross_thread_and_table_full) {
  * the aggregator collects concurrently; rings are small enough relative to
  * the rate that some events may be dropped. Afterwards every task must be
  * completed (no ghosts), every slot returned, and the counts consistent. */
+static _Atomic int g_churn_done;
+
 typedef struct churn_arg {
   int n;
   uint64_t *shared;   /* a task another thread wakes */
@@ -424,6 +427,7 @@ static void *churn(void *p) {
     ptcon_task_waker_drop(t);
     ptcon_task_end(t);
   }
+  atomic_fetch_add(&g_churn_done, 1);
   return NULL;
 }
 
@@ -438,10 +442,10 @@ PT_TEST_T(console_agg_concurrent_no_ghosts, 60000) {
     args[i] = (churn_arg){N, &shared};
     pthread_create(&th[i], NULL, churn, &args[i]);
   }
-  /* Collect concurrently, as the server thread would. */
-  for (int k = 0; k < 200; k++) {
+  /* Collect concurrently, as the server thread would, until all are done. */
+  while (atomic_load(&g_churn_done) < T) {
     ptcon_agg_collect(a, ptcon_mono_ns());
-    sleep_ms(1);
+    sched_yield();
   }
   for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
   ptcon_agg_collect(a, ptcon_mono_ns());
