@@ -12,27 +12,30 @@ void ptcon_ratelog_init(ptcon_ratelog *rl, ptcon_log_fn log, void *ud, uint64_t 
   rl->window_ns = window_ns ? window_ns : 10000000000u;
 }
 
-static uint32_t slot_for(ptcon_ratelog *rl, const char *cause) {
+static int same(const char *a, const char *b) { return a == b || strcmp(a, b) == 0; }
+
+static uint32_t slot_for(ptcon_ratelog *rl, const char *what, const char *why) {
   for (uint32_t i = 0; i < rl->n; i++)
-    if (rl->c[i].cause == cause || strcmp(rl->c[i].cause, cause) == 0) return i;
+    if (same(rl->c[i].what, what) && same(rl->c[i].why, why)) return i;
   if (rl->n == PTCON_RATELOG_CAUSES) return PTCON_RATELOG_CAUSES - 1;
-  rl->c[rl->n].cause = cause;
+  rl->c[rl->n].what = what;
+  rl->c[rl->n].why = why;
   return rl->n++;
 }
 
 static void summary(ptcon_ratelog *rl, uint32_t i) {
   char line[256];
-  snprintf(line, sizeof line, "task console: %llu more %s in the last %llu s (not logged one by one)",
-           (unsigned long long)rl->c[i].suppressed, rl->c[i].cause,
+  snprintf(line, sizeof line, "task console: %llu more %s (%s) in the last %llu s",
+           (unsigned long long)rl->c[i].suppressed, rl->c[i].what, rl->c[i].why,
            (unsigned long long)(rl->window_ns / 1000000000u));
   rl->log(rl->ud, line);
   rl->c[i].suppressed = 0;
 }
 
-void ptcon_ratelog_event(ptcon_ratelog *rl, uint64_t now, const char *cause, const char *fmt,
-                         ...) {
+void ptcon_ratelog_event(ptcon_ratelog *rl, uint64_t now, const char *what, const char *why,
+                         const char *fmt, ...) {
   if (!rl->log) return;
-  uint32_t i = slot_for(rl, cause);
+  uint32_t i = slot_for(rl, what, why);
   if (rl->c[i].window_end && now < rl->c[i].window_end) {
     rl->c[i].suppressed++;
     return;

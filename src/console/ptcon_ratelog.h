@@ -3,8 +3,9 @@
  * make the console log (each bad connection is a line), so per cause the
  * first line of a window is written and the rest are counted; when the
  * window ends one summary line says how many were not written
- * ("task console: 57 more connections closed (idle (no open call)) in the
- * last 10 s").
+ * ("task console: 57 more connections closed (no HTTP/2 preface) in the
+ * last 10 s"). A cause is a pair: what happened ("connections closed") and
+ * why ("no HTTP/2 preface"), both static strings.
  *
  * Threads: one (the server thread). No allocation; at most
  * PTCON_RATELOG_CAUSES distinct causes (more share the last entry).
@@ -24,7 +25,7 @@ typedef struct ptcon_ratelog {
   uint64_t window_ns;
   uint32_t n;
   struct {
-    const char *cause;       /* static string; compared by content */
+    const char *what, *why;  /* static strings; compared by content */
     uint64_t window_end;     /* 0 = no open window */
     uint64_t suppressed;
   } c[PTCON_RATELOG_CAUSES];
@@ -32,11 +33,10 @@ typedef struct ptcon_ratelog {
 
 /* log may be NULL (everything is dropped). window_ns 0 = 10 s. */
 void ptcon_ratelog_init(ptcon_ratelog *rl, ptcon_log_fn log, void *ud, uint64_t window_ns);
-/* One occurrence of `cause` (a static string, e.g. "connections refused")
- * at now; the line (printf format) is written if the cause's window is not
- * open, else counted. */
-void ptcon_ratelog_event(ptcon_ratelog *rl, uint64_t now, const char *cause, const char *fmt,
-                         ...) __attribute__((format(printf, 4, 5)));
+/* One occurrence of the cause (what, why) at now; the line (printf format)
+ * is written if the cause's window is not open, else counted. */
+void ptcon_ratelog_event(ptcon_ratelog *rl, uint64_t now, const char *what, const char *why,
+                         const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Writes the summary line of every window that has ended with suppressed
  * lines, and closes it. */
 void ptcon_ratelog_flush(ptcon_ratelog *rl, uint64_t now);

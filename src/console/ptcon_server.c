@@ -140,7 +140,8 @@ static int conn_flush(ptcon_server *s, sconn *c, uint64_t now) {
   if (why == ptcon_gconn_ended) {
     if (c->outoff == c->outlen) return -1;
   } else if (why) {
-    ptcon_ratelog_event(&s->rl, now, why, "task console: closing connection: %s", why);
+    ptcon_ratelog_event(&s->rl, now, "connections closed", why,
+                        "task console: closing connection: %s", why);
     return -1;
   }
   conn_update_events(s, c);
@@ -174,7 +175,7 @@ static void conn_accept(ptcon_server *s, uint64_t now) {
         /* The pending connection stays queued and the level-triggered
          * listener would fire again at once: take it out of epoll for
          * 100 ms instead of spinning (and logging) in a loop. */
-        ptcon_ratelog_event(&s->rl, now, "accept failures",
+        ptcon_ratelog_event(&s->rl, now, "accept failures", "out of resources",
                             "task console: accept: %s (pausing accepts for 100 ms at a time)",
                             strerror(errno));
         epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lfd, NULL);
@@ -186,7 +187,7 @@ static void conn_accept(ptcon_server *s, uint64_t now) {
       /* Full: the newcomer may be the real client an attacker locks out;
        * make room by closing the connection idle longest. */
       ptcon_gconn *v = ptcon_grpc_evict_candidate(s->grpc);
-      ptcon_ratelog_event(&s->rl, now, "connections evicted (table full)",
+      ptcon_ratelog_event(&s->rl, now, "connections evicted", "table full",
                           "task console: %u connections: closing the one idle longest for a "
                           "newcomer", (unsigned)s->opt.max_connections);
       if (v) conn_close(s, ptcon_gconn_ud(v));

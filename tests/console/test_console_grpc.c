@@ -357,19 +357,20 @@ PT_TEST(console_ratelog_one_line_per_cause_then_summary) {
   ptcon_ratelog_init(&rl, keep_line, &l, 10 * SEC);
   uint64_t t0 = 5 * SEC;
   for (int i = 0; i < 1000; i++)
-    ptcon_ratelog_event(&rl, t0 + (uint64_t)i * 1000000u, "connections refused", "refused %d", i);
-  ptcon_ratelog_event(&rl, t0, "other cause", "other");
+    ptcon_ratelog_event(&rl, t0 + (uint64_t)i * 1000000u, "connections closed", "idle",
+                        "closed %d", i);
+  ptcon_ratelog_event(&rl, t0, "connections closed", "no HTTP/2 preface", "other");
   PT_ASSERT_INT_EQ(l.n, 2);   /* one line per cause */
   PT_ASSERT_UINT_EQ(ptcon_ratelog_next_due(&rl), t0 + 10 * SEC);
   ptcon_ratelog_flush(&rl, t0 + 10 * SEC - 1);
   PT_ASSERT_INT_EQ(l.n, 2);
   ptcon_ratelog_flush(&rl, t0 + 10 * SEC);
-  PT_ASSERT_INT_EQ(l.n, 3);   /* "other cause" had nothing suppressed */
-  PT_ASSERT(strstr(l.last, "999 more connections refused in the last 10 s") != NULL);
+  PT_ASSERT_INT_EQ(l.n, 3);   /* the preface cause had nothing suppressed */
+  PT_ASSERT_STR_EQ(l.last, "task console: 999 more connections closed (idle) in the last 10 s");
   PT_ASSERT_UINT_EQ(ptcon_ratelog_next_due(&rl), UINT64_MAX);
-  ptcon_ratelog_event(&rl, t0 + 11 * SEC, "connections refused", "refused again");
+  ptcon_ratelog_event(&rl, t0 + 11 * SEC, "connections closed", "idle", "closed again");
   PT_ASSERT_INT_EQ(l.n, 4);
-  PT_ASSERT_STR_EQ(l.last, "refused again");
+  PT_ASSERT_STR_EQ(l.last, "closed again");
 }
 
 PT_TEST(console_ring_fill_mark_wakes_consumer) {
