@@ -2,11 +2,13 @@
  * bench_console.c - on-demand benchmarks of the task console (not a test;
  * run by bench/console/run.sh, results in docs/performance.md).
  *
- *   bench_console poll [ITER]
+ *   bench_console poll [ITER [auto|tsc|mono]]
  *       app-thread cost of one instrumented poll (poll_begin + poll_end)
  *       against the uninstrumented loop, with a consumer draining the rings
  *       concurrently; also with no consumer (no server running), and with
- *       ~1 us of work per poll.
+ *       ~1 us of work per poll. tsc / mono force the tick source (the
+ *       invariant-TSC path, or the CLOCK_MONOTONIC fallback a machine
+ *       without an invariant TSC takes); auto keeps the library's choice.
  *   bench_console server TASKS EVENTS_PER_S SECONDS PORTFILE
  *       serves on 127.0.0.1:0 (port written to PORTFILE) with TASKS live
  *       tasks; the main thread generates EVENTS_PER_S poll events per second
@@ -18,6 +20,7 @@
  */
 #include <dirent.h>
 #include <malloc.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,14 +45,18 @@ __attribute__((noinline)) static void base_begin(uint64_t id) { __asm__ volatile
 __attribute__((noinline)) static void base_end(uint64_t id) { __asm__ volatile("" ::"r"(id)); }
 
 static volatile int g_stop;
-/* Drains like the server does: every 10 ms, every 1 ms while busy. */
+/* Drains like the server does: when a ring crosses its fill mark (the wake
+ * eventfd), else once a second (the publishing tick). */
 static void *drainer(void *arg) {
   ptcon_agg *a = arg;
-  uint32_t most = 0;
+  struct pollfd p = {.fd = ptcon_wake_fd(), .events = POLLIN};
   while (!g_stop) {
-    struct timespec ts = {0, most > PTCON_RING_CAP / 8 ? 1000000 : 10000000};
-    nanosleep(&ts, NULL);
-    most = ptcon_agg_drain(a, ptcon_mono_ns());
+    if (poll(&p, 1, 1000) > 0) {
+      uint64_t v;
+      if (read(p.fd, &v, sizeof v) < 0) { /* raced: fine */ }
+    }
+    ptcon_wake_rearm();
+    ptcon_agg_drain(a, ptcon_mono_ns());
   }
   ptcon_agg_drain(a, ptcon_mono_ns());
   return NULL;
@@ -84,7 +91,12 @@ static double best_of(int n, int instrumented, uint64_t id, long iter, int units
   return best;
 }
 
-static int bench_poll(long iter) {
+static int bench_poll(long iter, const char *clock) {
+  if (strcmp(clock, "auto") != 0 && ptcon_clock_force(strcmp(clock, "tsc") == 0) != 0) {
+    fprintf(stderr, "cannot force the %s clock here\n", clock);
+    return 2;
+  }
+  printf("tick source: %s (%s)\n", ptcon_clock_tsc ? "TSC" : "CLOCK_MONOTONIC", clock);
   uint64_t id = ptcon_task_spawn("bench", "task", __FILE__, __LINE__, NULL, 0);
   /* No consumer attached: what an app pays when no server runs. */
   double base = best_of(5, 0, id, iter, 0);
@@ -113,8 +125,8 @@ static int bench_poll(long iter) {
     if (v < on) on = v;
   }
   ptcon_instrument_get_stats(&s1);
-  /* A loop doing ~1 us of work per poll, a drainer every 10 ms (as the
-   * server), against the same loop uninstrumented. */
+  /* A loop doing ~3 us of work per poll, a drainer woken as the server is
+   * (fill mark, 1 s tick), against the same loop uninstrumented. */
   pthread_t th;
   pthread_create(&th, NULL, drainer, a);
   long wi = iter / 200;
@@ -273,7 +285,7 @@ static int bench_memory(int n, uint64_t poll_ns) {
 
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "poll") == 0)
-    return bench_poll(argc > 2 ? atol(argv[2]) : 20000000L);
+    return bench_poll(argc > 2 ? atol(argv[2]) : 20000000L, argc > 3 ? argv[3] : "auto");
   if (argc >= 6 && strcmp(argv[1], "server") == 0)
     return bench_server(atoi(argv[2]), atol(argv[3]), atoi(argv[4]), argv[5]);
   if (argc >= 2 && strcmp(argv[1], "memory") == 0)
