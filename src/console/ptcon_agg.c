@@ -245,9 +245,9 @@ static void rec_remove(ptcon_agg *a, ptcon_rec *r) {
   rec_free(r);
 }
 
-void ptcon_agg_collect(ptcon_agg *a, uint64_t now) {
+uint32_t ptcon_agg_collect(ptcon_agg *a, uint64_t now) {
   ptcon_clock_refine(&a->clock);
-  ptcon_agg_drain(a, now);
+  uint32_t most = ptcon_agg_drain(a, now);
   now = a->now;
   /* Slot scan: tasks with no events yet, and ended tasks whose END hint
    * was dropped or is still in a ring (the slot's ENDED state cannot be
@@ -273,6 +273,7 @@ void ptcon_agg_collect(ptcon_agg *a, uint64_t now) {
     a->ndone--;
     rec_remove(a, r);
   }
+  return most;
 }
 
 uint64_t ptcon_agg_seal(ptcon_agg *a) { return a->gen++; }

@@ -84,8 +84,9 @@ void ptcon_agg_del(ptcon_agg *agg);
  * value it likes, e.g. to step past the retention without sleeping).
  * Returns the largest number of events found in one ring. */
 uint32_t ptcon_agg_drain(ptcon_agg *agg, uint64_t now);
-/* drain + slot scan (new and ended tasks) + retention at `now`. */
-void ptcon_agg_collect(ptcon_agg *agg, uint64_t now);
+/* drain + slot scan (new and ended tasks) + retention at `now`; returns
+ * what the drain returned. */
+uint32_t ptcon_agg_collect(ptcon_agg *agg, uint64_t now);
 /* Closes the open generation; returns it. */
 uint64_t ptcon_agg_seal(ptcon_agg *agg);
 ptcon_rec *ptcon_agg_find(ptcon_agg *agg, uint64_t id);

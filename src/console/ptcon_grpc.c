@@ -24,6 +24,8 @@
 #define HOUSEKEEP_NS 10000000000u       /* retention while nobody watches */
 #define TRIM_MIN_PEAK (8u * 1024u * 1024u)  /* a burst worth giving back */
 #define TRIM_INTERVAL_NS 1000000000u
+#define FAST_DRAIN_NS 1000000u          /* while rings fill fast */
+#define BUSY_DRAIN_NS 10000000u         /* while events flow at all */
 
 typedef struct qmsg {
   struct qmsg *next;
@@ -76,6 +78,7 @@ struct ptcon_grpc {
   size_t queued, peak_since_trim;
   uint64_t now;
   uint64_t next_tick, next_house, last_trim;
+  uint64_t next_drain;       /* 0 = none: the fill mark wakes us */
   ptcon_grpc_stats stats;
 };
 
@@ -375,8 +378,10 @@ static void dispatch(stream *st) {
   after_send(st, rc);
 }
 
+static void after_drain(ptcon_grpc *g, uint32_t most);
+
 static void tick(ptcon_grpc *g) {
-  ptcon_agg_collect(g->agg, g->now);
+  after_drain(g, ptcon_agg_collect(g->agg, g->now));
   uint64_t sealed = ptcon_agg_seal(g->agg);
   for (ptcon_gconn *c = g->conns; c; c = c->next) {
     for (stream *st = c->streams, *next; st && !c->why; st = next) {
@@ -611,6 +616,7 @@ static int trim_wanted(const ptcon_grpc *g) {
 
 uint64_t ptcon_grpc_next_due(const ptcon_grpc *g) {
   uint64_t d = g->nwatching ? g->next_tick : g->next_house;
+  if (g->next_drain && g->next_drain < d) d = g->next_drain;
   if (trim_wanted(g) && g->last_trim + TRIM_INTERVAL_NS < d) d = g->last_trim + TRIM_INTERVAL_NS;
   for (const ptcon_gconn *c = g->conns; c; c = c->next) {
     uint64_t cd = conn_deadline(g, c);
@@ -621,6 +627,7 @@ uint64_t ptcon_grpc_next_due(const ptcon_grpc *g) {
 
 void ptcon_grpc_timer(ptcon_grpc *g, uint64_t now) {
   g->now = now;
+  if (g->next_drain && now >= g->next_drain) ptcon_grpc_drain(g, now);
   if (g->nwatching) {
     if (now >= g->next_tick) {
       tick(g);
@@ -629,7 +636,7 @@ void ptcon_grpc_timer(ptcon_grpc *g, uint64_t now) {
     }
     g->next_house = now + HOUSEKEEP_NS;
   } else if (now >= g->next_house) {
-    ptcon_agg_collect(g->agg, now);   /* retention and reaping, nobody watching */
+    after_drain(g, ptcon_agg_collect(g->agg, now));   /* retention and reaping, nobody watching */
     g->next_house = now + HOUSEKEEP_NS;
   }
   for (ptcon_gconn *c = g->conns; c; c = c->next) {
@@ -651,9 +658,21 @@ void ptcon_grpc_timer(ptcon_grpc *g, uint64_t now) {
   }
 }
 
+/* After every drain: while events flow, drain again soon (1 ms when a ring
+ * held half a mark's worth, else 10 ms); once a drain finds nothing, sleep
+ * until the fill mark or a timer. The mark alone is not enough on a loaded
+ * machine: the producer's eventfd write may wake us on its own CPU, late,
+ * so a busy ring is also drained on time, as before; an idle one costs no
+ * wake-up. */
+static void after_drain(ptcon_grpc *g, uint32_t most) {
+  if (most >= PTCON_RING_MARK / 2) g->next_drain = g->now + FAST_DRAIN_NS;
+  else if (most > 0) g->next_drain = g->now + BUSY_DRAIN_NS;
+  else g->next_drain = 0;
+}
+
 void ptcon_grpc_drain(ptcon_grpc *g, uint64_t now) {
   g->now = now;
-  ptcon_agg_drain(g->agg, now);
+  after_drain(g, ptcon_agg_drain(g->agg, now));
 }
 
 ptcon_gconn *ptcon_grpc_evict_candidate(const ptcon_grpc *g) {

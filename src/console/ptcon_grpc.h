@@ -60,7 +60,9 @@ void ptcon_grpc_timer(ptcon_grpc *g, uint64_t now);
 /* The next time ptcon_grpc_timer has something to do (UINT64_MAX: nothing
  * until input arrives). */
 uint64_t ptcon_grpc_next_due(const ptcon_grpc *g);
-/* Drains the aggregator's rings now (a ring crossed its fill mark). */
+/* Drains the aggregator's rings now (a ring crossed its fill mark). While
+ * events keep coming this schedules the next drain (1 ms later when a ring
+ * fills fast, else 10 ms; in next_due); none once a drain finds nothing. */
 void ptcon_grpc_drain(ptcon_grpc *g, uint64_t now);
 
 /* Number of connections, and of streams that receive periodic messages. */

@@ -26,7 +26,8 @@
  * really holds >= PTCON_RING_MARK events it writes the process's wake
  * eventfd (ptcon_wake_fd), once until the consumer re-arms
  * (ptcon_wake_rearm). The consumer therefore needs no polling timer: it
- * drains when a ring is a quarter full, and at its own ticks. The eventfd
+ * drains when a ring is an eighth full, and at its own ticks (every 1 ms
+ * while rings keep filling fast). The eventfd
  * is created once and never closed, so a producer racing a stopping server
  * never writes a closed (or reused) descriptor.
  *
@@ -97,7 +98,7 @@ typedef struct ptcon_event {
 } ptcon_event;
 
 #define PTCON_RING_CAP 16384u  /* events; power of two; 256 KiB per thread */
-#define PTCON_RING_MARK (PTCON_RING_CAP / 4)  /* fill that wakes the consumer */
+#define PTCON_RING_MARK (PTCON_RING_CAP / 8)  /* fill that wakes the consumer */
 
 typedef struct ptcon_ring {
   /* producer side */

@@ -123,10 +123,12 @@ void ptcon_wake_rearm(void) { atomic_store_explicit(&ptcon_wake_pending, 0, memo
 static __attribute__((noinline)) void ring_mark(ptcon_ring *r, uint64_t tail) {
   r->cached_head = atomic_load_explicit(&r->head, memory_order_acquire);
   if (tail - r->cached_head < PTCON_RING_MARK) return;
-  if (atomic_exchange_explicit(&ptcon_wake_pending, 1, memory_order_acq_rel)) return;
+  /* No eventfd yet: nobody to wake (and no pending flag to leave set). */
   int fd = atomic_load_explicit(&g_wake_fd, memory_order_acquire);
+  if (fd < 0) return;
+  if (atomic_exchange_explicit(&ptcon_wake_pending, 1, memory_order_acq_rel)) return;
   uint64_t one = 1;
-  if (fd >= 0 && write(fd, &one, sizeof one) < 0) { /* EAGAIN: already signalled */ }
+  if (write(fd, &one, sizeof one) < 0) { /* EAGAIN: already signalled */ }
 }
 
 int ptcon_slots_init(void) {

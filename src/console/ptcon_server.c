@@ -70,6 +70,7 @@ struct ptcon_server {
   sconn *conns;
   ptcon_ratelog rl;
   uint64_t accept_resume;    /* listener out of epoll until then (EMFILE); 0 = in */
+  uint64_t drops_logged;     /* streams ended by the total budget, as logged */
 };
 
 static _Atomic int g_server_running;
@@ -263,6 +264,15 @@ static void *server_main(void *arg) {
       }
     }
     ptcon_grpc_timer(s->grpc, now);
+    ptcon_grpc_stats gs;
+    ptcon_grpc_get_stats(s->grpc, &gs);
+    if (gs.streams_dropped != s->drops_logged) {
+      ptcon_ratelog_event(&s->rl, now, "budget drops", "unsent messages over the total budget",
+                          "task console: ended %llu calls of the slowest clients with "
+                          "RESOURCE_EXHAUSTED (unsent messages over the total budget)",
+                          (unsigned long long)(gs.streams_dropped - s->drops_logged));
+      s->drops_logged = gs.streams_dropped;
+    }
     ptcon_ratelog_flush(&s->rl, now);
     /* Every connection: flush output, close the dead ones. Bounded by
      * max_connections, and only when something woke us. */
