@@ -43,10 +43,10 @@ static inline void pt_console_options_from_env(ptcon_server_options *o, const ch
 static inline int pt_console_start(ptcon_server **out, const char *bind_env,
                                    const char *default_bind, ptcon_log_fn log, void *log_ud) {
   ptcon_server_options o;
-  char err[256];
+  char err[192];
   pt_console_options_from_env(&o, bind_env, default_bind, err, sizeof err);
   if (err[0] && log) {
-    char line[300];
+    char line[256];
     snprintf(line, sizeof line, "task console: %s", err);
     log(log_ud, line);
   }
