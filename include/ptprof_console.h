@@ -138,15 +138,21 @@ typedef struct ptcon_server_options {
   int allow_non_loopback;        /* 0 = loopback only */
   uint32_t retention_ms;         /* completed tasks kept this long; 0 = 60000 */
   uint32_t publish_interval_ms;  /* Update/State tick; 0 = 1000 */
-  uint32_t max_connections;      /* further connections are closed; 0 = 128 */
+  uint32_t max_connections;      /* a newcomer beyond this evicts the connection
+                                    idle longest; 0 = 128 */
   uint32_t max_retained;         /* hard cap on completed tasks kept; 0 = 8192
                                     (oldest evicted first) */
   size_t max_message_bytes;      /* Update split threshold; 0 = 4 MiB - 64 KiB */
   size_t max_queued_bytes;       /* per connection, unsent responses; beyond it
                                     the connection is closed; 0 = 32 MiB */
+  size_t max_total_queued_bytes; /* all connections together; beyond it the
+                                    stream with the most unsent bytes ends with
+                                    RESOURCE_EXHAUSTED; 0 = 64 MiB */
   uint32_t stall_timeout_ms;     /* a connection with queued responses that
                                     reads none of them for this long is
                                     closed; 0 = 30000 */
+  uint32_t idle_timeout_ms;      /* a connection with no open call for this
+                                    long is closed; 0 = 30000 */
   ptcon_log_fn log;              /* NULL = silent */
   void *log_ud;
 } ptcon_server_options;
@@ -168,18 +174,6 @@ PTCON_API uint16_t ptcon_server_port(const ptcon_server *srv);
 /* Stops the thread, closes every connection (their calls end abruptly) and
  * frees everything. NULL is a no-op. Not from the server thread (log cb). */
 PTCON_API void ptcon_server_del(ptcon_server *srv);
-
-/* Convenience for the daemon and the TUI: starts a server whose bind address
- * is the environment variable bind_env (e.g. POLYTOKEN_CONSOLE_DAEMON_BIND)
- * if set and non-empty, else default_bind (e.g. "127.0.0.1:6669").
- * Also honoured: POLYTOKEN_CONSOLE_RETENTION_MS (completed-task retention)
- * and POLYTOKEN_CONSOLE_ALLOW_REMOTE=1 (accept a non-loopback bind: the
- * explicit force). On success logs "task console listening on ..." and
- * returns 0; on failure logs exactly one line ("task console disabled:
- * <bind>: <reason>") and returns the error; the caller runs on without a
- * console. log may be NULL. Same threading rules as ptcon_server_new. */
-PTCON_API int ptcon_server_start_env(ptcon_server **out, const char *bind_env,
-                                     const char *default_bind, ptcon_log_fn log, void *log_ud);
 
 /* Human-readable text for an error code returned by this module. */
 PTCON_API const char *ptcon_strerror(int err);

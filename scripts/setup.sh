@@ -15,6 +15,7 @@ PKGS=(
   clang libclang-rt-14-dev                   # fuzz target (libFuzzer)
   google-perftools linux-perf                # bench/ comparisons only
   nodejs npm                                 # gRPC test client, rust-just
+  python3-h2                                 # hostile HTTP/2 clients of the console tests (tests/console/h2_hostile.py)
 )
 
 SUDO=""

@@ -2,11 +2,13 @@
  * bench_console.c - on-demand benchmarks of the task console (not a test;
  * run by bench/console/run.sh, results in docs/performance.md).
  *
- *   bench_console poll [ITER]
+ *   bench_console poll [ITER [auto|tsc|mono]]
  *       app-thread cost of one instrumented poll (poll_begin + poll_end)
  *       against the uninstrumented loop, with a consumer draining the rings
  *       concurrently; also with no consumer (no server running), and with
- *       ~1 us of work per poll.
+ *       ~1 us of work per poll. tsc / mono force the tick source (the
+ *       invariant-TSC path, or the CLOCK_MONOTONIC fallback a machine
+ *       without an invariant TSC takes); auto keeps the library's choice.
  *   bench_console server TASKS EVENTS_PER_S SECONDS PORTFILE
  *       serves on 127.0.0.1:0 (port written to PORTFILE) with TASKS live
  *       tasks; the main thread generates EVENTS_PER_S poll events per second
@@ -18,6 +20,7 @@
  */
 #include <dirent.h>
 #include <malloc.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "console/aggregator.h"
+#include "console/ptcon_agg.h"
 #include "ptprof_console.h"
 
 static uint64_t now_ns(void) {
@@ -42,16 +45,22 @@ __attribute__((noinline)) static void base_begin(uint64_t id) { __asm__ volatile
 __attribute__((noinline)) static void base_end(uint64_t id) { __asm__ volatile("" ::"r"(id)); }
 
 static volatile int g_stop;
-/* Drains like the server does: every 10 ms, every 1 ms while busy. */
+/* Drains like the server does: when a ring crosses its fill mark (the wake
+ * eventfd), else once a second (the publishing tick), and while events flow
+ * every 10 ms, every 1 ms while a ring is half a mark full (ptcon_grpc.c). */
 static void *drainer(void *arg) {
   ptcon_agg *a = arg;
+  struct pollfd p = {.fd = ptcon_wake_fd(), .events = POLLIN};
   uint32_t most = 0;
   while (!g_stop) {
-    struct timespec ts = {0, most > PTCON_RING_CAP / 8 ? 1000000 : 10000000};
-    nanosleep(&ts, NULL);
-    most = ptcon_agg_drain(a);
+    if (poll(&p, 1, most >= PTCON_RING_MARK / 2 ? 1 : most ? 10 : 1000) > 0) {
+      uint64_t v;
+      if (read(p.fd, &v, sizeof v) < 0) { /* raced: fine */ }
+    }
+    ptcon_wake_rearm();
+    most = ptcon_agg_drain(a, ptcon_mono_ns());
   }
-  ptcon_agg_drain(a);
+  ptcon_agg_drain(a, ptcon_mono_ns());
   return NULL;
 }
 
@@ -84,7 +93,12 @@ static double best_of(int n, int instrumented, uint64_t id, long iter, int units
   return best;
 }
 
-static int bench_poll(long iter) {
+static int bench_poll(long iter, const char *clock) {
+  if (strcmp(clock, "auto") != 0 && ptcon_clock_force(strcmp(clock, "tsc") == 0) != 0) {
+    fprintf(stderr, "cannot force the %s clock here\n", clock);
+    return 2;
+  }
+  printf("tick source: %s (%s)\n", ptcon_clock_tsc ? "TSC" : "CLOCK_MONOTONIC", clock);
   uint64_t id = ptcon_task_spawn("bench", "task", __FILE__, __LINE__, NULL, 0);
   /* No consumer attached: what an app pays when no server runs. */
   double base = best_of(5, 0, id, iter, 0);
@@ -107,14 +121,14 @@ static int bench_poll(long iter) {
       }
       spent += now_ns() - t0;
       done += 4000;
-      ptcon_agg_drain(a);
+      ptcon_agg_drain(a, ptcon_mono_ns());
     }
     double v = (double)spent / (double)done;
     if (v < on) on = v;
   }
   ptcon_instrument_get_stats(&s1);
-  /* A loop doing ~1 us of work per poll, a drainer every 10 ms (as the
-   * server), against the same loop uninstrumented. */
+  /* A loop doing ~3 us of work per poll, a drainer woken as the server is
+   * (fill mark, 1 s tick), against the same loop uninstrumented. */
   pthread_t th;
   pthread_create(&th, NULL, drainer, a);
   long wi = iter / 200;
@@ -243,7 +257,7 @@ static void spin_ns(uint64_t ns) {
 static int bench_memory(int n, uint64_t poll_ns) {
   ptcon_agg *a;
   if (ptcon_agg_new(&a, 600000, (uint32_t)n)) return 1;
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   size_t h0 = heap_used();
   static uint64_t ids[PTCON_MAX_LIVE_TASKS];
   if (n > (int)PTCON_MAX_LIVE_TASKS) n = PTCON_MAX_LIVE_TASKS;
@@ -253,12 +267,12 @@ static int bench_memory(int n, uint64_t poll_ns) {
     ptcon_task_poll_begin(ids[i]);
     if (poll_ns) spin_ns(poll_ns);
     ptcon_task_poll_end(ids[i]);
-    if (i % 1000 == 999) ptcon_agg_drain(a);
+    if (i % 1000 == 999) ptcon_agg_drain(a, ptcon_mono_ns());
   }
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   size_t h1 = heap_used();
   for (int i = 0; i < n; i++) ptcon_task_end(ids[i]);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   size_t h2 = heap_used();
   printf("memory: %d tasks polled once for %llu ns: %.0f bytes heap per live task; after they end "
          "(retained): %.0f bytes per retained task (record %zu + 2 histograms, %zu + 4 per counter)\n",
@@ -273,7 +287,7 @@ static int bench_memory(int n, uint64_t poll_ns) {
 
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "poll") == 0)
-    return bench_poll(argc > 2 ? atol(argv[2]) : 20000000L);
+    return bench_poll(argc > 2 ? atol(argv[2]) : 20000000L, argc > 3 ? argv[3] : "auto");
   if (argc >= 6 && strcmp(argv[1], "server") == 0)
     return bench_server(atoi(argv[2]), atol(argv[3]), atoi(argv[4]), argv[5]);
   if (argc >= 2 && strcmp(argv[1], "memory") == 0)

@@ -18,7 +18,14 @@ cc -O2 -g -std=c11 -D_GNU_SOURCE -fno-omit-frame-pointer -I"$SRC/src" -I"$SRC/in
   -lnghttp2 -ldw -lelf -lz -lpthread -ldl -lrt -lm -o "$OUT/bench_console"
 
 echo "== machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+# The tick source: the library's choice, then each path forced (issue 9
+# item 13: TSC whenever the CPU guarantees an invariant one, CLOCK_MONOTONIC
+# otherwise), interleaved so that machine load hits both alike.
 "$OUT/bench_console" poll 20000000
+for rep in 1 2 3; do
+  "$OUT/bench_console" poll 20000000 tsc
+  "$OUT/bench_console" poll 20000000 mono
+done
 "$OUT/bench_console" memory 10000
 "$OUT/bench_console" memory 2000 1000000
 

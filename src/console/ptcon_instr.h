@@ -1,6 +1,6 @@
 /*
- * ptcon_instr.h - internals shared by the instrumentation (instrument.c,
- * app threads) and its single consumer, the aggregator (aggregator.c, server
+ * ptcon_instr.h - internals shared by the instrumentation (ptcon_instrument.c,
+ * app threads) and its single consumer, the aggregator (ptcon_agg.c, server
  * thread or a unit test).
  *
  * Task slots: a process-wide table of PTCON_MAX_LIVE_TASKS slots, allocated
@@ -21,9 +21,23 @@
  * linked into a global list (push-only, never unlinked). A thread's ring is
  * orphaned by its TLS destructor and adopted by the next new thread.
  *
- * Clock: "ticks" are rdtsc on x86-64 when the kernel itself uses the TSC
- * (constant rate, synchronised), else CLOCK_MONOTONIC nanoseconds. The
- * consumer converts with ptcon_clock_to_mono_ns().
+ * Fill mark (wake on work): when a producer's view of its ring's fill
+ * reaches a multiple of PTCON_RING_MARK it re-reads head, and if the ring
+ * really holds >= PTCON_RING_MARK events it writes the process's wake
+ * eventfd (ptcon_wake_fd), once until the consumer re-arms
+ * (ptcon_wake_rearm). The consumer therefore needs no polling timer: it
+ * drains when a ring is an eighth full, and at its own ticks (every 1 ms
+ * while rings keep filling fast). The eventfd
+ * is created once and never closed, so a producer racing a stopping server
+ * never writes a closed (or reused) descriptor.
+ *
+ * Clock: "ticks" are rdtsc on x86-64 when the kernel itself uses the TSC,
+ * or when the CPU guarantees an invariant TSC (CPUID 0x80000007 EDX bit 8,
+ * or the constant_tsc + nonstop_tsc flags: a constant rate that does not
+ * stop in idle states), else CLOCK_MONOTONIC nanoseconds. The consumer
+ * converts with ptcon_clock_to_mono_ns(), calibrated against
+ * CLOCK_MONOTONIC. The TSCs of different CPUs may then be offset by a
+ * little: durations are measured on one thread and clamped at 0.
  */
 #ifndef PTCON_INSTR_H
 #define PTCON_INSTR_H
@@ -84,6 +98,7 @@ typedef struct ptcon_event {
 } ptcon_event;
 
 #define PTCON_RING_CAP 16384u  /* events; power of two; 256 KiB per thread */
+#define PTCON_RING_MARK (PTCON_RING_CAP / 8)  /* fill that wakes the consumer */
 
 typedef struct ptcon_ring {
   /* producer side */
@@ -105,6 +120,7 @@ extern _Atomic int ptcon_consumer_active;       /* 1 while a consumer drains */
 extern _Atomic(ptcon_ring *) ptcon_rings;       /* list head */
 extern _Atomic uint64_t ptcon_spawn_dropped;    /* spawns refused (table full) */
 extern int ptcon_clock_tsc;                     /* ticks are TSC */
+extern _Atomic int ptcon_wake_pending;          /* a fill-mark wake was sent */
 
 static inline uint64_t ptcon_ticks(void) {
 #if defined(__x86_64__)
@@ -131,6 +147,25 @@ int ptcon_slot_reap(uint32_t idx, uint64_t gen);
  * -EBUSY if one is attached. */
 int ptcon_consumer_attach(void);
 void ptcon_consumer_detach(void);
+
+/* The process's wake eventfd (created on first call, never closed; the
+ * consumer polls it for reading). Returns the fd or a negative errno. */
+int ptcon_wake_fd(void);
+/* Consumer: allow the next fill-mark wake (call before draining). */
+void ptcon_wake_rearm(void);
+
+/* The tick source. ptcon_clock_choose is the rule (pure, for tests):
+ * kernel_cs is the kernel's current clocksource ("tsc\n", "kvm-clock\n",
+ * NULL if unknown), cpu_invariant is nonzero when the CPU guarantees an
+ * invariant TSC. Returns 1 for the TSC, 0 for CLOCK_MONOTONIC. */
+int ptcon_clock_choose(const char *kernel_cs, int cpu_invariant);
+/* Whether this CPU guarantees an invariant TSC (CPUID, then /proc/cpuinfo). */
+int ptcon_cpu_invariant_tsc(void);
+/* Forces the tick source (1 TSC, 0 CLOCK_MONOTONIC; x86-64 only honours 1):
+ * for benchmarks and tests, before any consumer attaches or task is
+ * spawned. Returns 0, -EBUSY if a consumer is attached, -ENOTSUP for the
+ * TSC elsewhere. */
+int ptcon_clock_force(int tsc);
 
 /* Clock calibration (consumer side): ticks -> CLOCK_MONOTONIC ns. */
 typedef struct ptcon_clock {

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pt_console_env.h"
 #include "common/pt_env.h"
 #include "common/pt_file.h"
 #include "daemon/pd_daemon.h"
@@ -228,12 +229,13 @@ static void release_step(void *ctx) {
 
 /* ---- init ---- */
 
-/* The console reads POLYTOKEN_CONSOLE_DAEMON_BIND (and the retention and
- * remote-override knobs) itself; on failure it logs one line through
- * log_from_console and the daemon runs on without a console. */
+/* POLYTOKEN_CONSOLE_DAEMON_BIND (and the retention and remote-override
+ * knobs) become the console's options in pt_console_env.h; on failure one
+ * line goes through log_from_console and the daemon runs on without a
+ * console. */
 static void console_start(void) {
-  if (ptcon_server_start_env(&g.console, "POLYTOKEN_CONSOLE_DAEMON_BIND",
-                             PD_CONSOLE_DEFAULT_BIND, log_from_console, NULL) != 0)
+  if (pt_console_start(&g.console, "POLYTOKEN_CONSOLE_DAEMON_BIND",
+                       PD_CONSOLE_DEFAULT_BIND, log_from_console, NULL) != 0)
     g.console = NULL;
 }
 

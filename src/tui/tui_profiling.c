@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "common/pt_client.h"
+#include "common/pt_console_env.h"
 #include "common/pt_env.h"
 #include "common/pt_file.h"
 #include "common/pt_logfile.h"
@@ -98,11 +99,11 @@ int tui_profiling_init(uv_loop_t *loop) {
     }
     free(home);
   }
-  /* Reads POLYTOKEN_CONSOLE_TUI_BIND itself; on failure it logs one line
-   * (to tui.log) and the TUI runs on without a console: CPU profiling
-   * still works. */
-  if (ptcon_server_start_env(&g.console, "POLYTOKEN_CONSOLE_TUI_BIND", TUI_CONSOLE_DEFAULT_BIND,
-                             log_from_console, NULL) != 0)
+  /* POLYTOKEN_CONSOLE_TUI_BIND and friends become options in
+   * pt_console_env.h; on failure one line goes to tui.log and the TUI runs
+   * on without a console: CPU profiling still works. */
+  if (pt_console_start(&g.console, "POLYTOKEN_CONSOLE_TUI_BIND", TUI_CONSOLE_DEFAULT_BIND,
+                       log_from_console, NULL) != 0)
     g.console = NULL;
   return 0;
 }

@@ -11,6 +11,8 @@
  *   PTCON_DEMO_MANY        extra idle tasks with long names (default 0)
  *   PTCON_DEMO_MAX_QUEUED  per-connection queue cap in bytes (default: lib's)
  *   PTCON_DEMO_STALL_MS    stall timeout of a non-reading client (default: lib's)
+ *   PTCON_DEMO_IDLE_MS     idle timeout of a connection without calls (default: lib's)
+ *   PTCON_DEMO_MAX_TOTAL_QUEUED  total queue budget in bytes (default: lib's)
  *
  * Script (times from start; the test asserts these numbers):
  *   demo.fixed    spawned at once with fields peer="unix:/run/demo.sock",
@@ -89,6 +91,8 @@ int main(void) {
   const char *many = getenv("PTCON_DEMO_MANY");
   const char *maxq = getenv("PTCON_DEMO_MAX_QUEUED");
   const char *stall = getenv("PTCON_DEMO_STALL_MS");
+  const char *idle = getenv("PTCON_DEMO_IDLE_MS");
+  const char *maxtq = getenv("PTCON_DEMO_MAX_TOTAL_QUEUED");
   signal(SIGTERM, on_sig);
   signal(SIGINT, on_sig);
   signal(SIGPIPE, SIG_IGN);
@@ -107,6 +111,8 @@ int main(void) {
   opt.log = logline;
   if (maxq) opt.max_queued_bytes = (size_t)strtoull(maxq, NULL, 10);
   if (stall) opt.stall_timeout_ms = (uint32_t)atoi(stall);
+  if (idle) opt.idle_timeout_ms = (uint32_t)atoi(idle);
+  if (maxtq) opt.max_total_queued_bytes = (size_t)strtoull(maxtq, NULL, 10);
   ptcon_server *srv = NULL;
   int rc = ptcon_server_new(&srv, &opt);
   if (rc) {

@@ -10,7 +10,7 @@ clang -fsanitize=fuzzer "$dir/probe.c" -o "$dir/probe" >/dev/null 2>&1 ||
   skip "clang's libFuzzer (-fsanitize=fuzzer) is not available"
 clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -D_GNU_SOURCE -I"$PT_SRC/src" -I"$PT_SRC/include" \
-  "$PT_SRC/tests/console/fuzz_request.c" "$PT_SRC/src/console/request.c" -o "$dir/fuzz_request"
+  "$PT_SRC/tests/console/fuzz_request.c" "$PT_SRC/src/console/ptcon_request.c" -o "$dir/fuzz_request"
 # Seeds: the known-good requests of console-protocol.md, one per method.
 mkdir -p "$dir/corpus"
 printf '\x01\x00\x00\x00\x00\x00' >"$dir/corpus/updates"

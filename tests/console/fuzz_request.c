@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "console/request.h"
+#include "console/ptcon_request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

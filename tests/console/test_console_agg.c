@@ -4,11 +4,13 @@
  * process-wide slot table starts empty. */
 #include "pt_test.h"
 
+#include <sched.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
 
-#include "console/aggregator.h"
+#include "console/ptcon_agg.h"
 
 /* ---- a minimal protobuf reader for checking our output ---- */
 
@@ -134,11 +136,6 @@ static void busy_ms(int ms) {
   while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ms * 1000000L);
 }
 
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 PT_TEST(console_agg_stats_and_update) {
   ptcon_field f[1] = {{.name = "peer", .type = PTCON_FIELD_STR, .v.str = "x"}};
   uint64_t early = ptcon_task_spawn("early", NULL, "a.c", 10, f, 1);  /* before any consumer */
@@ -158,7 +155,7 @@ PT_TEST(console_agg_stats_and_update) {
   ptcon_task_waker_clone(t);
   ptcon_task_waker_clone(t);
   ptcon_task_waker_drop(t);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   ptcon_rec *r = ptcon_agg_find(a, t);
   PT_ASSERT(r != NULL);
   PT_ASSERT_UINT_EQ(r->polls, 4);
@@ -202,7 +199,7 @@ PT_TEST(console_agg_stats_and_update) {
 
   /* Delta after seal: nothing changed -> one Update with now, no tasks. */
   uint64_t sealed = ptcon_agg_seal(a);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 0, sealed, 0, 1 << 20, collect_emit, &u), 0);
   PT_ASSERT_INT_EQ(u.n, 1);
   m = (pbr){u.msg[0], u.len[0], 0};
@@ -214,7 +211,7 @@ PT_TEST(console_agg_stats_and_update) {
   /* A change -> stats only, no new task. */
   ptcon_task_poll_begin(t);
   ptcon_task_poll_end(t);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 0, sealed, 0, 1 << 20, collect_emit, &u), 0);
   PT_ASSERT_INT_EQ(count_new_tasks(&u, 0), 0);
   st = stats_for(&u, t);
@@ -249,7 +246,8 @@ PT_TEST(console_agg_retention_and_completion) {
   ptcon_task_poll_begin(t);
   ptcon_task_poll_end(t);
   ptcon_task_end(t);
-  ptcon_agg_collect(a);
+  uint64_t now = ptcon_mono_ns();
+  ptcon_agg_collect(a, now);
   ptcon_rec *r = ptcon_agg_find(a, t);
   PT_ASSERT(r != NULL);
   PT_ASSERT(r->dropped != 0);
@@ -262,8 +260,11 @@ PT_TEST(console_agg_retention_and_completion) {
   ptcon_instrument_stats is;
   ptcon_instrument_get_stats(&is);
   PT_ASSERT_UINT_EQ(is.live_tasks, 1);         /* its slot was reaped */
-  sleep_ms(200);
-  ptcon_agg_collect(a);
+  /* Time is the caller's: just before the retention ends the task stays,
+   * at its end it goes (no sleeping). */
+  ptcon_agg_collect(a, r->dropped + 149000000u);
+  PT_ASSERT(ptcon_agg_find(a, t) != NULL);
+  ptcon_agg_collect(a, r->dropped + 150000000u);
   PT_ASSERT(ptcon_agg_find(a, t) == NULL);     /* aged out */
   PT_ASSERT(ptcon_agg_find(a, keep) != NULL);  /* live tasks stay */
   PT_ASSERT_UINT_EQ(a->removed, 1);
@@ -273,7 +274,7 @@ PT_TEST(console_agg_retention_and_completion) {
   PT_ASSERT_UINT_EQ(t2 & PTCON_SLOT_MASK, t & PTCON_SLOT_MASK);
   ptcon_task_poll_begin(t);   /* stale id: ignored */
   ptcon_task_poll_end(t);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   PT_ASSERT(ptcon_agg_find(a, t) == NULL);
   PT_ASSERT_UINT_EQ(ptcon_agg_find(a, t2)->polls, 0);
   ptcon_agg_del(a);
@@ -283,7 +284,7 @@ PT_TEST(console_agg_retained_cap) {
   ptcon_agg *a;
   PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 10), 0);
   for (int i = 0; i < 25; i++) ptcon_task_end(ptcon_task_spawn("c", "task", "d.c", 1, NULL, 0));
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   PT_ASSERT_UINT_EQ(a->ndone, 10);
   PT_ASSERT_UINT_EQ(a->nrecs, 10);
   ptcon_agg_del(a);
@@ -305,7 +306,7 @@ PT_TEST(console_agg_dropped_events_and_no_ghost) {
   /* The end is recorded in the slot; its END event (a hint for prompt
    * reaping) is dropped too, and the task must still end. */
   ptcon_task_end(t);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   PT_ASSERT_UINT_EQ(a->dropped_total, 1001);
   ptcon_rec *r = ptcon_agg_find(a, t);
   PT_ASSERT(r != NULL);
@@ -330,7 +331,7 @@ PT_TEST(console_agg_split_large_state) {
     ids[i] = ptcon_task_spawn(name, "task", i % 2 ? "f.c" : "g.c", (uint32_t)(i % 7), NULL, 0);
     PT_ASSERT(ids[i] != 0);
   }
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   const size_t limit = 64 * 1024;
   upd u = {0};
   PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 1, 0, 0, limit, collect_emit, &u), 0);
@@ -383,7 +384,7 @@ PT_TEST(console_agg_cross_thread_and_table_full) {
   pthread_join(th, NULL);
   ptcon_task_poll_begin(t);
   ptcon_task_poll_end(t);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   ptcon_rec *r = ptcon_agg_find(a, t);
   PT_ASSERT_UINT_EQ(r->wakes, 3);
   PT_ASSERT_UINT_EQ(r->self_wakes, 0);
@@ -404,6 +405,8 @@ PT_TEST(console_agg_cross_thread_and_table_full) {
  * the aggregator collects concurrently; rings are small enough relative to
  * the rate that some events may be dropped. Afterwards every task must be
  * completed (no ghosts), every slot returned, and the counts consistent. */
+static _Atomic int g_churn_done;
+
 typedef struct churn_arg {
   int n;
   uint64_t *shared;   /* a task another thread wakes */
@@ -424,6 +427,7 @@ static void *churn(void *p) {
     ptcon_task_waker_drop(t);
     ptcon_task_end(t);
   }
+  atomic_fetch_add(&g_churn_done, 1);
   return NULL;
 }
 
@@ -438,13 +442,13 @@ PT_TEST_T(console_agg_concurrent_no_ghosts, 60000) {
     args[i] = (churn_arg){N, &shared};
     pthread_create(&th[i], NULL, churn, &args[i]);
   }
-  /* Collect concurrently, as the server thread would. */
-  for (int k = 0; k < 200; k++) {
-    ptcon_agg_collect(a);
-    sleep_ms(1);
+  /* Collect concurrently, as the server thread would, until all are done. */
+  while (atomic_load(&g_churn_done) < T) {
+    ptcon_agg_collect(a, ptcon_mono_ns());
+    sched_yield();
   }
   for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   ptcon_instrument_stats is;
   ptcon_instrument_get_stats(&is);
   PT_ASSERT_UINT_EQ(is.live_tasks, 0);          /* every slot came back */
@@ -478,7 +482,7 @@ PT_TEST(console_agg_split_over_4mib) {
     ptcon_field f = {.name = "peer", .type = PTCON_FIELD_STR, .v.str = "unix:/a/rather/long/path"};
     PT_ASSERT(ptcon_task_spawn(name, "task", "some/dir/file.c", (uint32_t)i % 50, &f, 1) != 0);
   }
-  ptcon_agg_collect(a);
+  ptcon_agg_collect(a, ptcon_mono_ns());
   const size_t limit = 4u * 1024 * 1024 - 64u * 1024;
   upd u = {0};
   PT_ASSERT_INT_EQ(ptcon_agg_encode_updates(a, 1, 0, 0, limit, collect_emit, &u), 0);

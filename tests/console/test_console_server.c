@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/pt_console_env.h"
 #include "ptprof_console.h"
 
 typedef struct logcap {
@@ -42,7 +43,7 @@ PT_TEST(console_server_port_taken_logs_one_line) {
   setenv("PTCON_TEST_BIND", bind, 1);
   logcap c = {0};
   ptcon_server *s = NULL;
-  PT_ASSERT_INT_EQ(ptcon_server_start_env(&s, "PTCON_TEST_BIND", "127.0.0.1:1", cap_log, &c),
+  PT_ASSERT_INT_EQ(pt_console_start(&s, "PTCON_TEST_BIND", "127.0.0.1:1", cap_log, &c),
                    -EADDRINUSE);
   PT_ASSERT(s == NULL);
   PT_ASSERT_INT_EQ(c.n, 1);
@@ -63,12 +64,12 @@ PT_TEST(console_server_refuses_non_loopback) {
   unsetenv("POLYTOKEN_CONSOLE_ALLOW_REMOTE");
   logcap c = {0};
   ptcon_server *s = NULL;
-  PT_ASSERT_INT_EQ(ptcon_server_start_env(&s, "PTCON_TEST_BIND", "127.0.0.1:0", cap_log, &c),
+  PT_ASSERT_INT_EQ(pt_console_start(&s, "PTCON_TEST_BIND", "127.0.0.1:0", cap_log, &c),
                    -EPERM);
   PT_ASSERT_INT_EQ(c.n, 1);
   PT_ASSERT(strstr(c.last, "non-loopback") != NULL);
   setenv("PTCON_TEST_BIND", "not-an-address", 1);
-  PT_ASSERT_INT_EQ(ptcon_server_start_env(&s, "PTCON_TEST_BIND", "127.0.0.1:0", cap_log, &c),
+  PT_ASSERT_INT_EQ(pt_console_start(&s, "PTCON_TEST_BIND", "127.0.0.1:0", cap_log, &c),
                    -EINVAL);
   PT_ASSERT_INT_EQ(c.n, 2);
 }
@@ -77,10 +78,10 @@ PT_TEST(console_server_one_per_process_and_restart) {
   unsetenv("PTCON_TEST_BIND");   /* -> the default below */
   logcap c = {0};
   ptcon_server *s = NULL, *s2 = NULL;
-  PT_ASSERT_INT_EQ(ptcon_server_start_env(&s, "PTCON_TEST_BIND", "127.0.0.1:0", cap_log, &c), 0);
+  PT_ASSERT_INT_EQ(pt_console_start(&s, "PTCON_TEST_BIND", "127.0.0.1:0", cap_log, &c), 0);
   PT_ASSERT(ptcon_server_port(s) != 0);
   PT_ASSERT(strstr(c.last, "listening") != NULL);
-  PT_ASSERT_INT_EQ(ptcon_server_start_env(&s2, "PTCON_TEST_BIND", "127.0.0.1:0", cap_log, &c),
+  PT_ASSERT_INT_EQ(pt_console_start(&s2, "PTCON_TEST_BIND", "127.0.0.1:0", cap_log, &c),
                    -EBUSY);
   uint64_t t = ptcon_task_spawn("across-restart", "task", __FILE__, __LINE__, NULL, 0);
   ptcon_task_poll_begin(t);
@@ -90,7 +91,7 @@ PT_TEST(console_server_one_per_process_and_restart) {
   ptcon_instrument_stats is;
   ptcon_instrument_get_stats(&is);
   PT_ASSERT_UINT_EQ(is.live_tasks, 0);
-  PT_ASSERT_INT_EQ(ptcon_server_start_env(&s2, "PTCON_TEST_BIND", "127.0.0.1:0", cap_log, &c), 0);
+  PT_ASSERT_INT_EQ(pt_console_start(&s2, "PTCON_TEST_BIND", "127.0.0.1:0", cap_log, &c), 0);
   ptcon_server_del(s2);
   ptcon_server_del(NULL);
 }

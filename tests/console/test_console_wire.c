@@ -6,9 +6,9 @@
 #include <errno.h>
 #include <netinet/in.h>
 
-#include "console/hdrhist.h"
-#include "console/aggregator.h"
-#include "console/request.h"
+#include "console/ptcon_hdrhist.h"
+#include "console/ptcon_agg.h"
+#include "console/ptcon_request.h"
 #include "ptprof_console.h"
 
 static const uint8_t k_header[40] = {

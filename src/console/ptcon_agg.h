@@ -1,5 +1,5 @@
 /*
- * aggregator.h - the consumer of the instrumentation: drains the per-thread
+ * ptcon_agg.h - the consumer of the instrumentation: drains the per-thread
  * rings, discovers and completes tasks through the slot table, keeps per-task
  * statistics and histograms, ages completed tasks out, and encodes the
  * console messages (Update, State, TaskDetails) from that state.
@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "console/hdrhist.h"
+#include "console/ptcon_hdrhist.h"
 #include "console/ptcon_instr.h"
 #include "prof/pb_wire.h"
 
@@ -78,12 +78,15 @@ typedef struct ptcon_agg {
 int ptcon_agg_new(ptcon_agg **out, uint32_t retention_ms, uint32_t max_retained);
 /* Reaps slots of ended tasks, detaches, frees. NULL ok. */
 void ptcon_agg_del(ptcon_agg *agg);
-/* Drains the rings (cheap; call often so rings do not fill). Returns the
- * largest number of events found in one ring (the caller drains sooner when
- * rings fill up fast). */
-uint32_t ptcon_agg_drain(ptcon_agg *agg);
-/* drain + slot scan (new and ended tasks) + retention; sets agg->now. */
-void ptcon_agg_collect(ptcon_agg *agg);
+/* Drains the rings (cheap; the server calls it when a ring crosses its fill
+ * mark, see ptcon_instr.h). now: CLOCK_MONOTONIC ns from the caller; agg->now
+ * becomes max(agg->now, now) and clamps every timestamp (a test passes any
+ * value it likes, e.g. to step past the retention without sleeping).
+ * Returns the largest number of events found in one ring. */
+uint32_t ptcon_agg_drain(ptcon_agg *agg, uint64_t now);
+/* drain + slot scan (new and ended tasks) + retention at `now`; returns
+ * what the drain returned. */
+uint32_t ptcon_agg_collect(ptcon_agg *agg, uint64_t now);
 /* Closes the open generation; returns it. */
 uint64_t ptcon_agg_seal(ptcon_agg *agg);
 ptcon_rec *ptcon_agg_find(ptcon_agg *agg, uint64_t id);

@@ -1,5 +1,5 @@
 /* request.c - see request.h. Every read is bounds-checked against n. */
-#include "console/request.h"
+#include "console/ptcon_request.h"
 
 #include <errno.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * Field numbers follow /work/shared/specs/console-protocol.md and our own
  * proto/console/ (*.proto files).
  */
-#include "console/aggregator.h"
+#include "console/ptcon_agg.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * instrument.c - the application-thread side of the task console: task slots,
+ * ptcon_instrument.c - the application-thread side of the task console: task slots,
  * per-thread event rings, the tick clock. See ptcon_instr.h for the slot and
  * ring protocols.
  *
@@ -15,7 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 ptcon_slot *ptcon_slots;
 _Atomic uint32_t ptcon_slot_hwm;
@@ -23,6 +28,9 @@ _Atomic int ptcon_consumer_active;
 _Atomic(ptcon_ring *) ptcon_rings;
 _Atomic uint64_t ptcon_spawn_dropped;
 int ptcon_clock_tsc;
+_Atomic int ptcon_wake_pending;
+static _Atomic int g_wake_fd = -1;
+static pthread_mutex_t g_wake_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static _Atomic(ptcon_slot *) g_slots_pub;
 static _Atomic uint64_t g_free_head;   /* (tag << 32) | (index + 1) */
@@ -35,17 +43,92 @@ static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 static __thread ptcon_ring *t_ring;
 static __thread uint64_t t_current;    /* task being polled on this thread */
 
-/* Decides once, before main, whether ticks can be the TSC: only when the
- * kernel's own clocksource is the TSC (it then vouches that it is invariant
- * and synchronised across CPUs). */
+int ptcon_clock_choose(const char *kernel_cs, int cpu_invariant) {
+#if defined(__x86_64__)
+  if (kernel_cs && strncmp(kernel_cs, "tsc", 3) == 0 && (kernel_cs[3] == 0 || kernel_cs[3] == '\n'))
+    return 1;   /* the kernel vouches for it */
+  return cpu_invariant ? 1 : 0;
+#else
+  (void)kernel_cs;
+  (void)cpu_invariant;
+  return 0;
+#endif
+}
+
+int ptcon_cpu_invariant_tsc(void) {
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000007u &&
+      __get_cpuid(0x80000007u, &a, &b, &c, &d) && (d & (1u << 8)))
+    return 1;
+  /* Some hypervisors hide the leaf but the kernel still reports the flags. */
+  FILE *f = fopen("/proc/cpuinfo", "re");
+  if (!f) return 0;
+  char line[4096];
+  int found = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "flags", 5) != 0) continue;
+    found = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+    break;
+  }
+  fclose(f);
+  return found;
+#else
+  return 0;
+#endif
+}
+
+/* Decides once, before main, whether ticks can be the TSC. */
 __attribute__((constructor)) static void ptcon_clock_select(void) {
 #if defined(__x86_64__)
-  FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
-  if (!f) return;
   char buf[32] = {0};
-  if (fgets(buf, sizeof buf, f) && strncmp(buf, "tsc", 3) == 0) ptcon_clock_tsc = 1;
-  fclose(f);
+  const char *cs = NULL;
+  FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+  if (f) {
+    if (fgets(buf, sizeof buf, f)) cs = buf;
+    fclose(f);
+  }
+  ptcon_clock_tsc = ptcon_clock_choose(cs, cs && strncmp(cs, "tsc", 3) == 0 ? 0 : ptcon_cpu_invariant_tsc());
 #endif
+}
+
+int ptcon_clock_force(int tsc) {
+  if (atomic_load(&ptcon_consumer_active)) return -EBUSY;
+#if !defined(__x86_64__)
+  if (tsc) return -ENOTSUP;
+#endif
+  ptcon_clock_tsc = tsc ? 1 : 0;
+  return 0;
+}
+
+int ptcon_wake_fd(void) {
+  int fd = atomic_load_explicit(&g_wake_fd, memory_order_acquire);
+  if (fd >= 0) return fd;
+  pthread_mutex_lock(&g_wake_mu);
+  fd = atomic_load_explicit(&g_wake_fd, memory_order_relaxed);
+  if (fd < 0) {
+    fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0) fd = -errno;
+    else atomic_store_explicit(&g_wake_fd, fd, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_wake_mu);
+  return fd;
+}
+
+void ptcon_wake_rearm(void) { atomic_store_explicit(&ptcon_wake_pending, 0, memory_order_release); }
+
+/* Off the fast path: the producer's stale view says the ring reached a
+ * multiple of the mark. Re-read head; wake the consumer if it is really
+ * that full and no wake is outstanding. */
+static __attribute__((noinline)) void ring_mark(ptcon_ring *r, uint64_t tail) {
+  r->cached_head = atomic_load_explicit(&r->head, memory_order_acquire);
+  if (tail - r->cached_head < PTCON_RING_MARK) return;
+  /* No eventfd yet: nobody to wake (and no pending flag to leave set). */
+  int fd = atomic_load_explicit(&g_wake_fd, memory_order_acquire);
+  if (fd < 0) return;
+  if (atomic_exchange_explicit(&ptcon_wake_pending, 1, memory_order_acq_rel)) return;
+  uint64_t one = 1;
+  if (write(fd, &one, sizeof one) < 0) { /* EAGAIN: already signalled */ }
 }
 
 int ptcon_slots_init(void) {
@@ -215,6 +298,8 @@ static inline void ring_push(uint64_t type, uint64_t id) {
   e->w0 = type << 60 | (id & PTCON_EV_ID_MASK);
   e->ticks = ptcon_ticks();
   atomic_store_explicit(&r->tail, tail + 1, memory_order_release);
+  if (__builtin_expect(((tail + 1 - r->cached_head) & (PTCON_RING_MARK - 1)) == 0, 0))
+    ring_mark(r, tail + 1);
 }
 
 void ptcon_task_end(uint64_t id) {

@@ -1,5 +1,5 @@
 /* hdrhist.c - see hdrhist.h. */
-#include "console/hdrhist.h"
+#include "console/ptcon_hdrhist.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,6 @@
-/* aggregator.c - see aggregator.h. Runs on one thread only. */
-#include "console/aggregator.h"
+/* ptcon_agg.c - see ptcon_agg.h. Runs on one thread only; time comes from
+ * the caller (`now`), the clock is read only to calibrate ticks. */
+#include "console/ptcon_agg.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -160,8 +161,7 @@ static void end_from_slot(ptcon_agg *a, ptcon_rec *r, uint32_t idx, uint64_t gen
   if (r) {
     uint64_t et = ptcon_clock_to_mono_ns(&a->clock,
                                          atomic_load_explicit(&s->ended_ticks, memory_order_relaxed));
-    uint64_t now = ptcon_mono_ns();
-    rec_complete(a, r, et > now ? now : et);
+    rec_complete(a, r, et > a->now ? a->now : et);
     if (a->slot_rec[idx] == r) a->slot_rec[idx] = NULL;
   }
   ptcon_slot_reap(idx, gen);
@@ -208,8 +208,9 @@ static void apply(ptcon_agg *a, ptcon_rec *r, unsigned type, uint64_t t) {
   r->changed_gen = a->gen;
 }
 
-uint32_t ptcon_agg_drain(ptcon_agg *a) {
+uint32_t ptcon_agg_drain(ptcon_agg *a, uint64_t now) {
   uint32_t most = 0;
+  if (now > a->now) a->now = now;
   uint64_t dropped = atomic_load_explicit(&ptcon_spawn_dropped, memory_order_relaxed);
   for (ptcon_ring *rg = atomic_load_explicit(&ptcon_rings, memory_order_acquire); rg;
        rg = rg->next) {
@@ -244,12 +245,10 @@ static void rec_remove(ptcon_agg *a, ptcon_rec *r) {
   rec_free(r);
 }
 
-void ptcon_agg_collect(ptcon_agg *a) {
+uint32_t ptcon_agg_collect(ptcon_agg *a, uint64_t now) {
   ptcon_clock_refine(&a->clock);
-  ptcon_agg_drain(a);
-  uint64_t now = ptcon_mono_ns();
-  if (now < a->now) now = a->now;
-  a->now = now;
+  uint32_t most = ptcon_agg_drain(a, now);
+  now = a->now;
   /* Slot scan: tasks with no events yet, and ended tasks whose END hint
    * was dropped or is still in a ring (the slot's ENDED state cannot be
    * lost, so no task stays a ghost). */
@@ -274,6 +273,7 @@ void ptcon_agg_collect(ptcon_agg *a) {
     a->ndone--;
     rec_remove(a, r);
   }
+  return most;
 }
 
 uint64_t ptcon_agg_seal(ptcon_agg *a) { return a->gen++; }

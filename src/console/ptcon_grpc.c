@@ -1,0 +1,701 @@
+/*
+ * ptcon_grpc.c - see ptcon_grpc.h: HTTP/2 sessions, gRPC streams and queues,
+ * the Instrument service, ticks, the shared budget and the time-outs, with
+ * no I/O. One thread (the caller's); g->now is the `now` of the current
+ * entry point and is the only time read here.
+ *
+ * Invariants: g->queued == sum of c->queued == sum of st->queued (bytes of
+ * queued messages not yet handed to nghttp2); g->nwatching == number of
+ * streams with st->watching; c->nresponding == streams of c with
+ * st->responding.
+ */
+#include "console/ptcon_grpc.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <nghttp2/nghttp2.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "console/ptcon_request.h"
+
+#define HOUSEKEEP_NS 10000000000u       /* retention while nobody watches */
+#define TRIM_MIN_PEAK (8u * 1024u * 1024u)  /* a burst worth giving back */
+#define TRIM_INTERVAL_NS 1000000000u
+#define FAST_DRAIN_NS 1000000u          /* while rings fill fast */
+#define BUSY_DRAIN_NS 10000000u         /* while events flow at all */
+
+typedef struct qmsg {
+  struct qmsg *next;
+  size_t len, off;
+  uint8_t data[];            /* gRPC frame: 5-byte prefix + message */
+} qmsg;
+
+typedef struct stream {
+  struct stream *next, *prev;
+  ptcon_gconn *c;
+  int32_t id;
+  ptcon_method method;
+  uint8_t *req;
+  size_t reqlen;
+  int oversize;
+  int responding;            /* response headers submitted with a data provider */
+  int watching;              /* gets periodic messages (counted in g->nwatching) */
+  int want_end;              /* send trailers once the queue is empty */
+  int end_status;
+  const char *end_msg;
+  qmsg *qhead, *qtail;
+  size_t queued;
+  uint64_t upto;             /* WatchUpdates: generations delivered */
+  uint64_t dropped_sent;
+  uint64_t task_id;          /* WatchTaskDetails */
+} stream;
+
+struct ptcon_gconn {
+  ptcon_gconn *next, *prev;
+  ptcon_grpc *g;
+  void *ud;
+  nghttp2_session *sess;
+  size_t queued;             /* bytes in all stream queues */
+  uint32_t nresponding;
+  int paused;
+  int got_frame;
+  const char *why;           /* set: to be closed now */
+  uint64_t accepted_at;
+  uint64_t idle_since;       /* when nresponding last became 0 */
+  uint64_t last_recv;        /* last bytes from the client */
+  uint64_t last_progress;    /* queue became non-empty or drained a bit */
+  stream *streams;
+};
+
+struct ptcon_grpc {
+  ptcon_grpc_limits lim;
+  ptcon_agg *agg;
+  ptcon_gconn *conns;
+  uint32_t nconns, nwatching;
+  size_t queued, peak_since_trim;
+  uint64_t now;
+  uint64_t next_tick, next_house, last_trim;
+  uint64_t next_drain;       /* 0 = none: the fill mark wakes us */
+  ptcon_grpc_stats stats;
+};
+
+const char ptcon_gconn_ended[] = "session ended";
+
+static nghttp2_session_callbacks *g_cbs;
+static pthread_once_t g_cbs_once = PTHREAD_ONCE_INIT;
+
+/* ---- queues ------------------------------------------------------------- */
+
+static void unqueue(stream *st, size_t n) {
+  st->queued -= n;
+  st->c->queued -= n;
+  st->c->g->queued -= n;
+}
+
+static void stream_unwatch(stream *st) {
+  if (!st->watching) return;
+  st->watching = 0;
+  st->c->g->nwatching--;
+}
+
+/* Frees queued messages; keep_partial keeps a head message that nghttp2 has
+ * already started sending (dropping it would cut a gRPC frame in two). */
+static void queue_free(stream *st, int keep_partial) {
+  qmsg *m = st->qhead;
+  qmsg *keep = NULL;
+  if (keep_partial && m && m->off > 0) {
+    keep = m;
+    m = m->next;
+    keep->next = NULL;
+  }
+  for (qmsg *n; m; m = n) {
+    n = m->next;
+    unqueue(st, m->len - m->off);
+    free(m);
+  }
+  st->qhead = st->qtail = keep;
+}
+
+static void stream_free(stream *st) {
+  ptcon_gconn *c = st->c;
+  if (st->prev) st->prev->next = st->next;
+  else c->streams = st->next;
+  if (st->next) st->next->prev = st->prev;
+  queue_free(st, 0);
+  stream_unwatch(st);
+  if (st->responding && --c->nresponding == 0) c->idle_since = c->g->now;
+  free(st->req);
+  free(st);
+}
+
+/* Ends a responding stream with status once its queue is flushed. */
+static void stream_end(stream *st, int status, const char *msg) {
+  st->want_end = 1;
+  st->end_status = status;
+  st->end_msg = msg;
+  stream_unwatch(st);
+  nghttp2_session_resume_data(st->c->sess, st->id);
+}
+
+/* The total budget is exceeded: this stream (the slowest consumer) loses
+ * what it has queued and ends with RESOURCE_EXHAUSTED; the client sees the
+ * status once it reads again (the stall time-out closes it otherwise). */
+static void stream_drop(stream *st) {
+  queue_free(st, 1);
+  st->c->g->stats.streams_dropped++;
+  stream_end(st, PTCON_GRPC_RESOURCE_EXHAUSTED,
+             "client too slow: the console's memory budget for unsent messages is exhausted");
+}
+
+static size_t droppable(const stream *st) {
+  if (st->want_end) return 0;
+  size_t keep = st->qhead && st->qhead->off ? st->qhead->len - st->qhead->off : 0;
+  return st->queued - keep;
+}
+
+static stream *slowest(ptcon_grpc *g) {
+  stream *best = NULL;
+  size_t most = 0;
+  for (ptcon_gconn *c = g->conns; c; c = c->next)
+    for (stream *st = c->streams; st; st = st->next) {
+      size_t d = droppable(st);
+      if (d > most) {
+        most = d;
+        best = st;
+      }
+    }
+  return best;
+}
+
+/* Queues one gRPC message (copying it behind the 5-byte prefix). Returns 0,
+ * -ENOMEM, -ENOBUFS when the connection's cap is exceeded (the caller closes
+ * the connection), or -EDQUOT when this stream was dropped for the total
+ * budget (already ended; the caller does nothing more). */
+static int stream_queue(stream *st, const uint8_t *msg, size_t len) {
+  ptcon_gconn *c = st->c;
+  ptcon_grpc *g = c->g;
+  size_t need = len + 5;
+  if (c->queued + need > g->lim.max_queued_bytes) return -ENOBUFS;
+  while (g->queued + need > g->lim.max_total_queued_bytes) {
+    stream *v = slowest(g);
+    if (!v || v == st || droppable(v) < droppable(st)) {
+      stream_drop(st);
+      return -EDQUOT;
+    }
+    stream_drop(v);
+  }
+  qmsg *m = malloc(sizeof *m + need);
+  if (!m) return -ENOMEM;
+  m->next = NULL;
+  m->len = need;
+  m->off = 0;
+  m->data[0] = 0;
+  m->data[1] = (uint8_t)(len >> 24);
+  m->data[2] = (uint8_t)(len >> 16);
+  m->data[3] = (uint8_t)(len >> 8);
+  m->data[4] = (uint8_t)len;
+  if (len) memcpy(m->data + 5, msg, len);
+  if (st->qtail) st->qtail->next = m;
+  else st->qhead = m;
+  st->qtail = m;
+  if (c->queued == 0) c->last_progress = g->now;
+  st->queued += need;
+  c->queued += need;
+  g->queued += need;
+  if (g->queued > g->stats.peak_queued) g->stats.peak_queued = g->queued;
+  if (g->queued > g->peak_since_trim) g->peak_since_trim = g->queued;
+  if (st->responding) nghttp2_session_resume_data(c->sess, st->id);
+  return 0;
+}
+
+static ssize_t data_read_cb(nghttp2_session *sess, int32_t stream_id, uint8_t *buf,
+                            size_t length, uint32_t *flags, nghttp2_data_source *src,
+                            void *ud) {
+  (void)ud;
+  stream *st = src->ptr;
+  size_t n = 0;
+  while (st->qhead && n < length) {
+    qmsg *m = st->qhead;
+    size_t k = m->len - m->off;
+    if (k > length - n) k = length - n;
+    memcpy(buf + n, m->data + m->off, k);
+    m->off += k;
+    n += k;
+    unqueue(st, k);
+    st->c->last_progress = st->c->g->now;
+    if (m->off == m->len) {
+      st->qhead = m->next;
+      if (!st->qhead) st->qtail = NULL;
+      free(m);
+    }
+  }
+  if (st->qhead || n) return (ssize_t)n;
+  if (!st->want_end) return NGHTTP2_ERR_DEFERRED;
+  *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+  char code[12];
+  snprintf(code, sizeof code, "%d", st->end_status);
+  nghttp2_nv tr[2] = {
+    {(uint8_t *)"grpc-status", (uint8_t *)code, 11, strlen(code), NGHTTP2_NV_FLAG_NONE},
+    {(uint8_t *)"grpc-message", (uint8_t *)(st->end_msg ? st->end_msg : ""), 12,
+     st->end_msg ? strlen(st->end_msg) : 0, NGHTTP2_NV_FLAG_NONE},
+  };
+  nghttp2_submit_trailer(sess, stream_id, tr, st->end_msg && *st->end_msg ? 2 : 1);
+  return 0;
+}
+
+static void stream_respond(stream *st, int watching) {
+  static const nghttp2_nv hdrs[] = {
+    {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NGHTTP2_NV_FLAG_NONE},
+    {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, NGHTTP2_NV_FLAG_NONE},
+  };
+  nghttp2_data_provider dp;
+  dp.source.ptr = st;
+  dp.read_callback = data_read_cb;
+  if (nghttp2_submit_response(st->c->sess, st->id, hdrs, 2, &dp) != 0) return;
+  st->responding = 1;
+  st->c->nresponding++;
+  if (watching) {
+    ptcon_grpc *g = st->c->g;
+    st->watching = 1;
+    if (g->nwatching++ == 0) g->next_tick = g->now + g->lim.publish_interval_ns;
+  }
+}
+
+/* Trailers-only response: one HEADERS frame with END_STREAM. */
+static void stream_fail(stream *st, int status, const char *msg) {
+  char code[12];
+  snprintf(code, sizeof code, "%d", status);
+  nghttp2_nv h[4] = {
+    {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NGHTTP2_NV_FLAG_NONE},
+    {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, NGHTTP2_NV_FLAG_NONE},
+    {(uint8_t *)"grpc-status", (uint8_t *)code, 11, strlen(code), NGHTTP2_NV_FLAG_NONE},
+    {(uint8_t *)"grpc-message", (uint8_t *)msg, 12, strlen(msg), NGHTTP2_NV_FLAG_NONE},
+  };
+  nghttp2_submit_response(st->c->sess, st->id, h, 4, NULL);
+}
+
+/* ---- the service -------------------------------------------------------- */
+
+typedef struct emit_ctx {
+  stream *st;
+  int err;
+} emit_ctx;
+
+static int emit_to_stream(void *ud, uint8_t *msg, size_t len) {
+  emit_ctx *e = ud;
+  int rc = stream_queue(e->st, msg, len);
+  free(msg);
+  if (rc) e->err = rc;
+  return rc;
+}
+
+static int send_updates(ptcon_grpc *g, stream *st, int full) {
+  uint64_t total = g->agg->dropped_total;
+  emit_ctx e = {st, 0};
+  int rc = ptcon_agg_encode_updates(g->agg, full, st->upto, total - st->dropped_sent,
+                                    g->lim.max_message_bytes, emit_to_stream, &e);
+  st->dropped_sent = total;
+  return e.err ? e.err : rc;
+}
+
+static int send_details(ptcon_grpc *g, stream *st) {
+  pb_buf b;
+  pb_buf_init(&b, 0);
+  int rc = ptcon_agg_encode_details(g->agg, st->task_id, &b);
+  if (rc == 0) rc = b.err;
+  if (rc == 0) rc = stream_queue(st, b.data, b.len);
+  pb_buf_free(&b);
+  return rc;
+}
+
+static int send_state(stream *st) {
+  uint8_t m[2] = {0x08, 0x01};
+  return stream_queue(st, m, st->c->paused ? 2 : 0);
+}
+
+static void after_send(stream *st, int rc) {
+  if (rc == -ENOBUFS) ptcon_gconn_kill(st->c, "client is not reading (queue cap reached)");
+  else if (rc && rc != -EDQUOT) stream_end(st, PTCON_GRPC_INTERNAL, "encoding failed");
+}
+
+/* A complete request arrived (END_STREAM). */
+static void dispatch(stream *st) {
+  ptcon_gconn *c = st->c;
+  ptcon_grpc *g = c->g;
+  ptcon_request req;
+  const char *why = "";
+  int status;
+  if (st->oversize) {
+    status = PTCON_GRPC_RESOURCE_EXHAUSTED;
+    why = "request too large";
+  } else {
+    status = ptcon_request_decode(st->method, st->req, st->reqlen, &req, &why);
+  }
+  free(st->req);   /* decoded: not needed any more (4 KiB per open stream) */
+  st->req = NULL;
+  st->reqlen = 0;
+  if (status != PTCON_GRPC_OK) {
+    stream_fail(st, status, why);
+    return;
+  }
+  int rc = 0;
+  switch (req.method) {
+  case PTCON_M_WATCH_UPDATES:
+    ptcon_agg_collect(g->agg, g->now);
+    st->upto = ptcon_agg_seal(g->agg);
+    st->dropped_sent = 0;
+    stream_respond(st, 1);
+    rc = send_updates(g, st, 1);
+    break;
+  case PTCON_M_WATCH_STATE:
+    stream_respond(st, 1);
+    rc = send_state(st);
+    break;
+  case PTCON_M_WATCH_TASK_DETAILS:
+    ptcon_agg_collect(g->agg, g->now);
+    st->task_id = req.task_id;
+    if (!ptcon_agg_find(g->agg, req.task_id)) {
+      stream_fail(st, PTCON_GRPC_NOT_FOUND, "no such task");
+      return;
+    }
+    stream_respond(st, 1);
+    rc = send_details(g, st);
+    break;
+  case PTCON_M_PAUSE:
+  case PTCON_M_RESUME:
+    c->paused = req.method == PTCON_M_PAUSE;
+    stream_respond(st, 0);
+    rc = stream_queue(st, NULL, 0);
+    if (rc == 0) stream_end(st, PTCON_GRPC_OK, NULL);
+    break;
+  default:
+    stream_fail(st, PTCON_GRPC_UNIMPLEMENTED, "unknown method");
+    return;
+  }
+  after_send(st, rc);
+}
+
+static void after_drain(ptcon_grpc *g, uint32_t most);
+
+static void tick(ptcon_grpc *g) {
+  after_drain(g, ptcon_agg_collect(g->agg, g->now));
+  uint64_t sealed = ptcon_agg_seal(g->agg);
+  for (ptcon_gconn *c = g->conns; c; c = c->next) {
+    for (stream *st = c->streams, *next; st && !c->why; st = next) {
+      next = st->next;
+      if (!st->watching) continue;
+      /* Coalescing: a stream whose previous messages are still queued (a
+       * slow reader) gets nothing new this tick; since Updates carry
+       * current values since `upto`, the next delta covers what it
+       * missed, and a slow client costs at most one state's worth. */
+      if (st->qhead) continue;
+      int rc = 0;
+      switch (st->method) {
+      case PTCON_M_WATCH_UPDATES:
+        if (c->paused) break;
+        rc = send_updates(g, st, 0);
+        st->upto = sealed;
+        break;
+      case PTCON_M_WATCH_STATE:
+        rc = send_state(st);
+        break;
+      case PTCON_M_WATCH_TASK_DETAILS:
+        if (!ptcon_agg_find(g->agg, st->task_id)) stream_end(st, PTCON_GRPC_OK, NULL);
+        else if (!c->paused) rc = send_details(g, st);
+        break;
+      default:
+        break;
+      }
+      after_send(st, rc);
+    }
+  }
+}
+
+/* ---- nghttp2 callbacks -------------------------------------------------- */
+
+static int on_begin_headers(nghttp2_session *sess, const nghttp2_frame *f, void *ud) {
+  ptcon_gconn *c = ud;
+  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  stream *st = calloc(1, sizeof *st);
+  if (!st) return NGHTTP2_ERR_CALLBACK_FAILURE;
+  st->c = c;
+  st->id = f->hd.stream_id;
+  st->next = c->streams;
+  if (c->streams) c->streams->prev = st;
+  c->streams = st;
+  nghttp2_session_set_stream_user_data(sess, st->id, st);
+  return 0;
+}
+
+static int on_header(nghttp2_session *sess, const nghttp2_frame *f, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *ud) {
+  (void)flags;
+  (void)ud;
+  if (f->hd.type != NGHTTP2_HEADERS) return 0;
+  stream *st = nghttp2_session_get_stream_user_data(sess, f->hd.stream_id);
+  if (!st) return 0;
+  if (namelen == 5 && memcmp(name, ":path", 5) == 0)
+    st->method = ptcon_method_from_path((const char *)value, valuelen);
+  return 0;
+}
+
+static int on_data_chunk(nghttp2_session *sess, uint8_t flags, int32_t stream_id,
+                         const uint8_t *data, size_t len, void *ud) {
+  (void)flags;
+  (void)ud;
+  stream *st = nghttp2_session_get_stream_user_data(sess, stream_id);
+  if (!st || st->oversize || st->responding) return 0;
+  const size_t cap = PTCON_MAX_REQUEST_BYTES + 5;
+  if (st->reqlen + len > cap) {
+    st->oversize = 1;   /* the rest is discarded; answered at END_STREAM */
+    free(st->req);
+    st->req = NULL;
+    st->reqlen = 0;
+    return 0;
+  }
+  if (!st->req) {
+    st->req = malloc(cap);
+    if (!st->req) return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  memcpy(st->req + st->reqlen, data, len);
+  st->reqlen += len;
+  return 0;
+}
+
+static int on_frame_recv(nghttp2_session *sess, const nghttp2_frame *f, void *ud) {
+  ptcon_gconn *c = ud;
+  c->got_frame = 1;
+  if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) &&
+      (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+    stream *st = nghttp2_session_get_stream_user_data(sess, f->hd.stream_id);
+    if (st && !st->responding) dispatch(st);
+  }
+  return 0;
+}
+
+static int on_stream_close(nghttp2_session *sess, int32_t stream_id, uint32_t err, void *ud) {
+  (void)err;
+  (void)ud;
+  stream *st = nghttp2_session_get_stream_user_data(sess, stream_id);
+  if (st) {
+    nghttp2_session_set_stream_user_data(sess, stream_id, NULL);
+    stream_free(st);
+  }
+  return 0;
+}
+
+static void cbs_init(void) {
+  if (nghttp2_session_callbacks_new(&g_cbs) != 0) return;
+  nghttp2_session_callbacks_set_on_begin_headers_callback(g_cbs, on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(g_cbs, on_header);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(g_cbs, on_data_chunk);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(g_cbs, on_frame_recv);
+  nghttp2_session_callbacks_set_on_stream_close_callback(g_cbs, on_stream_close);
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+int ptcon_gconn_new(ptcon_grpc *g, void *ud, uint64_t now, ptcon_gconn **out) {
+  g->now = now;
+  ptcon_gconn *c = calloc(1, sizeof *c);
+  if (!c) return -ENOMEM;
+  c->g = g;
+  c->ud = ud;
+  c->accepted_at = c->idle_since = c->last_recv = c->last_progress = now;
+  if (nghttp2_session_server_new(&c->sess, g_cbs, c) != 0) {
+    free(c);
+    return -ENOMEM;
+  }
+  nghttp2_settings_entry iv[] = {
+    {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 64},
+    {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 16384},
+  };
+  nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, 2);
+  c->next = g->conns;
+  if (g->conns) g->conns->prev = c;
+  g->conns = c;
+  g->nconns++;
+  *out = c;
+  return 0;
+}
+
+void ptcon_gconn_del(ptcon_gconn *c) {
+  if (!c) return;
+  ptcon_grpc *g = c->g;
+  /* Streams first: nghttp2_session_del calls no close callbacks. */
+  while (c->streams) stream_free(c->streams);
+  nghttp2_session_del(c->sess);
+  if (c->prev) c->prev->next = c->next;
+  else g->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  g->nconns--;
+  free(c);   /* its pause, if any, ends here */
+}
+
+void *ptcon_gconn_ud(const ptcon_gconn *c) { return c->ud; }
+
+void ptcon_gconn_kill(ptcon_gconn *c, const char *why) {
+  if (!c->why) c->why = why;
+}
+
+int ptcon_gconn_recv(ptcon_gconn *c, const uint8_t *in, size_t n, uint64_t now) {
+  c->g->now = now;
+  if (c->why) return -EPROTO;
+  if (n) c->last_recv = now;
+  ssize_t r = nghttp2_session_mem_recv(c->sess, in, n);
+  if (r < 0) ptcon_gconn_kill(c, "HTTP/2 protocol error");
+  return c->why ? -EPROTO : 0;
+}
+
+ssize_t ptcon_gconn_send(ptcon_gconn *c, const uint8_t **out, uint64_t now) {
+  c->g->now = now;
+  if (c->why) return -EPROTO;
+  ssize_t n = nghttp2_session_mem_send(c->sess, out);
+  if (n < 0) {
+    ptcon_gconn_kill(c, "HTTP/2 protocol error");
+    return -EPROTO;
+  }
+  return n;
+}
+
+const char *ptcon_gconn_closing(const ptcon_gconn *c) {
+  if (c->why) return c->why;
+  if (!nghttp2_session_want_read(c->sess) && !nghttp2_session_want_write(c->sess))
+    return ptcon_gconn_ended;
+  return NULL;
+}
+
+/* ---- the service object ------------------------------------------------- */
+
+int ptcon_grpc_new(ptcon_grpc **out, ptcon_agg *agg, const ptcon_grpc_limits *limits,
+                   uint64_t now) {
+  pthread_once(&g_cbs_once, cbs_init);
+  if (!g_cbs) return -ENOMEM;
+  ptcon_grpc *g = calloc(1, sizeof *g);
+  if (!g) return -ENOMEM;
+  if (limits) g->lim = *limits;
+  ptcon_grpc_limits *l = &g->lim;
+  if (!l->publish_interval_ns) l->publish_interval_ns = 1000000000u;
+  if (!l->max_message_bytes) l->max_message_bytes = 4u * 1024 * 1024 - 64u * 1024;
+  if (!l->max_queued_bytes) l->max_queued_bytes = 32u * 1024 * 1024;
+  if (!l->max_total_queued_bytes) l->max_total_queued_bytes = 64u * 1024 * 1024;
+  if (!l->stall_timeout_ns) l->stall_timeout_ns = 30000000000u;
+  if (!l->idle_timeout_ns) l->idle_timeout_ns = 30000000000u;
+  if (!l->preface_timeout_ns) l->preface_timeout_ns = 10000000000u;
+  g->agg = agg;
+  g->now = now;
+  g->next_house = now + HOUSEKEEP_NS;
+  *out = g;
+  return 0;
+}
+
+void ptcon_grpc_del(ptcon_grpc *g) {
+  if (!g) return;
+  while (g->conns) ptcon_gconn_del(g->conns);
+  free(g);
+}
+
+static uint64_t conn_deadline(const ptcon_grpc *g, const ptcon_gconn *c) {
+  uint64_t d = UINT64_MAX;
+  if (c->why) return 0;
+  if (!c->got_frame) d = c->accepted_at + g->lim.preface_timeout_ns;
+  if (c->nresponding == 0 && c->idle_since + g->lim.idle_timeout_ns < d)
+    d = c->idle_since + g->lim.idle_timeout_ns;
+  if (c->queued && c->last_progress + g->lim.stall_timeout_ns < d)
+    d = c->last_progress + g->lim.stall_timeout_ns;
+  return d;
+}
+
+static int trim_wanted(const ptcon_grpc *g) {
+  return g->peak_since_trim >= TRIM_MIN_PEAK && g->queued < g->peak_since_trim / 4;
+}
+
+uint64_t ptcon_grpc_next_due(const ptcon_grpc *g) {
+  uint64_t d = g->nwatching ? g->next_tick : g->next_house;
+  if (g->next_drain && g->next_drain < d) d = g->next_drain;
+  if (trim_wanted(g) && g->last_trim + TRIM_INTERVAL_NS < d) d = g->last_trim + TRIM_INTERVAL_NS;
+  for (const ptcon_gconn *c = g->conns; c; c = c->next) {
+    uint64_t cd = conn_deadline(g, c);
+    if (cd < d) d = cd;
+  }
+  return d;
+}
+
+void ptcon_grpc_timer(ptcon_grpc *g, uint64_t now) {
+  g->now = now;
+  if (g->next_drain && now >= g->next_drain) ptcon_grpc_drain(g, now);
+  if (g->nwatching) {
+    if (now >= g->next_tick) {
+      tick(g);
+      g->next_tick += g->lim.publish_interval_ns;
+      if (g->next_tick <= now) g->next_tick = now + g->lim.publish_interval_ns;
+    }
+    g->next_house = now + HOUSEKEEP_NS;
+  } else if (now >= g->next_house) {
+    after_drain(g, ptcon_agg_collect(g->agg, now));   /* retention and reaping, nobody watching */
+    g->next_house = now + HOUSEKEEP_NS;
+  }
+  for (ptcon_gconn *c = g->conns; c; c = c->next) {
+    if (c->why) continue;
+    if (!c->got_frame && now >= c->accepted_at + g->lim.preface_timeout_ns)
+      ptcon_gconn_kill(c, "no HTTP/2 preface");
+    else if (c->queued && now >= c->last_progress + g->lim.stall_timeout_ns)
+      ptcon_gconn_kill(c, "client is not reading (stalled)");
+    else if (c->nresponding == 0 && now >= c->idle_since + g->lim.idle_timeout_ns)
+      ptcon_gconn_kill(c, "idle (no open call)");
+  }
+  /* After a burst (many slow readers gone) the allocator keeps the freed
+   * pages; hand them back, at most once a second. */
+  if (trim_wanted(g) && now >= g->last_trim + TRIM_INTERVAL_NS) {
+    malloc_trim(0);
+    g->stats.trims++;
+    g->last_trim = now;
+    g->peak_since_trim = g->queued;
+  }
+}
+
+/* After every drain: while events flow, drain again soon (1 ms when a ring
+ * held half a mark's worth, else 10 ms); once a drain finds nothing, sleep
+ * until the fill mark or a timer. The mark alone is not enough on a loaded
+ * machine: the producer's eventfd write may wake us on its own CPU, late,
+ * so a busy ring is also drained on time, as before; an idle one costs no
+ * wake-up. */
+static void after_drain(ptcon_grpc *g, uint32_t most) {
+  if (most >= PTCON_RING_MARK / 2) g->next_drain = g->now + FAST_DRAIN_NS;
+  else if (most > 0) g->next_drain = g->now + BUSY_DRAIN_NS;
+  else g->next_drain = 0;
+}
+
+void ptcon_grpc_drain(ptcon_grpc *g, uint64_t now) {
+  g->now = now;
+  after_drain(g, ptcon_agg_drain(g->agg, now));
+}
+
+ptcon_gconn *ptcon_grpc_evict_candidate(const ptcon_grpc *g) {
+  const ptcon_gconn *best = NULL;
+  for (const ptcon_gconn *c = g->conns; c; c = c->next) {
+    if (!best) {
+      best = c;
+      continue;
+    }
+    int ci = c->nresponding == 0, bi = best->nresponding == 0;
+    if (ci != bi) {
+      if (ci) best = c;
+      continue;
+    }
+    uint64_t ck = ci ? c->idle_since : c->last_recv;
+    uint64_t bk = bi ? best->idle_since : best->last_recv;
+    if (ck < bk) best = c;
+  }
+  return (ptcon_gconn *)best;
+}
+
+uint32_t ptcon_grpc_nconns(const ptcon_grpc *g) { return g->nconns; }
+uint32_t ptcon_grpc_nwatching(const ptcon_grpc *g) { return g->nwatching; }
+size_t ptcon_grpc_queued(const ptcon_grpc *g) { return g->queued; }
+
+void ptcon_grpc_get_stats(const ptcon_grpc *g, ptcon_grpc_stats *out) { *out = g->stats; }
