@@ -126,9 +126,9 @@ typedef struct ptprof_stats {
   uint64_t truncated;      /* recorded expirations whose stack is truncated */
   uint64_t dumps;          /* snapshot files written */
   uint64_t dump_errors;    /* dumps that failed (encode or write) */
-  uint64_t timers_created; /* per-thread timers created */
+  uint64_t timers_created; /* per-thread timers or perf events created */
   uint64_t timers_deleted; /* ... and deleted (exited threads, stop) */
-  uint64_t timer_errors;   /* timer_create/settime failures */
+  uint64_t timer_errors;   /* timer_create/settime/perf_event_open failures */
   uint64_t threads_flushed;/* exiting threads with expirations accounted as
                               lost at exit (see docs/sampler.md) */
   int64_t  last_window_ns; /* duration of the last window dumped */

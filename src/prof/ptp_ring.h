@@ -4,7 +4,7 @@
  *
  * SIGNAL-SAFETY: ptp_ring_claim/ptp_ring_publish are async-signal-safe
  * (atomics on pre-allocated memory, no locks, no allocation). They are also
- * used from ordinary thread context (the exit flush of a thread); nesting is
+ * used from ordinary thread context (the exit accounting of a thread); nesting is
  * harmless because a claimed slot belongs to its claimer alone.
  *
  * Algorithm: a bounded multi-producer queue with one sequence number per

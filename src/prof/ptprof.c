@@ -83,7 +83,7 @@ struct ptprof {
   ptp_symbolizer *sym;
   ptp_store *store;
   int err_latched;             /* an error was logged; cleared by a good dump */
-  uint64_t flushed_at_cut;     /* thread-exit flush counter at the last cut */
+  uint64_t flushed_at_cut;     /* threads with exit losses, at the last cut */
 
   pthread_mutex_t agg_mu;
   ptp_agg *agg, *agg_spare;
