@@ -418,7 +418,7 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   }
   ptp_threads_stats ts;
   ptp_threads_get_stats(&ts);
-  char c0[320];
+  char c0[512];
   int engine = atomic_load(&p->engine);
   char why[96] = "";
   if (p->engine_why)
