@@ -366,7 +366,6 @@ static void on_thread_exit(void *arg) {
   int64_t el = -1;
   if (r->has_perf) {
     uint64_t owed = perf_owed(r, cpu_ns(me));
-    if (getenv("PTP_DEBUG") && owed > 5) fprintf(stderr, "exit tid %u owed %llu delivered %llu acc %llu first %lld armed %lld now %lld\n", me, (unsigned long long)owed, (unsigned long long)atomic_load(&r->delivered), (unsigned long long)r->accounted, (long long)r->first_ns, (long long)r->armed_cpu_ns, (long long)cpu_ns(me));
     uintptr_t cause = ptp_perf_excludes_kernel() ? PTP_DROP_KERNEL : PTP_DROP_THREAD_EXIT;
     if (owed && ptp_push_sample(me, (uint32_t)owed, PTP_SLOT_FLUSH, &cause, 1) == 0) {
       atomic_fetch_add(&st_flushed, 1);
