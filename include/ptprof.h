@@ -6,14 +6,21 @@
  * unmodified program (LD_PRELOAD=libptprof.so, see "Preload mode" below).
  *
  * How it samples (details and reasons: docs/sampler.md):
- *  - one POSIX timer per thread on that thread's CPU-time clock
- *    (timer_create + SIGEV_THREAD_ID, signal SIGPROF), so every thread is
- *    sampled in proportion to the CPU it uses; expirations the kernel merged
- *    (si_overrun) count as extra weight;
- *  - threads started later get their own timer before their start routine
+ *  - one sampling source per thread that sends SIGPROF to that thread at
+ *    every period of its CPU time, so every thread is sampled in proportion
+ *    to the CPU it uses. Two engines, chosen at ptprof_start
+ *    (ptprof_options.engine): a perf_event "task-clock" event per thread
+ *    (fires at the exact CPU time; needs perf_event_paranoid <= 2), or a
+ *    POSIX timer on the thread's CPU-time clock (works everywhere; checked
+ *    only at the kernel's tick: expirations it merged (si_overrun) count as
+ *    extra weight). Each snapshot's comments name the engine;
+ *  - threads started later get their own source before their start routine
  *    runs (the library interposes pthread_create), with a random first
- *    expiry; a /proc/self/task sweep once a second covers threads made some
- *    other way;
+ *    expiry; a /proc/self/task sweep (at start, then at most once a second
+ *    while samples come in) covers threads made some other way;
+ *  - CPU whose stack is not known (expirations lost at a thread's exit, a
+ *    full ring, ...) is shown under one "[lost: <cause>]" pseudo-frame per
+ *    cause, never under a guessed stack;
  *  - the SIGPROF handler only walks the stack (frame pointers, plus unwind
  *    tables for libc/ld.so/libgcc/vdso prepared outside the handler) into a
  *    pre-allocated ring; a consumer thread aggregates; dumps encode one
@@ -58,6 +65,7 @@
  *                    it); see docs/profiling.md. Read by every user of
  *                    the library (the daemon and TUI too), not only here:
  *                    the symbolizer consults it at its first dump
+ *   PTPROF_ENGINE    auto (default), perf or timer: see ptprof_options.engine
  * and writes a final snapshot at exit (atexit). The first process uses
  * PTPROF_PREFIX as is; programs exec'd below it (they inherit LD_PRELOAD and
  * the environment) use "<PTPROF_PREFIX>pid<PID>-", so processes never rotate
@@ -122,7 +130,15 @@ typedef struct ptprof_options {
                               at most keep_total snapshots in the directory,
                               oldest first removed (preload mode uses it) */
   int keep_total;          /* >= 1 when family_prefix is set */
+  int engine;              /* PTPROF_ENGINE_*; 0 = AUTO */
 } ptprof_options;
+
+/* Sampling engines (ptprof_options.engine, ptprof_stats.engine). */
+#define PTPROF_ENGINE_AUTO  0  /* perf when a probe event opens, else timer */
+#define PTPROF_ENGINE_PERF  1  /* perf_event task-clock per thread; ptprof_start
+                                  fails (-EACCES, -EPERM, -ENOSYS, ...) when
+                                  perf events cannot be used */
+#define PTPROF_ENGINE_TIMER 2  /* POSIX CPU-time timer per thread */
 
 /* Cumulative counters since ptprof_new (all windows). */
 typedef struct ptprof_stats {
@@ -132,13 +148,16 @@ typedef struct ptprof_stats {
   uint64_t truncated;      /* recorded expirations whose stack is truncated */
   uint64_t dumps;          /* snapshot files written */
   uint64_t dump_errors;    /* dumps that failed (encode or write) */
-  uint64_t timers_created; /* per-thread timers created */
+  uint64_t timers_created; /* per-thread timers or perf events created */
   uint64_t timers_deleted; /* ... and deleted (exited threads, stop) */
-  uint64_t timer_errors;   /* timer_create/settime failures */
-  uint64_t threads_flushed;/* exiting threads whose pending expiration was
-                              accounted at exit (see docs/sampler.md) */
+  uint64_t timer_errors;   /* timer_create/settime/perf_event_open failures */
+  uint64_t threads_flushed;/* exiting threads with expirations accounted as
+                              lost at exit (see docs/sampler.md) */
   int64_t  last_window_ns; /* duration of the last window dumped */
   int64_t  last_blind_ns;  /* blind period before the current window */
+  uint64_t lost_thread_exit; /* expirations due by exiting threads' CPU time
+                              but never delivered (under "[lost: thread exit]") */
+  int      engine;         /* PTPROF_ENGINE_PERF/TIMER of the last start; 0 */
 } ptprof_stats;
 
 /* Fills *opt with the defaults (hz 99, prefix "profile-", keep 8, no
@@ -154,10 +173,12 @@ PTPROF_API int ptprof_new(ptprof **out, const ptprof_options *opt);
 
 /* Starts sampling every thread of the process, current and future: builds
  * the unwind tables of the system libraries (a few ms), installs the SIGPROF
- * handler, starts the consumer thread (which itself is not sampled), arms
- * one timer per thread. The first window starts now.
+ * handler, starts the consumer thread (which itself is not sampled), picks
+ * the engine (AUTO: perf if a probe event opens) and arms one event or
+ * timer per thread. The first window starts now.
  * Returns 0, -EALREADY, -EBUSY (another ptprof runs in this process or a
- * foreign SIGPROF handler is installed), -ENOMEM, or a system error.
+ * foreign SIGPROF handler is installed), -ENOMEM, the perf probe's error
+ * with PTPROF_ENGINE_PERF (-EACCES, -EPERM, ...), or a system error.
  * Thread-safe against the other calls on the same ptprof. */
 PTPROF_API int ptprof_start(ptprof *p);
 

@@ -9,9 +9,18 @@ gperftools' legacy binary profile, `perf script` text), and computes:
 
   overhead      (process CPU with the profiler - without) / without, process
                 CPU = user + sys from wait4 (perf: perf's own CPU included)
-  completeness  sampled CPU / real CPU of the worker threads
-  split error   |sampled share of work_a - real share| in percentage points,
-                shares of work_a among work_a + work_b, inclusive
+  completeness  sampled CPU / real CPU of the worker threads (all sampled
+                CPU, including what ours shows under "[lost: ...]")
+  real stacks   share of the sampled CPU under a real stack (not under one
+                of ours' "[lost: ...]" pseudo-frames)
+  split error   |sampled share - real share| in percentage points, shares
+                among the workload's functions (work_a, work_b and, in
+                "short 3 functions", work_c), inclusive; the largest over
+                the functions
+
+Ours runs with each engine (PTPROF_ENGINE=perf and =timer; "ours-perf" is
+left out where perf_event_open is refused). WORKLOADS (comma-separated
+names) and HZ (comma-separated rates) in the environment restrict a run.
   malloc        of the CPU sampled with a libc leaf in the malloc workload,
                 the share whose stack reaches malloc_caller (the caller)
 
@@ -222,10 +231,12 @@ def metrics(samples, truth, workload):
     def incl(name):
         return sum(w for w, fr in samples if any(base(f[0]) == name for f in fr))
 
-    res = {"sampled": sum(w for w, _ in samples) / 1e9, "real": truth["total"]}
+    res = {"sampled": sum(w for w, _ in samples) / 1e9, "real": truth["total"],
+           "lost": sum(w for w, fr in samples
+                       if fr and (fr[0][0] or "").startswith("[lost:")) / 1e9}
     if workload != "malloc":
         res.update(a=incl("work_a") / 1e9, b=incl("work_b") / 1e9, real_a=truth["work_a"],
-                   real_b=truth["work_b"])
+                   real_b=truth["work_b"], c=incl("work_c") / 1e9, real_c=truth.get("work_c", 0))
     else:
         libc = [(w, fr) for w, fr in samples if fr and "libc.so" in (fr[0][1] or "")]
         res["libc"] = sum(w for w, _ in libc) / 1e9
@@ -239,10 +250,13 @@ def summarize(ms):
     one short run would otherwise dominate the split error at 99 Hz)."""
     tot = lambda k: sum(m.get(k, 0) or 0 for m in ms)
     s = {"completeness": tot("sampled") / tot("real") if tot("real") else None,
+         "real_stack_share": (1 - tot("lost") / tot("sampled")) if tot("sampled") else None,
          "split_err_pp": None, "malloc_under_caller": None}
-    if tot("a") + tot("b") > 0:
-        real = tot("real_a") / (tot("real_a") + tot("real_b"))
-        s["split_err_pp"] = abs(tot("a") / (tot("a") + tot("b")) - real) * 100
+    fns = ["a", "b"] + (["c"] if tot("real_c") > 0 else [])
+    if sum(tot(f) for f in fns) > 0:
+        samp = sum(tot(f) for f in fns)
+        real = sum(tot("real_" + f) for f in fns)
+        s["split_err_pp"] = max(abs(tot(f) / samp - tot("real_" + f) / real) * 100 for f in fns)
     if tot("libc") > 0:
         s["malloc_under_caller"] = tot("libc_under") / tot("libc")
     return s
@@ -272,6 +286,18 @@ def perf_works(work):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def engine_works(lib, out):
+    """Whether ours can use the perf engine here (PTPROF_ENGINE=perf refuses
+    to start otherwise, and says so on stderr)."""
+    d = tempfile.mkdtemp(dir=out)
+    try:
+        env = dict(os.environ, LD_PRELOAD=lib, PTPROF_DIR=d, PTPROF_ENGINE="perf")
+        r = subprocess.run(["/bin/true"], env=env, capture_output=True, text=True)
+        return "ptprof:" not in r.stderr and any(f.endswith(".pb.gz") for f in os.listdir(d))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -284,11 +310,17 @@ def main():
     gperf = "/usr/lib/x86_64-linux-gnu/libprofiler.so.0"
     have_gperf = os.path.exists(gperf)
     have_perf = perf_works(args.work)
+    have_perf_engine = engine_works(args.lib, args.out)
     workloads = [("1 thread", ["threads", "1"]), ("4 threads", ["threads", "4"]),
                  ("16 threads", ["threads", "16"]), ("short threads", ["short"]),
-                 ("malloc half", ["malloc"])]
-    tools = ["ours"] + (["gperftools"] if have_gperf else []) + (["perf"] if have_perf else [])
-    configs = [("none", 0)] + [(t, hz) for hz in (99, 999) for t in tools]
+                 ("short 3 functions", ["short3"]), ("malloc half", ["malloc"])]
+    if os.environ.get("WORKLOADS"):
+        keep = os.environ["WORKLOADS"].split(",")
+        workloads = [w for w in workloads if w[0] in keep]
+    hzs = [int(h) for h in os.environ.get("HZ", "99,999").split(",")]
+    tools = ((["ours-perf"] if have_perf_engine else []) + ["ours-timer"] +
+             (["gperftools"] if have_gperf else []) + (["perf"] if have_perf else []))
+    configs = [("none", 0)] + [(t, hz) for hz in hzs for t in tools]
     results = {}
     for wname, wargs in workloads:
         cmd_work = [args.work] + wargs + [str(args.scale)]
@@ -297,9 +329,9 @@ def main():
                 d = tempfile.mkdtemp(dir=args.out)
                 env = dict(os.environ)
                 cmd = list(cmd_work)
-                if tool == "ours":
+                if tool.startswith("ours"):
                     env.update(LD_PRELOAD=args.lib, PTPROF_DIR=d + "/snap", PTPROF_HZ=str(hz),
-                               PTPROF_PREFIX="bench-")
+                               PTPROF_PREFIX="bench-", PTPROF_ENGINE=tool.split("-")[1])
                 elif tool == "gperftools":
                     env.update(LD_PRELOAD=gperf, CPUPROFILE=d + "/g.prof", CPUPROFILE_FREQUENCY=str(hz))
                 elif tool == "perf":
@@ -307,7 +339,7 @@ def main():
                 out, cpu = run_one(cmd, env, d)
                 truth = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
                 m = {"cpu": cpu}
-                if tool == "ours":
+                if tool.startswith("ours"):
                     files = sorted(os.listdir(d + "/snap"))
                     samples = []
                     for f in files:
@@ -347,7 +379,8 @@ def main():
             d = tempfile.mkdtemp(dir=args.out)
             env = dict(os.environ)
             if tool == "ours":
-                env.update(LD_PRELOAD=args.lib, PTPROF_DIR=d + "/snap", PTPROF_HZ="99")
+                env.update(LD_PRELOAD=args.lib, PTPROF_DIR=d + "/snap", PTPROF_HZ="99",
+                           PTPROF_ENGINE="perf" if have_perf_engine else "timer")
             fixed.setdefault(tool, []).append(run_one(["/bin/true"], env, d)[1])
             shutil.rmtree(d, ignore_errors=True)
     fixed_ms = (statistics.median(fixed["ours"]) - statistics.median(fixed["none"])) * 1e3
@@ -363,17 +396,19 @@ def main():
             return "-"
         return ("%.*f %%" % (digits, v * 100)) if pct else ("%.*f" % (digits, v))
 
-    print("| workload | profiler | CPU overhead | completeness | split error (pp) | malloc under caller |")
-    print("|---|---|---|---|---|---|")
+    print("| workload | profiler | CPU overhead | completeness | real stacks | split error (pp) "
+          "| malloc under caller |")
+    print("|---|---|---|---|---|---|---|")
     for wname, per in summary.items():
         b = per["baseline"]
-        print("| %s | none | %.2f s CPU (spread %.1f %%) | | | |" % (wname, b["cpu_s"], b["spread_pct"]))
+        print("| %s | none | %.2f s CPU (spread %.1f %%) | | | | |" % (wname, b["cpu_s"], b["spread_pct"]))
         for key, s in per.items():
             if key == "baseline":
                 continue
             tool, hz = key.split("@")
-            print("| %s | %s %s Hz | %+.1f %% | %s | %s | %s |" % (
+            print("| %s | %s %s Hz | %+.1f %% | %s | %s | %s | %s |" % (
                 wname, tool, hz, s["overhead_pct"], fmt(s["completeness"], True),
+                fmt(s["real_stack_share"], True) if tool.startswith("ours") else "-",
                 fmt(s["split_err_pp"], False, 2), fmt(s["malloc_under_caller"], True)))
     print()
     print("micro:", json.dumps(micro))

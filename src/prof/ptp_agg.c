@@ -27,9 +27,6 @@ struct ptp_agg {
   uint32_t *index;      /* entry number + 1, 0 = empty */
   size_t capindex;      /* power of two */
   uint64_t total;
-  /* tid -> most recent entry (number + 1), open addressing, load <= 1/2 */
-  uint32_t *last_tid, *last_ent;
-  size_t caplast, nlast;
 };
 
 static uint64_t mix(uint64_t x) {
@@ -59,8 +56,6 @@ int ptp_agg_new(ptp_agg **out) {
 
 void ptp_agg_del(ptp_agg *a) {
   if (!a) return;
-  free(a->last_tid);
-  free(a->last_ent);
   free(a->ents);
   free(a->arena);
   free(a->index);
@@ -72,64 +67,6 @@ void ptp_agg_reset(ptp_agg *a) {
   a->narena = 0;
   a->total = 0;
   memset(a->index, 0, a->capindex * sizeof *a->index);
-  if (a->caplast) memset(a->last_tid, 0, a->caplast * sizeof *a->last_tid);
-  a->nlast = 0;
-}
-
-/* Remembers entry number e (0-based) as tid's most recent. Best effort: on
- * allocation failure tid may stay unremembered (only the exit flush's
- * attribution suffers). tid 0 is never a thread. */
-static void note_last(ptp_agg *a, uint32_t tid, size_t e) {
-  if (tid == 0) return;
-  if ((a->nlast + 1) * 2 > a->caplast) {
-    size_t ncap = a->caplast ? a->caplast * 2 : 64;
-    uint32_t *nt = calloc(ncap, sizeof *nt), *ne = calloc(ncap, sizeof *ne);
-    if (nt && ne) {
-      for (size_t i = 0; i < a->caplast; i++) {
-        if (!a->last_tid[i]) continue;
-        size_t k = (a->last_tid[i] * 2654435761u) & (ncap - 1);
-        while (nt[k]) k = (k + 1) & (ncap - 1);
-        nt[k] = a->last_tid[i];
-        ne[k] = a->last_ent[i];
-      }
-      free(a->last_tid);
-      free(a->last_ent);
-      a->last_tid = nt;
-      a->last_ent = ne;
-      a->caplast = ncap;
-    } else {
-      free(nt);
-      free(ne);
-    }
-  }
-  if (!a->caplast) return;
-  size_t k = (tid * 2654435761u) & (a->caplast - 1);
-  for (size_t n = 0; n < a->caplast; n++, k = (k + 1) & (a->caplast - 1)) {
-    if (a->last_tid[k] == tid) {
-      a->last_ent[k] = (uint32_t)(e + 1);
-      return;
-    }
-    if (!a->last_tid[k]) {
-      if (a->nlast + 1 >= a->caplast) return;   /* keep one empty slot: lookups end */
-      a->last_tid[k] = tid;
-      a->last_ent[k] = (uint32_t)(e + 1);
-      a->nlast++;
-      return;
-    }
-  }
-}
-
-int ptp_agg_add_to_last(ptp_agg *a, uint32_t tid, uint64_t count) {
-  if (!a->caplast || tid == 0) return -ENOENT;
-  size_t k = (tid * 2654435761u) & (a->caplast - 1);
-  for (size_t n = 0; n < a->caplast && a->last_tid[k]; n++, k = (k + 1) & (a->caplast - 1)) {
-    if (a->last_tid[k] == tid) {
-      a->ents[a->last_ent[k] - 1].count += count;
-      a->total += count;
-      return 0;
-    }
-  }
-  return -ENOENT;
 }
 
 static int grow_index(ptp_agg *a) {
@@ -158,7 +95,6 @@ int ptp_agg_add(ptp_agg *a, uint32_t tid, uint16_t flags, const uintptr_t *frame
         memcmp(a->arena + e->off, frames, n * sizeof *frames) == 0) {
       e->count += count;
       a->total += count;
-      note_last(a, tid, (size_t)(e - a->ents));
       return 0;
     }
   }
@@ -189,7 +125,6 @@ int ptp_agg_add(ptp_agg *a, uint32_t tid, uint16_t flags, const uintptr_t *frame
   a->narena += n;
   a->index[k] = (uint32_t)(++a->nents);
   a->total += count;
-  note_last(a, tid, a->nents - 1);
   return 0;
 }
 

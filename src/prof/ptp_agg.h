@@ -23,9 +23,6 @@ void ptp_agg_reset(ptp_agg *a);
  * n >= 1. Returns 0 or -ENOMEM (then nothing changed). */
 int ptp_agg_add(ptp_agg *a, uint32_t tid, uint16_t flags, const uintptr_t *frames,
                 uint16_t n, uint64_t count);
-/* Adds count to the entry tid hit most recently (by ptp_agg_add) in this
- * window. Returns 0, or -ENOENT when tid has no entry yet. */
-int ptp_agg_add_to_last(ptp_agg *a, uint32_t tid, uint64_t count);
 /* Distinct entries, and the sum of their counts. */
 size_t ptp_agg_size(const ptp_agg *a);
 uint64_t ptp_agg_total(const ptp_agg *a);

@@ -2,59 +2,66 @@
  * ptp_handler.c - the SIGPROF handler.
  *
  * ASYNC-SIGNAL-SAFE FILE: every function in this file may run inside a
- * signal handler and calls only: atomics, clock_gettime (vDSO, listed as
- * async-signal-safe by POSIX), write(2) on a non-blocking pipe, and
- * ptp_unwind (ptp_unwind.c, equally restricted). No malloc, no locks, no
- * stdio, no dl_iterate_phdr/dladdr, no /proc, no libc or libgcc unwinder.
- * errno is saved and restored.
+ * signal handler and calls only: atomics, gettid(2) and ioctl(2) on our own
+ * perf event (plain system calls), the producer (ptp_producer.c: vDSO
+ * clock_gettime, write(2) on a non-blocking pipe) and ptp_unwind
+ * (ptp_unwind.c, equally restricted). No malloc, no locks, no stdio, no
+ * dl_iterate_phdr/dladdr, no /proc, no libc or libgcc unwinder. errno is
+ * saved and restored.
  *
  * Per signal: find the running sampler (ptp_g_shared), check the signal is
- * one of its timers', claim a ring slot, walk the interrupted stack into it,
+ * one of its engine's, claim a ring slot, walk the interrupted stack into it,
  * publish it, and wake the consumer if the ring is filling up or the walk
- * asked for a new unwind table (ptp_unwind.h). Weight =
- * 1 + si_overrun (expirations the kernel merged into this signal: the
- * CPU-time timer is only checked at the scheduler tick). Every expiration
- * that is not recorded is counted in ptp_shared.drops by cause.
+ * asked for a new unwind table (ptp_unwind.h).
+ *  - Timer engine: weight = 1 + si_overrun (expirations the kernel merged
+ *    into this signal: the CPU-time timer is only checked at the tick); the
+ *    tid is the low half of si_value.
+ *  - Perf engine: weight 1 (the event's hrtimer fires at each period of
+ *    the thread's CPU time, one signal each); the signal was sent to the
+ *    thread that owns the event (F_OWNER_TID), so the tid is our own. The
+ *    first period of each event is random (see ptp_threads.c); at its first
+ *    signal the handler sets the regular period (PERF_EVENT_IOC_PERIOD).
+ * Every expiration that is not recorded is counted in ptp_shared.drops by
+ * cause.
  */
 #include <errno.h>
-#include <time.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "prof/ptp_handler.h"
 #include "prof/ptp_threads.h"
 
-_Atomic(ptp_shared *) ptp_g_shared;
 _Atomic(const ptp_cfi_set *) ptp_g_cfi;
-_Atomic int ptp_g_inside;
 
-int64_t ptp_now_mono(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int64_t ptp_now_real(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void drop(ptp_shared *sh, int cause, uint32_t weight) {
-  atomic_fetch_add_explicit(&sh->drops[cause], weight, memory_order_relaxed);
-}
-
-/* Wakes the consumer when the ring is filling up, or at once (now != 0)
- * when this sample asked for an unwind table: the consumer builds it at its
- * next pass, and the sooner that is, the fewer samples stay truncated. */
-static void maybe_wake(ptp_shared *sh, int now) {
-  if (!now && ptp_ring_fill(&sh->ring) < sh->wake_fill) return;
-  if (!atomic_load_explicit(&sh->wake_armed, memory_order_relaxed)) return;
-  if (atomic_exchange_explicit(&sh->wake_armed, 0, memory_order_acq_rel)) {
-    char c = 1;
-    ssize_t rc = write(sh->wake_fd, &c, 1);  /* EAGAIN: a wake-up is pending anyway */
-    (void)rc;
+/* Which thread this signal samples, or 0 when it is not ours. */
+static uint32_t signal_tid(const ptp_shared *sh, const siginfo_t *si, uint32_t *weight,
+                           ptp_thread_rec **rec_out) {
+  *rec_out = NULL;
+  /* Both kinds are accepted whatever the engine: under the perf engine a
+   * thread whose event could not be opened (EMFILE) falls back to a timer. */
+  if (si->si_code == SI_TIMER) {
+    uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
+    if ((uint32_t)(v >> 32) != sh->magic) return 0;   /* a stale or foreign timer */
+    *weight = 1u + (si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0u);
+    *rec_out = ptp_threads_lookup((uint32_t)v);
+    return (uint32_t)v;
   }
+  if (si->si_code != POLL_IN && si->si_code != POLL_HUP) return 0;
+  uint32_t tid = (uint32_t)gettid();
+  ptp_thread_rec *rec = ptp_threads_lookup(tid);
+  /* Only this thread's own event: a signal of a closed event (its fd
+   * already reset to -1) or anyone else's F_SETSIG is ignored. */
+  int fd = rec ? atomic_load_explicit(&rec->perf_fd, memory_order_acquire) : -1;
+  if (fd < 0 || fd != si->si_fd) return 0;
+  if (atomic_exchange_explicit(&rec->perf_first, 0, memory_order_relaxed)) {
+    uint64_t period = (uint64_t)sh->period_ns;
+    (void)ioctl(fd, PERF_EVENT_IOC_PERIOD, &period);
+  }
+  *weight = 1;
+  *rec_out = rec;
+  return tid;
 }
 
 void ptp_handler(int sig, siginfo_t *si, void *ucv) {
@@ -62,30 +69,29 @@ void ptp_handler(int sig, siginfo_t *si, void *ucv) {
   int saved_errno = errno;
   atomic_fetch_add(&ptp_g_inside, 1);
   ptp_shared *sh = atomic_load(&ptp_g_shared);
-  if (!sh || !si || si->si_code != SI_TIMER) goto out;
-  uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
-  if ((uint32_t)(v >> 32) != sh->magic) goto out;   /* a stale or foreign timer */
-  uint32_t tid = (uint32_t)v;
-  uint32_t weight = 1u + (si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0u);
+  if (!sh || !si) goto out;
+  uint32_t weight = 1;
+  ptp_thread_rec *rec;
+  uint32_t tid = signal_tid(sh, si, &weight, &rec);
+  if (!tid) goto out;
 
-  ptp_thread_rec *rec = ptp_threads_lookup(tid);
   if (rec) {
     atomic_fetch_add_explicit(&rec->delivered, weight, memory_order_relaxed);
     /* SIGPROF is blocked while its handler runs (no SA_NODEFER), so this only
      * triggers if someone re-raised it with a different mask. */
     if (atomic_exchange_explicit(&rec->busy, 1, memory_order_acquire)) {
-      drop(sh, PTP_DROP_REENTRANT, weight);
+      ptp_drop(sh, PTP_DROP_REENTRANT, weight);
       goto out;
     }
   }
   if (atomic_load_explicit(&sh->dumping, memory_order_acquire)) {
-    drop(sh, PTP_DROP_DUMPING, weight);
+    ptp_drop(sh, PTP_DROP_DUMPING, weight);
     goto out_rec;
   }
   uint64_t pos;
   ptp_slot *slot = ptp_ring_claim(&sh->ring, &pos);
   if (!slot) {
-    drop(sh, PTP_DROP_RING_FULL, weight);
+    ptp_drop(sh, PTP_DROP_RING_FULL, weight);
     goto out_rec;
   }
   const ucontext_t *uc = ucv;
@@ -106,40 +112,12 @@ void ptp_handler(int sig, siginfo_t *si, void *ucv) {
   slot->flags = flags;
   /* A slot with no frame is published empty (it was claimed) and skipped by
    * the consumer; the expirations count as "no stack". */
-  if (n == 0) drop(sh, PTP_DROP_NO_STACK, weight);
+  if (n == 0) ptp_drop(sh, PTP_DROP_NO_STACK, weight);
   ptp_ring_publish(slot, pos);
-  maybe_wake(sh, asked);
+  ptp_wake_maybe(sh, asked);
 out_rec:
   if (rec) atomic_store_explicit(&rec->busy, 0, memory_order_release);
 out:
   atomic_fetch_sub(&ptp_g_inside, 1);
   errno = saved_errno;
-}
-
-int ptp_push_sample(uint32_t tid, uint32_t weight, uint16_t flags,
-                    const uintptr_t *frames, uint16_t n) {
-  int rc = 0;
-  atomic_fetch_add(&ptp_g_inside, 1);
-  ptp_shared *sh = atomic_load(&ptp_g_shared);
-  if (!sh) { rc = -EAGAIN; goto out; }
-  if (n == 0) { drop(sh, PTP_DROP_NO_STACK, weight); goto out; }
-  if (atomic_load_explicit(&sh->dumping, memory_order_acquire)) {
-    drop(sh, PTP_DROP_DUMPING, weight);
-    goto out;
-  }
-  uint64_t pos;
-  ptp_slot *slot = ptp_ring_claim(&sh->ring, &pos);
-  if (!slot) { drop(sh, PTP_DROP_RING_FULL, weight); goto out; }
-  if (n > PTP_MAX_FRAMES) { n = PTP_MAX_FRAMES; flags |= PTP_SAMPLE_TRUNCATED | PTP_SAMPLE_DEPTH_CAP; }
-  for (uint16_t i = 0; i < n; i++) slot->frames[i] = frames[i];
-  slot->tid = tid;
-  slot->weight = weight;
-  slot->ts = ptp_now_mono();
-  slot->nframes = n;
-  slot->flags = flags;
-  ptp_ring_publish(slot, pos);
-  maybe_wake(sh, 0);
-out:
-  atomic_fetch_sub(&ptp_g_inside, 1);
-  return rc;
 }

@@ -45,8 +45,10 @@ static const char *const drop_names[PTP_DROP__COUNT] = {
   [PTP_DROP_DUMPING] = "dumping",
   [PTP_DROP_NO_STACK] = "no_stack",
   [PTP_DROP_REENTRANT] = "reentrant",
+  [PTP_DROP_THREAD_EXIT] = "thread_exit",
+  [PTP_DROP_KERNEL] = "kernel_mode",
 };
-_Static_assert(PTP_DROP__COUNT == 4, "name every drop cause in drop_names");
+_Static_assert(PTP_DROP__COUNT == 6, "name every drop cause in drop_names");
 
 const char *ptp_pprof_drop_name(int cause) {
   return cause >= 0 && cause < PTP_DROP__COUNT && drop_names[cause] ? drop_names[cause] : "?";
@@ -230,9 +232,22 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
   ids = malloc((total ? total : 1) * sizeof *ids);
   if (!ids) { r = -ENOMEM; goto out; }
   int64_t trunc_loc = -1;
+  int64_t lost_loc[PTP_DROP__COUNT];   /* one pseudo-frame location per cause */
+  for (int c = 0; c < PTP_DROP__COUNT; c++) lost_loc[c] = -1;
   size_t k = 0;
   for (size_t i = 0; i < w->nsamples; i++) {
     const ptp_sample *sm = &w->samples[i];
+    if (sm->flags & PTP_SAMPLE_LOST) {
+      /* CPU without a known stack: one "[lost: cause]" frame, no address */
+      size_t c = sm->frames[0] < PTP_DROP__COUNT ? (size_t)sm->frames[0] : 0;
+      if (lost_loc[c] < 0) {
+        if (GROW(e.locs, e.nlocs, e.caplocs, 1024)) { r = -ENOMEM; goto out; }
+        lost_loc[c] = (int64_t)e.nlocs;
+        e.locs[e.nlocs++] = (enc_loc){0, -1, 0, 0};
+      }
+      ids[k++] = (uint64_t)lost_loc[c] + 1;
+      continue;
+    }
     for (uint16_t f = 0; f < sm->nframes; f++) {
       uint64_t a = sm->frames[f];
       if (f > 0 && a > 0) a -= 1;   /* caller: the call instruction, not the next one */
@@ -265,6 +280,16 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
     if ((int64_t)i == trunc_loc) {
       ptp_sym_frame tf = {"[truncated]", "[truncated]", "", 0, 0, 0};
       int64_t fi = intern_func(&e, &tf);
+      if (fi < 0 || add_line(&e, l, (uint32_t)fi, 0, 0)) { r = -ENOMEM; goto out; }
+      continue;
+    }
+    int lost = -1;
+    for (int c = 0; c < PTP_DROP__COUNT; c++)
+      if (lost_loc[c] == (int64_t)i) lost = c;
+    if (lost >= 0) {
+      const char *nm = ptp_lost_frame_name(lost);
+      ptp_sym_frame lf = {nm, nm, "", 0, 0, 0};
+      int64_t fi = intern_func(&e, &lf);
       if (fi < 0 || add_line(&e, l, (uint32_t)fi, 0, 0)) { r = -ENOMEM; goto out; }
       continue;
     }
@@ -307,7 +332,8 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
   k = 0;
   for (size_t i = 0; i < w->nsamples; i++) {
     const ptp_sample *sm = &w->samples[i];
-    size_t n = (size_t)sm->nframes + ((sm->flags & PTP_SAMPLE_TRUNCATED) ? 1 : 0);
+    size_t n = (sm->flags & PTP_SAMPLE_LOST) ? 1
+               : (size_t)sm->nframes + ((sm->flags & PTP_SAMPLE_TRUNCATED) ? 1 : 0);
     pb_mark m = pb_begin(b, P_SAMPLE);
     pb_packed_uint64(b, S_LOCATION_ID, ids + k, n);
     k += n;

@@ -10,7 +10,9 @@
  * (main executable first, ids 1..n), locations deduplicated by address (leaf
  * = interrupted PC as is, callers = return address - 1), functions
  * deduplicated by (name, system_name, file, start_line), a "[truncated]"
- * root frame for PTP_SAMPLE_TRUNCATED samples, and comments with the drop
+ * root frame for PTP_SAMPLE_TRUNCATED samples, one "[lost: <cause>]"
+ * pseudo-frame (no address) per cause for PTP_SAMPLE_LOST samples (CPU
+ * whose stack is unknown, ptp_lost_frame_name), and comments with the drop
  * counts by cause, the blind window, the sampler rate and the window bounds.
  *
  * Threads: reentrant for distinct symbolizers; the symbolizer is used

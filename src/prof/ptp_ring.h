@@ -4,7 +4,7 @@
  *
  * SIGNAL-SAFETY: ptp_ring_claim/ptp_ring_publish are async-signal-safe
  * (atomics on pre-allocated memory, no locks, no allocation). They are also
- * used from ordinary thread context (the exit flush of a thread); nesting is
+ * used from ordinary thread context (the exit accounting of a thread); nesting is
  * harmless because a claimed slot belongs to its claimer alone.
  *
  * Algorithm: a bounded multi-producer queue with one sequence number per
@@ -29,9 +29,10 @@
 #define PTP_MAX_FRAMES 64
 
 /* Slot-only flag (never reaches a ptp_window): the slot is a thread's exit
- * flush (expirations due but not delivered before it exited); frames[0] is
- * its start routine. The consumer adds the weight to that thread's most
- * recent stack of the window, or keeps the start routine if it has none. */
+ * accounting (expirations due by its CPU time but not delivered before it
+ * exited); frames[0] is unused. The consumer records the weight under the
+ * thread's "[lost: thread exit]" pseudo-frame (PTP_SAMPLE_LOST) and counts
+ * it as a PTP_DROP_THREAD_EXIT drop: nobody knows which stack had them. */
 #define PTP_SLOT_FLUSH 0x8000u
 
 typedef struct ptp_slot {

@@ -12,8 +12,13 @@
  * Fork: pthread_atfork handlers take cfi_mu, sweep_mu and reg_mu before
  * fork and release them after. In the child (which has no POSIX timers,
  * they are not inherited) every record is forgotten except the forking
- * thread's, re-keyed to its new tid; nothing is active, and ptp_g_shared is
+ * thread's, re-keyed to its new tid; the child's copies of the parent's perf
+ * event fds are closed (the events stay the parent's: they watch the
+ * parent's threads and signal them); nothing is active, and ptp_g_shared is
  * cleared so the parent's ring is never written.
+ *
+ * Calls: ptp_producer (clocks, ring push), ptp_perf (event syscalls),
+ * ptp_cfi (fork handlers); none of them calls back.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,11 +34,16 @@
 #include <unistd.h>
 
 #include "prof/ptp_cfi.h"
-#include "prof/ptp_handler.h"
+#include "prof/ptp_perf.h"
+#include "prof/ptp_producer.h"
 #include "prof/ptp_threads.h"
 
-ptp_thread_rec *ptp_g_recs;
-_Atomic uint32_t *ptp_g_tidmap;
+_Atomic(ptp_thread_rec *) ptp_g_recs;
+_Atomic(_Atomic uint32_t *) ptp_g_tidmap;
+
+/* After init (pthread_once) both are constant: relaxed loads suffice here. */
+#define RECS (atomic_load_explicit(&ptp_g_recs, memory_order_relaxed))
+#define TIDMAP (atomic_load_explicit(&ptp_g_tidmap, memory_order_relaxed))
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc;
@@ -47,6 +57,7 @@ static uint32_t nfree;
 static int active;
 static uint32_t cur_magic;
 static int64_t cur_period;
+static int cur_engine;
 static uint64_t rng_state;
 static uint32_t fork_parent_tid;   /* tid of the thread calling fork */
 static uintptr_t main_lo, main_hi;  /* main thread's stack, read once at init */
@@ -56,7 +67,7 @@ static struct { uint32_t tid; char name[16]; } grave[GRAVE_N];
 static unsigned grave_next;
 
 static _Atomic uint64_t st_created, st_deleted, st_errors, st_flushed, st_registered;
-static _Atomic uint64_t st_live;
+static _Atomic uint64_t st_live, st_perf_fallbacks, st_lost_exit;
 static _Atomic int st_last_errno;
 
 static uint32_t self_tid(void) { return (uint32_t)gettid(); }
@@ -80,7 +91,7 @@ static uint64_t rng_next(void) {
 static ptp_thread_rec *rec_insert(uint32_t tid, uintptr_t lo, uintptr_t hi) {
   if (tid == 0 || tid >= PTP_TID_LIMIT || nfree == 0) return NULL;
   uint32_t idx = free_stack[--nfree];
-  ptp_thread_rec *r = &ptp_g_recs[idx];
+  ptp_thread_rec *r = &RECS[idx];
   r->stack_lo = lo;
   r->stack_hi = hi;
   atomic_store_explicit(&r->delivered, 0, memory_order_relaxed);
@@ -88,9 +99,15 @@ static ptp_thread_rec *rec_insert(uint32_t tid, uintptr_t lo, uintptr_t hi) {
   r->self_registered = 0;
   r->excluded = 0;
   r->has_timer = 0;
+  r->has_perf = 0;
+  r->closing_fd = -1;
+  r->accounted = 0;
+  r->start_ticks = 0;
+  atomic_store_explicit(&r->perf_fd, -1, memory_order_relaxed);
+  atomic_store_explicit(&r->perf_first, 0, memory_order_relaxed);
   r->entry = NULL;
   atomic_store_explicit(&r->tid, tid, memory_order_release);
-  atomic_store_explicit(&ptp_g_tidmap[tid], idx + 1, memory_order_release);
+  atomic_store_explicit(&TIDMAP[tid], idx + 1, memory_order_release);
   atomic_fetch_add(&st_live, 1);
   return r;
 }
@@ -98,9 +115,9 @@ static ptp_thread_rec *rec_insert(uint32_t tid, uintptr_t lo, uintptr_t hi) {
 static void rec_remove(ptp_thread_rec *r) {
   uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
   if (tid == 0) return;
-  uint32_t idx = (uint32_t)(r - ptp_g_recs);
-  if (atomic_load_explicit(&ptp_g_tidmap[tid], memory_order_relaxed) == idx + 1)
-    atomic_store_explicit(&ptp_g_tidmap[tid], 0, memory_order_release);
+  uint32_t idx = (uint32_t)(r - RECS);
+  if (atomic_load_explicit(&TIDMAP[tid], memory_order_relaxed) == idx + 1)
+    atomic_store_explicit(&TIDMAP[tid], 0, memory_order_release);
   atomic_store_explicit(&r->tid, 0, memory_order_release);
   free_stack[nfree++] = idx;
   atomic_fetch_sub(&st_live, 1);
@@ -108,22 +125,119 @@ static void rec_remove(ptp_thread_rec *r) {
 
 static ptp_thread_rec *rec_find(uint32_t tid) {
   if (tid == 0 || tid >= PTP_TID_LIMIT) return NULL;
-  uint32_t i = atomic_load_explicit(&ptp_g_tidmap[tid], memory_order_relaxed);
+  uint32_t i = atomic_load_explicit(&TIDMAP[tid], memory_order_relaxed);
   if (!i) return NULL;
-  ptp_thread_rec *r = &ptp_g_recs[i - 1];
+  ptp_thread_rec *r = &RECS[i - 1];
   return atomic_load_explicit(&r->tid, memory_order_relaxed) == tid ? r : NULL;
 }
 
+/* Closes r's perf event. Only for a thread that cannot be inside the
+ * handler with this fd right now: the calling thread itself, a thread that
+ * is gone, or after unpublishing and a grace wait (deactivate). */
+static void perf_close(ptp_thread_rec *r) {
+  int fd = atomic_exchange_explicit(&r->perf_fd, -1, memory_order_acq_rel);
+  if (fd >= 0) close(fd);
+  r->has_perf = 0;
+  atomic_fetch_add(&st_deleted, 1);
+}
+
 static void disarm(ptp_thread_rec *r) {
+  if (r->has_perf) perf_close(r);
   if (!r->has_timer) return;
   timer_delete(r->timer);
   r->has_timer = 0;
   atomic_fetch_add(&st_deleted, 1);
 }
 
+static void note_error(int e) {
+  atomic_fetch_add(&st_errors, 1);
+  atomic_store(&st_last_errno, e);
+}
+
+/* A thread's start time in clock ticks since boot (field 22 of
+ * /proc/self/task/<tid>/stat), 0 if unreadable: tells a reused tid apart. */
+static uint64_t tid_start_ticks(uint32_t tid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/self/task/%u/stat", tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');            /* comm may contain spaces */
+  if (!p) return 0;
+  int field = 2;
+  for (p++; *p && field < 22; p++)
+    if (*p == ' ') field++;
+  return field == 22 ? strtoull(p, NULL, 10) : 0;
+}
+
+/* Periods owed by r's perf event: completed by the thread's CPU time since
+ * the event was opened but neither delivered nor reported before. The CPU
+ * clock is used rather than the event's own count: on this kernel (6.18) a
+ * task-clock count read back after PERF_EVENT_IOC_PERIOD was seen seconds
+ * off for a 10 ms thread, while the thread CPU clock is exact. */
+static uint64_t perf_owed(ptp_thread_rec *r, int64_t cpu_now) {
+  if (cpu_now < 0 || r->armed_cpu_ns < 0 || cur_period <= 0) return 0;
+  int64_t el = cpu_now - r->armed_cpu_ns;
+  if (el < r->first_ns) return 0;
+  uint64_t expected = 1 + (uint64_t)((el - r->first_ns) / cur_period);
+  uint64_t seen = atomic_load(&r->delivered) + r->accounted;
+  return expected > seen ? expected - seen : 0;
+}
+
+#define PERF_MIN_FIRST_NS 200000
+
+/* Perf engine: opens r's event with a random first period. Returns 0,
+ * -EMFILE/-ENFILE (caller falls back to a timer) or another -errno (already
+ * counted unless the thread just exited). */
+static int arm_perf(ptp_thread_rec *r, uint32_t tid) {
+  int64_t first = 1 + (int64_t)(rng_next() % (uint64_t)cur_period);
+  /* Not below PERF_MIN_FIRST_NS: a first period of a few us makes the
+   * event's hrtimer interrupt the thread about as often as the interrupt
+   * costs (a VM), so it keeps firing in kernel mode, where exclude_kernel
+   * suppresses the signal that would set the regular period: seen as one
+   * thread burning seconds of kernel time (~1 run in 12 of 200 short
+   * threads). The price: a thread's first sample is never due before
+   * 200 us of its CPU (2 % of a 99 Hz period). */
+  int64_t min_first = cur_period < PERF_MIN_FIRST_NS ? cur_period : PERF_MIN_FIRST_NS;
+  if (first < min_first) first = min_first;
+  int64_t cpu0 = cpu_ns(tid);
+  int fd;
+  int rc = ptp_perf_open(tid, first, &fd);
+  if (rc == -EMFILE || rc == -ENFILE) return rc;
+  if (rc) {
+    if (rc != -ESRCH) note_error(-rc);
+    return rc;
+  }
+  r->armed_cpu_ns = cpu0;
+  r->first_ns = first;
+  atomic_store_explicit(&r->delivered, 0, memory_order_relaxed);
+  r->accounted = 0;
+  if (!r->self_registered && tid != (uint32_t)getpid()) r->start_ticks = tid_start_ticks(tid);
+  atomic_store_explicit(&r->perf_first, 1, memory_order_relaxed);
+  atomic_store_explicit(&r->perf_fd, fd, memory_order_release);
+  r->has_perf = 1;
+  atomic_fetch_add(&st_created, 1);
+  /* Enabled only now that the handler knows the fd (see ptp_perf.h). */
+  if ((rc = ptp_perf_enable(fd)) != 0) {
+    /* never enabled, so no signal of it can be in a handler: close now */
+    if (rc != -ESRCH) note_error(-rc);
+    perf_close(r);
+    return rc;
+  }
+  return 0;
+}
+
 static void arm(ptp_thread_rec *r) {
-  if (!active || r->excluded || r->has_timer) return;
+  if (!active || r->excluded || r->has_timer || r->has_perf) return;
   uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+  if (cur_engine == PTP_ENGINE_PERF) {
+    int rc = arm_perf(r, tid);
+    if (rc != -EMFILE && rc != -ENFILE) return;
+    atomic_fetch_add(&st_perf_fallbacks, 1);     /* out of fds: a timer instead */
+  }
   struct sigevent sev;
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
@@ -134,10 +248,7 @@ static void arm(ptp_thread_rec *r) {
   if (timer_create(ptp_tid_cpuclock(tid), &sev, &t) != 0) {
     /* EINVAL: the thread exited since it was listed (sweep race), not a
      * failure to sample a live thread. */
-    if (errno != EINVAL && errno != ESRCH) {
-      atomic_fetch_add(&st_errors, 1);
-      atomic_store(&st_last_errno, errno);
-    }
+    if (errno != EINVAL && errno != ESRCH) note_error(errno);
     return;
   }
   /* Random first expiry in (0, period]: a thread that lives shorter than a
@@ -153,10 +264,7 @@ static void arm(ptp_thread_rec *r) {
   if (timer_settime(t, 0, &its, NULL) != 0) {
     int e = errno;
     timer_delete(t);
-    if (e != ESRCH && e != EINVAL) {                 /* ESRCH: the thread just exited */
-      atomic_fetch_add(&st_errors, 1);
-      atomic_store(&st_last_errno, e);
-    }
+    if (e != ESRCH && e != EINVAL) note_error(e);  /* ESRCH: the thread just exited */
     return;
   }
   r->timer = t;
@@ -218,19 +326,23 @@ static void atfork_child(void) {
   uint32_t me = self_tid();
   ptp_thread_rec *mine = rec_find(fork_parent_tid);
   for (uint32_t i = 0; i < PTP_MAX_THREADS; i++) {
-    ptp_thread_rec *r = &ptp_g_recs[i];
-    if (r == mine || atomic_load_explicit(&r->tid, memory_order_relaxed) == 0) continue;
+    ptp_thread_rec *r = &RECS[i];
+    if (atomic_load_explicit(&r->tid, memory_order_relaxed) == 0) continue;
+    int fd = atomic_exchange_explicit(&r->perf_fd, -1, memory_order_relaxed);
+    if (fd >= 0) close(fd);                             /* our copy only */
+    r->has_perf = 0;
+    if (r == mine) continue;
     r->has_timer = 0;                                   /* not inherited */
     rec_remove(r);
   }
   if (mine) {
     /* Same stack, new tid: re-key the record (its exit destructor, if any,
      * still points at it). */
-    atomic_store_explicit(&ptp_g_tidmap[fork_parent_tid], 0, memory_order_relaxed);
+    atomic_store_explicit(&TIDMAP[fork_parent_tid], 0, memory_order_relaxed);
     mine->has_timer = 0;
     mine->excluded = 0;
     atomic_store_explicit(&mine->tid, me, memory_order_release);
-    atomic_store_explicit(&ptp_g_tidmap[me], (uint32_t)(mine - ptp_g_recs) + 1,
+    atomic_store_explicit(&TIDMAP[me], (uint32_t)(mine - RECS) + 1,
                           memory_order_release);
   }
   pthread_mutex_unlock(&reg_mu);
@@ -253,29 +365,40 @@ static void on_thread_exit(void *arg) {
     pthread_mutex_unlock(&reg_mu);     /* re-keyed or removed meanwhile */
     return;
   }
-  if (r->has_timer) {
-    disarm(r);
-    /* Exit flush: the kernel checks CPU-time timers only at its tick, so an
-     * expiration that fell due since the last tick is lost when the thread
-     * exits first (up to ~20% of a 10 ms thread's samples at 99 Hz). We know
-     * when the timer was armed and its schedule, so the expirations due by
-     * now minus those delivered are owed; they are added to the thread's
-     * most recent stack of the window (the best estimate of where it spent
-     * them), or, if it has none, recorded as a one-frame truncated stack of
-     * its start routine (PTP_SLOT_FLUSH, see ptprof.c). Capped at what one
-     * tick (10 ms at HZ=100) can hide. */
+  /* Exit accounting: expirations that were due by the thread's CPU time but
+   * never delivered are owed. Timer engine: the kernel checks CPU-time
+   * timers only at its tick, so one that fell due since the last tick is
+   * lost when the thread exits first (about a quarter of a 10 ms thread's
+   * samples at 99 Hz). Perf engine: the event fires at the exact CPU time,
+   * so little is owed (a signal still pending at exit; periods that ended in
+   * kernel mode under exclude_kernel). Nobody knows which stack had them:
+   * they are recorded under the thread's "[lost: thread exit]" pseudo-frame
+   * (PTP_SLOT_FLUSH, see ptprof.c), never under a guessed stack. */
+  int64_t el = -1;
+  if (r->has_perf) {
+    uint64_t owed = perf_owed(r, cpu_ns(me));
+    uintptr_t cause = ptp_perf_excludes_kernel() ? PTP_DROP_KERNEL : PTP_DROP_THREAD_EXIT;
+    if (owed && ptp_push_sample(me, (uint32_t)owed, PTP_SLOT_FLUSH, &cause, 1) == 0) {
+      atomic_fetch_add(&st_flushed, 1);
+      if (cause == PTP_DROP_THREAD_EXIT) atomic_fetch_add(&st_lost_exit, owed);
+    }
+  } else if (r->has_timer) {
     int64_t now = cpu_ns(me);
-    if (now >= 0 && r->armed_cpu_ns >= 0 && cur_period > 0) {
-      int64_t el = now - r->armed_cpu_ns;
-      uint64_t expected = el >= r->first_ns ? 1 + (uint64_t)((el - r->first_ns) / cur_period) : 0;
-      uint64_t got = atomic_load(&r->delivered);
-      uint64_t cap = 1 + (uint64_t)(10000000 / cur_period);
-      if (expected > got && r->entry) {
-        uint64_t owed = expected - got;
-        if (owed > cap) owed = cap;
-        uintptr_t frame = (uintptr_t)r->entry;
-        if (ptp_push_sample(me, (uint32_t)owed, PTP_SAMPLE_TRUNCATED | PTP_SLOT_FLUSH, &frame, 1) == 0)
-          atomic_fetch_add(&st_flushed, 1);
+    if (now >= 0 && r->armed_cpu_ns >= 0) el = now - r->armed_cpu_ns;
+  }
+  disarm(r);
+  if (el >= 0 && cur_period > 0) {
+    uint64_t expected = el >= r->first_ns ? 1 + (uint64_t)((el - r->first_ns) / cur_period) : 0;
+    uint64_t got = atomic_load(&r->delivered);
+    /* At most what one tick (10 ms at HZ=100) can hide. */
+    uint64_t cap = 1 + (uint64_t)(10000000 / cur_period);
+    if (expected > got) {
+      uint64_t owed = expected - got;
+      if (owed > cap) owed = cap;
+      uintptr_t cause = PTP_DROP_THREAD_EXIT;
+      if (ptp_push_sample(me, (uint32_t)owed, PTP_SLOT_FLUSH, &cause, 1) == 0) {
+        atomic_fetch_add(&st_flushed, 1);
+        atomic_fetch_add(&st_lost_exit, owed);
       }
     }
   }
@@ -307,7 +430,7 @@ static void do_init(void) {
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   main_stack_bounds(&main_lo, &main_hi);
   pthread_mutex_lock(&reg_mu);
-  ptp_g_recs = recs;
+  atomic_store_explicit(&ptp_g_recs, recs, memory_order_relaxed);
   for (uint32_t i = 0; i < PTP_MAX_THREADS; i++) free_stack[i] = PTP_MAX_THREADS - 1 - i;
   nfree = PTP_MAX_THREADS;
   rng_state = (uint64_t)ptp_now_mono() ^ ((uint64_t)getpid() << 32);
@@ -382,10 +505,10 @@ void ptp_threads_forget_self(void) {
 
 /* ---- activation and sweep ------------------------------------------- */
 
-int ptp_threads_activate(uint32_t magic, int64_t period_ns) {
+int ptp_threads_activate(uint32_t magic, int64_t period_ns, int engine) {
   int rc = ptp_threads_init();
   if (rc) return rc;
-  if (period_ns <= 0) return -EINVAL;
+  if (period_ns <= 0 || (engine != PTP_ENGINE_PERF && engine != PTP_ENGINE_TIMER)) return -EINVAL;
   pthread_mutex_lock(&reg_mu);
   if (active) {
     pthread_mutex_unlock(&reg_mu);
@@ -394,8 +517,9 @@ int ptp_threads_activate(uint32_t magic, int64_t period_ns) {
   active = 1;
   cur_magic = magic;
   cur_period = period_ns;
+  cur_engine = engine;
   for (uint32_t i = 0; i < PTP_MAX_THREADS; i++) {
-    ptp_thread_rec *r = &ptp_g_recs[i];
+    ptp_thread_rec *r = &RECS[i];
     if (atomic_load_explicit(&r->tid, memory_order_relaxed)) arm(r);
   }
   pthread_mutex_unlock(&reg_mu);
@@ -406,9 +530,29 @@ void ptp_threads_deactivate(void) {
   if (ptp_threads_init() != 0) return;
   pthread_mutex_lock(&reg_mu);
   active = 0;
+  /* Perf events: unpublish every fd first, wait until no handler is inside
+   * (one may be about to ioctl the fd it loaded), then close. Timers carry
+   * no fd: a late signal of a deleted timer only fails the magic check. */
   for (uint32_t i = 0; i < PTP_MAX_THREADS; i++) {
-    ptp_thread_rec *r = &ptp_g_recs[i];
-    if (atomic_load_explicit(&r->tid, memory_order_relaxed)) disarm(r);
+    ptp_thread_rec *r = &RECS[i];
+    if (!atomic_load_explicit(&r->tid, memory_order_relaxed) || !r->has_perf) continue;
+    int fd = atomic_exchange_explicit(&r->perf_fd, -1, memory_order_acq_rel);
+    r->has_perf = 0;
+    r->closing_fd = fd;
+  }
+  for (int i = 0; atomic_load(&ptp_g_inside) != 0; i++) {
+    if (i < 100) sched_yield();
+    else nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+  }
+  for (uint32_t i = 0; i < PTP_MAX_THREADS; i++) {
+    ptp_thread_rec *r = &RECS[i];
+    if (!atomic_load_explicit(&r->tid, memory_order_relaxed)) continue;
+    if (r->closing_fd >= 0) {
+      close(r->closing_fd);
+      r->closing_fd = -1;
+      atomic_fetch_add(&st_deleted, 1);
+    }
+    disarm(r);
   }
   pthread_mutex_unlock(&reg_mu);
 }
@@ -466,6 +610,8 @@ int ptp_threads_sweep(void) {
       if (timer_gettime(r->timer, &cur) == 0 && cur.it_value.tv_sec == 0 &&
           cur.it_value.tv_nsec == 0)
         disarm(r);
+    } else if (r->has_perf && r->start_ticks && tid_start_ticks(tids[i]) != r->start_ticks) {
+      disarm(r);      /* the same for an event: another thread has the tid now */
     }
     arm(r);
   }
@@ -473,7 +619,7 @@ int ptp_threads_sweep(void) {
    * remove themselves at thread exit (a thread that registered after our
    * readdir must not be removed here). */
   for (uint32_t i = 0; i < PTP_MAX_THREADS; i++) {
-    ptp_thread_rec *r = &ptp_g_recs[i];
+    ptp_thread_rec *r = &RECS[i];
     uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
     if (!tid || r->self_registered) continue;
     if (bsearch(&tid, tids, n, sizeof *tids, cmp_u32)) continue;
@@ -486,6 +632,27 @@ int ptp_threads_sweep(void) {
   return 0;
 }
 
+size_t ptp_threads_collect_unsignalled(ptp_unsignalled *out, size_t cap) {
+  if (ptp_threads_init() != 0 || cap == 0) return 0;
+  size_t n = 0;
+  pthread_mutex_lock(&reg_mu);
+  int cause = ptp_perf_excludes_kernel() ? PTP_DROP_KERNEL : PTP_DROP_THREAD_EXIT;
+  for (uint32_t i = 0; i < PTP_MAX_THREADS && n < cap && active; i++) {
+    ptp_thread_rec *r = &RECS[i];
+    uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+    if (!tid || !r->has_perf) continue;
+    uint64_t owed = perf_owed(r, cpu_ns(tid));
+    /* A signal may be on its way (period just completed, not yet handled):
+     * leave the newest period to it rather than count it twice. */
+    if (owed <= 1) continue;
+    owed -= 1;
+    r->accounted += owed;
+    out[n++] = (ptp_unsignalled){ tid, cause, owed };
+  }
+  pthread_mutex_unlock(&reg_mu);
+  return n;
+}
+
 /* ---- misc ------------------------------------------------------------ */
 
 void ptp_threads_get_stats(ptp_threads_stats *out) {
@@ -496,6 +663,8 @@ void ptp_threads_get_stats(ptp_threads_stats *out) {
   out->registered = atomic_load(&st_registered);
   out->live = atomic_load(&st_live);
   out->last_errno = atomic_load(&st_last_errno);
+  out->perf_fallbacks = atomic_load(&st_perf_fallbacks);
+  out->lost_at_exit = atomic_load(&st_lost_exit);
 }
 
 void ptp_threads_name(uint32_t tid, char name[16]) {

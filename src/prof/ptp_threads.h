@@ -21,11 +21,17 @@
  * only removed by that thread itself (its exit destructor), so a handler,
  * which always runs on the thread it looks up, never sees it change.
  *
- * Timers: while a sampler is active every registered thread (except the
- * excluded consumer thread) has a timer on its CPU-time clock sending
- * SIGPROF to that thread (SIGEV_THREAD_ID) with sigev_value =
- * (magic << 32) | tid. The first expiry is random in (0, period] so short
- * threads get their share; see docs/sampler.md.
+ * Engines: while a sampler is active every registered thread (except the
+ * excluded consumer thread) has a sampling source that sends SIGPROF to
+ * that thread at every period of its CPU time:
+ *  - PTP_ENGINE_PERF: a perf_event task-clock event (ptp_perf.h), signal
+ *    through F_SETOWN_EX/F_SETSIG; the record's perf_fd identifies it to the
+ *    handler. A thread whose event cannot be opened for lack of fds (EMFILE,
+ *    ENFILE) gets a timer instead (counted in perf_fallbacks);
+ *  - PTP_ENGINE_TIMER: a POSIX timer on its CPU-time clock
+ *    (SIGEV_THREAD_ID) with sigev_value = (magic << 32) | tid.
+ * The first expiry is random in (0, period] so short threads get their
+ * share; see docs/sampler.md.
  */
 #ifndef PTP_THREADS_H
 #define PTP_THREADS_H
@@ -33,6 +39,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
+
+/* Values match PTPROF_ENGINE_* of ptprof.h. */
+#define PTP_ENGINE_PERF  1
+#define PTP_ENGINE_TIMER 2
 
 #define PTP_TID_LIMIT   4194304u  /* Linux PID_MAX_LIMIT on 64-bit */
 #define PTP_MAX_THREADS 8192u     /* live registered threads at once */
@@ -42,26 +52,37 @@ typedef struct ptp_thread_rec {
   _Atomic int busy;           /* handler inside for this thread (reentrancy) */
   uintptr_t stack_lo, stack_hi; /* 0,0 = unknown */
   _Atomic uint64_t delivered; /* expirations handled since the timer was armed */
+  _Atomic int perf_fd;        /* the thread's perf event, -1 = none (the handler
+                                 accepts a perf signal only with this si_fd) */
+  _Atomic int perf_first;     /* 1 until the handler set the regular period */
   /* Below: registry mutex only. */
   int self_registered;        /* has the exit destructor */
   int excluded;               /* never gets a timer (the consumer thread) */
-  int has_timer;
+  int has_timer;              /* a POSIX timer ... */
   timer_t timer;
+  int has_perf;               /* ... or a perf event (perf_fd) */
+  int closing_fd;             /* deactivate: unpublished, closed after the grace */
+  uint64_t accounted;         /* perf: periods already reported unsignalled */
+  uint64_t start_ticks;       /* foreign perf record: the thread's start time
+                                 (/proc stat field 22), to detect tid reuse */
   int64_t armed_cpu_ns;       /* thread CPU time when the timer was armed */
   int64_t first_ns;           /* first expiry after arming */
-  void *entry;                /* start routine (exit flush attribution) */
+  void *entry;                /* start routine */
 } ptp_thread_rec;
 
-extern ptp_thread_rec *ptp_g_recs;        /* PTP_MAX_THREADS records */
-extern _Atomic uint32_t *ptp_g_tidmap;    /* tid -> record index + 1 */
+/* Both are published once by ptp_threads_init: ptp_g_recs is written before
+ * ptp_g_tidmap is stored (release), so whoever loads a non-NULL map with
+ * acquire also sees the records. Read both through atomic loads. */
+extern _Atomic(ptp_thread_rec *) ptp_g_recs;        /* PTP_MAX_THREADS records */
+extern _Atomic(_Atomic uint32_t *) ptp_g_tidmap;    /* tid -> record index + 1 */
 
 /* Async-signal-safe: the record of tid or NULL. */
 static inline ptp_thread_rec *ptp_threads_lookup(uint32_t tid) {
-  _Atomic uint32_t *map = ptp_g_tidmap;
+  _Atomic uint32_t *map = atomic_load_explicit(&ptp_g_tidmap, memory_order_acquire);
   if (!map || tid >= PTP_TID_LIMIT) return NULL;
   uint32_t i = atomic_load_explicit(&map[tid], memory_order_acquire);
   if (i == 0 || i > PTP_MAX_THREADS) return NULL;
-  ptp_thread_rec *r = &ptp_g_recs[i - 1];
+  ptp_thread_rec *r = &atomic_load_explicit(&ptp_g_recs, memory_order_relaxed)[i - 1];
   if (atomic_load_explicit(&r->tid, memory_order_acquire) != tid) return NULL;
   return r;
 }
@@ -80,20 +101,33 @@ void ptp_threads_exclude_self(void);
  * the exit destructor (the consumer thread) that is about to exit. */
 void ptp_threads_forget_self(void);
 
-/* Starts sampling: remembers magic/period, then arms a timer for every
+/* Starts sampling with engine (PTP_ENGINE_PERF or _TIMER, already known to
+ * work: ptprof_start probes): remembers magic/period, then arms every
  * registered and every /proc/self/task thread. Returns 0, -EBUSY (already
- * active) or -errno. */
-int ptp_threads_activate(uint32_t magic, int64_t period_ns);
-/* Stops: deletes every timer. Safe to call when not active. */
+ * active), -EINVAL or -errno. */
+int ptp_threads_activate(uint32_t magic, int64_t period_ns, int engine);
+/* Stops: deletes every timer and closes every event (after no handler is
+ * inside any more, so none uses a closed fd). Safe to call when not
+ * active. */
 void ptp_threads_deactivate(void);
 /* The /proc/self/task sweep: registers and arms threads not known yet,
  * forgets threads that are gone (deleting their timers). Returns 0 or
- * -errno. Called by the consumer thread about once a second. */
+ * -errno. Called by the consumer thread (see ptprof.c for when). */
 int ptp_threads_sweep(void);
+
+/* Perf engine: for every live thread with an event, the periods its CPU
+ * time completed that were never signalled (periods ending in kernel mode
+ * under exclude_kernel, see ptp_perf.h), since the last call. Fills up to
+ * cap (tid, count, cause) entries and returns how many; the caller records
+ * them under their cause's pseudo-frame. Any thread but the handler. */
+typedef struct ptp_unsignalled { uint32_t tid; int cause; uint64_t count; } ptp_unsignalled;
+size_t ptp_threads_collect_unsignalled(ptp_unsignalled *out, size_t cap);
 
 /* Process-wide counters (for ptprof_stats). */
 typedef struct ptp_threads_stats {
   uint64_t timers_created, timers_deleted, timer_errors, flushed, registered;
+  uint64_t perf_fallbacks;    /* threads that got a timer under the perf engine */
+  uint64_t lost_at_exit;      /* expirations accounted as lost at thread exit */
   uint64_t live;              /* records in use now */
   int last_errno;             /* errno of the last timer error */
 } ptp_threads_stats;

@@ -21,14 +21,39 @@ enum ptp_drop_cause {
   PTP_DROP_DUMPING,         /* arrived while a dump was encoded and written */
   PTP_DROP_NO_STACK,        /* thread's stack bounds unknown, PC unreadable */
   PTP_DROP_REENTRANT,       /* signal nested inside the handler */
+  PTP_DROP_THREAD_EXIT,     /* due by a thread's CPU time at its exit but never
+                               delivered (timer engine: the kernel's tick) */
+  PTP_DROP_KERNEL,          /* perf engine with exclude_kernel (paranoid >= 2):
+                               periods that ended while the thread ran in the
+                               kernel are not signalled; counted from the
+                               event's CPU time at each dump and at exit */
   PTP_DROP__COUNT
 };
+
+/* The pseudo-frame under which the expirations of each drop cause appear in
+ * a profile (a PTP_SAMPLE_LOST sample): CPU that was spent but whose stack
+ * is unknown is shown as such, never under a guessed stack. Documented in
+ * docs/sampler.md and docs/profiling.md. */
+static inline const char *ptp_lost_frame_name(int cause) {
+  switch (cause) {
+  case PTP_DROP_RING_FULL: return "[lost: ring full]";
+  case PTP_DROP_DUMPING: return "[lost: during dump]";
+  case PTP_DROP_NO_STACK: return "[lost: no stack]";
+  case PTP_DROP_REENTRANT: return "[lost: reentrant signal]";
+  case PTP_DROP_THREAD_EXIT: return "[lost: thread exit]";
+  case PTP_DROP_KERNEL: return "[lost: kernel mode]";
+  default: return "[lost]";
+  }
+}
 
 /* ptp_sample.flags */
 #define PTP_SAMPLE_TRUNCATED   0x1u  /* the walk stopped early (bad frame, system
                                         object without unwind info, depth cap);
                                         the encoder appends a "[truncated]" root */
 #define PTP_SAMPLE_DEPTH_CAP   0x2u  /* stopped at the frame cap */
+#define PTP_SAMPLE_LOST        0x4u  /* not a stack: nframes == 1 and frames[0]
+                                        is a ptp_drop_cause; the encoder writes
+                                        one pseudo-frame, ptp_lost_frame_name */
 
 /* One distinct (thread, stack) with how many timer expirations hit it. */
 typedef struct ptp_sample {

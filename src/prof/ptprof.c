@@ -7,12 +7,17 @@
  *    periodic dump; it is held for a whole dump (encode + write).
  *  - agg_mu guards the aggregation table, the ring's consumer side and the
  *    window start times. Order: api_mu, then agg_mu.
- *  - The consumer thread drains the ring into the aggregation about every
- *    100 ms (or sooner when a handler finds the ring a quarter full and
- *    writes to the wake pipe), refreshes the unwind tables at every pass
- *    (dlopen/dlclose, lazy tables the walker asked for), sweeps
- *    /proc/self/task once a second, and runs periodic dumps. It only ever
- *    TRIES api_mu (a stop holding api_mu joins it).
+ *  - The consumer thread wakes on work only: a producer finding the ring a
+ *    quarter full or the walker asking for an unwind table writes to the
+ *    wake pipe; a periodic dump that is due ends its poll timeout; and
+ *    while samples come in it also passes every 100 ms (so a table asked
+ *    for or a dlopen'ed library is followed as before). A process that uses
+ *    no CPU produces no samples, so its consumer sleeps (no wake-up at all
+ *    without periodic dumps). At every pass it drains the ring into the
+ *    aggregation and refreshes the unwind tables (dlopen/dlclose, lazy
+ *    tables); it sweeps /proc/self/task at start (activate), at most once a
+ *    second while samples come in, and before each periodic dump. It only
+ *    ever TRIES api_mu (a stop holding api_mu joins it).
  *  - The signal handler touches only ptp_shared (see ptp_handler.h).
  *
  * Dump cycle (ptprof_dump, periodic, final): set sh->dumping (the handler
@@ -42,6 +47,7 @@
 #include "prof/ptp_cfi.h"
 #include "prof/ptp_handler.h"
 #include "prof/ptp_interpose.h"
+#include "prof/ptp_perf.h"
 #include "prof/ptp_pprof.h"
 #include "prof/ptp_store.h"
 #include "prof/ptp_symbolize.h"
@@ -65,6 +71,9 @@ struct ptprof {
   ptprof_log_fn log;
   void *log_ctx;
   pid_t pid;                   /* creating process: a forked child is refused */
+  int engine_opt;              /* PTPROF_ENGINE_* asked for */
+  _Atomic int engine;          /* chosen at the last start (PTP_ENGINE_*) */
+  int engine_why;              /* AUTO fell back to the timer: the probe's -errno */
 
   pthread_mutex_t api_mu;
   int running;
@@ -76,7 +85,7 @@ struct ptprof {
   ptp_symbolizer *sym;
   ptp_store *store;
   int err_latched;             /* an error was logged; cleared by a good dump */
-  uint64_t flushed_at_cut;     /* thread-exit flush counter at the last cut */
+  uint64_t flushed_at_cut;     /* threads with exit losses, at the last cut */
 
   pthread_mutex_t agg_mu;
   ptp_agg *agg, *agg_spare;
@@ -138,6 +147,7 @@ void ptprof_options_init(ptprof_options *opt) {
   opt->hz = 99;
   opt->prefix = "profile-";
   opt->keep = 8;
+  opt->engine = PTPROF_ENGINE_AUTO;
 }
 
 static int valid_prefix(const char *s) {
@@ -154,7 +164,8 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   int keep = opt->keep ? opt->keep : 8;
   const char *prefix = opt->prefix ? opt->prefix : "profile-";
   if (hz < 1 || hz > 10000 || keep < 1 || opt->interval_ms < 0 || !valid_prefix(prefix) ||
-      (opt->dir && !*opt->dir) ||
+      (opt->dir && !*opt->dir) || opt->engine < PTPROF_ENGINE_AUTO ||
+      opt->engine > PTPROF_ENGINE_TIMER ||
       (opt->family_prefix && (!valid_prefix(opt->family_prefix) || opt->keep_total < 1 ||
                               strncmp(prefix, opt->family_prefix, strlen(opt->family_prefix)))))
     return -EINVAL;
@@ -172,6 +183,7 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   p->log = opt->log;
   p->log_ctx = opt->log_ctx;
   p->pid = getpid();
+  p->engine_opt = opt->engine;
   p->wake_rd = p->wake_wr = -1;
   rc = -ENOMEM;
   p->prefix = strdup(prefix);
@@ -243,23 +255,28 @@ static int wait_no_handler(int limit_ms) {
 
 /* ---- consumer side ----------------------------------------------------- */
 
-/* Moves every published slot into the aggregation. agg_mu held. */
-static void drain_locked(ptprof *p) {
+/* Moves every published slot into the aggregation; returns how many slots
+ * it took. agg_mu held. */
+static size_t drain_locked(ptprof *p) {
   ptp_shared *sh = p->sh;
   ptp_slot *s;
+  size_t n = 0;
   while ((s = ptp_ring_peek(&sh->ring))) {
+    n++;
     if (s->nframes > 0) {
       if (s->ts < p->win_start_mono) {
         /* Taken before this window began (a handler that outlived the
          * dump's grace wait): part of the blind period. */
         atomic_fetch_add(&sh->drops[PTP_DROP_DUMPING], s->weight);
-      } else if ((s->flags & PTP_SLOT_FLUSH) &&
-                 ptp_agg_add_to_last(p->agg, s->tid, s->weight) == 0) {
-        /* a thread's exit flush, added to its most recent stack */
-        atomic_fetch_add_explicit(&p->st_samples, s->weight, memory_order_relaxed);
-        atomic_fetch_add_explicit(&p->st_signals, 1, memory_order_relaxed);
-      } else if (ptp_agg_add(p->agg, s->tid, (uint16_t)(s->flags & ~PTP_SLOT_FLUSH), s->frames,
-                             s->nframes, s->weight) < 0) {
+      } else if (s->flags & PTP_SLOT_FLUSH) {
+        /* A thread's exit accounting: CPU it had, stack unknown. Under its
+         * own "[lost: thread exit]" pseudo-frame, and counted as a drop. */
+        uintptr_t cause = s->frames[0] < PTP_DROP__COUNT ? s->frames[0] : PTP_DROP_THREAD_EXIT;
+        if (ptp_agg_add(p->agg, s->tid, PTP_SAMPLE_LOST, &cause, 1, s->weight) < 0)
+          atomic_fetch_add(&sh->drops[PTP_DROP_RING_FULL], s->weight);
+        else
+          atomic_fetch_add(&sh->drops[cause], s->weight);
+      } else if (ptp_agg_add(p->agg, s->tid, s->flags, s->frames, s->nframes, s->weight) < 0) {
         /* Out of memory for a new stack: no room to record it. */
         atomic_fetch_add(&sh->drops[PTP_DROP_RING_FULL], s->weight);
       } else {
@@ -271,9 +288,23 @@ static void drain_locked(ptprof *p) {
     }
     ptp_ring_release(&sh->ring, s);
   }
+  return n;
 }
 
 static int do_dump(ptprof *p, char *path_out, size_t cap);
+
+static void consumer_sweep(ptprof *p, uint64_t *timer_errors_seen) {
+  ptp_threads_sweep();
+  ptp_threads_stats ts;
+  ptp_threads_get_stats(&ts);
+  if (ts.timer_errors > *timer_errors_seen) {
+    if (*timer_errors_seen == 0)
+      logf_(p, PTPROF_LOG_WARN, "ptprof: could not arm a CPU timer or event for a thread (%llu so "
+            "far, last: %s); that thread is not sampled", (unsigned long long)ts.timer_errors,
+            strerror(ts.last_errno));
+    *timer_errors_seen = ts.timer_errors;
+  }
+}
 
 static void *consumer_main(void *arg) {
   ptprof *p = arg;
@@ -284,19 +315,26 @@ static void *consumer_main(void *arg) {
   /* 1: a periodic dump is due but a manual one holds api_mu (retry in 5 ms);
    * 2: it is due but there is no directory yet (retry at the poll rate). */
   int backoff = 0;
+  /* The last pass found samples: the process is running, pass again in
+   * POLL_MS. Otherwise sleep until a producer, a due dump or stop wakes us:
+   * an idle process costs no wake-up (samples only come from CPU use, and
+   * whatever comes is held by the ring, which wakes us at its fill mark
+   * long before it is full). */
+  int busy = 1;
   while (!atomic_load(&p->consumer_stop)) {
     int64_t now = ptp_now_mono();
-    int64_t timeout = POLL_MS;
-    if (next_sweep - now < timeout * 1000000) timeout = (next_sweep - now) / 1000000;
+    int64_t timeout = busy ? POLL_MS : -1;
     if (p->interval_ns) {
       pthread_mutex_lock(&p->agg_mu);
       int64_t due = p->win_start_mono + p->interval_ns;
       pthread_mutex_unlock(&p->agg_mu);
-      if (due - now < timeout * 1000000) timeout = (due - now) / 1000000;
+      int64_t t = (due - now) / 1000000 + ((due - now) % 1000000 > 0);   /* round up */
+      if (t < 0) t = 0;
+      if (timeout < 0 || t < timeout) timeout = t;
     }
-    if (timeout < 0) timeout = 0;
-    if (backoff == 1 && timeout < 5) timeout = 5;
-    if (backoff == 2 && timeout < POLL_MS) timeout = POLL_MS;
+    if (backoff == 1 && timeout >= 0 && timeout < 5) timeout = 5;
+    if (backoff == 2 && timeout >= 0 && timeout < POLL_MS) timeout = POLL_MS;
+    if (timeout > INT32_MAX) timeout = INT32_MAX;
     atomic_store(&p->sh->wake_armed, 1);
     struct pollfd pfd = { .fd = p->wake_rd, .events = POLLIN };
     if (poll(&pfd, 1, (int)timeout) > 0) {
@@ -304,30 +342,25 @@ static void *consumer_main(void *arg) {
       while (read(p->wake_rd, buf, sizeof buf) > 0) {}
     }
     pthread_mutex_lock(&p->agg_mu);
-    drain_locked(p);
+    busy = drain_locked(p) > 0;
     int64_t due = p->interval_ns ? p->win_start_mono + p->interval_ns : INT64_MAX;
     pthread_mutex_unlock(&p->agg_mu);
-    /* At every pass (<= POLL_MS apart): follow dlopen/dlclose, and build the
-     * tables the walker asked for since the last pass, so only the samples
-     * of about one pass through a new library are truncated. Cheap when
-     * there is nothing to do (one dl_iterate_phdr step, a scan of the
-     * slots). */
+    /* At every pass: follow dlopen/dlclose, and build the tables the walker
+     * asked for since the last pass, so only the samples of about one pass
+     * through a new library are truncated. Cheap when there is nothing to
+     * do (one dl_iterate_phdr step, a scan of the slots). */
     ptp_cfi_refresh();
     now = ptp_now_mono();
-    if (now >= next_sweep) {
-      ptp_threads_sweep();
-      ptp_threads_stats ts;
-      ptp_threads_get_stats(&ts);
-      if (ts.timer_errors > timer_errors_seen) {
-        if (timer_errors_seen == 0)
-          logf_(p, PTPROF_LOG_WARN, "ptprof: could not arm a CPU timer for a thread (%llu so far, "
-                "last: %s); that thread is not sampled", (unsigned long long)ts.timer_errors,
-                strerror(ts.last_errno));
-        timer_errors_seen = ts.timer_errors;
-      }
+    int dump_due = now >= due && !atomic_load(&p->consumer_stop);
+    /* Threads made without pthread_create (raw clone, libc helpers) are only
+     * found by listing /proc/self/task: at most once a second while the
+     * process runs, and before a periodic dump (so the next window has
+     * them); never while it sleeps. */
+    if ((busy && now >= next_sweep) || (dump_due && backoff == 0)) {
+      consumer_sweep(p, &timer_errors_seen);
       next_sweep = now + SWEEP_NS;
     }
-    if (now >= due && !atomic_load(&p->consumer_stop)) {
+    if (dump_due) {
       /* Only try: ptprof_stop holds api_mu while it joins this thread. */
       backoff = 1;
       if (pthread_mutex_trylock(&p->api_mu) == 0) {
@@ -367,16 +400,48 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   w.period_ns = p->period_ns;
   w.hz = p->hz;
   w.blind_ns = blind;
+  int agg_rc = 0;
+  if (atomic_load(&p->engine) == PTP_ENGINE_PERF) {
+    /* Periods the threads' CPU time completed that were never signalled
+     * (kernel mode under exclude_kernel): CPU we know of, stack unknown. */
+    enum { UCAP = 1024 };
+    ptp_unsignalled *u = malloc(UCAP * sizeof *u);
+    size_t nu = u ? ptp_threads_collect_unsignalled(u, UCAP) : 0;
+    for (size_t k = 0; k < nu && agg_rc == 0; k++) {
+      uintptr_t cause = (uintptr_t)u[k].cause;
+      agg_rc = ptp_agg_add(full, u[k].tid, PTP_SAMPLE_LOST, &cause, 1, u[k].count);
+      if (agg_rc == 0) atomic_fetch_add(&sh->drops[u[k].cause], u[k].count);
+    }
+    free(u);
+  }
   for (int i = 0; i < PTP_DROP__COUNT; i++) {
     w.drops[i] = atomic_exchange(&sh->drops[i], 0);
     atomic_fetch_add(&p->st_drops[i], w.drops[i]);
+    /* The CPU of every drop shows in the profile under its cause's
+     * pseudo-frame (thread-exit losses already are, per thread). */
+    uintptr_t cause = (uintptr_t)i;
+    if (i != PTP_DROP_THREAD_EXIT && i != PTP_DROP_KERNEL && w.drops[i] && agg_rc == 0)
+      agg_rc = ptp_agg_add(full, 0, PTP_SAMPLE_LOST, &cause, 1, w.drops[i]);
   }
   ptp_threads_stats ts;
   ptp_threads_get_stats(&ts);
-  char c0[160];
+  char c0[512];
+  int engine = atomic_load(&p->engine);
+  char why[96] = "";
+  if (p->engine_why)
+    snprintf(why, sizeof why, " (perf_event unavailable: %s)", strerror(-p->engine_why));
+  char fb[96] = "";
+  if (engine == PTP_ENGINE_PERF && ts.perf_fallbacks)
+    snprintf(fb, sizeof fb, " (%llu threads on CPU-time timers: out of fds)",
+             (unsigned long long)ts.perf_fallbacks);
   snprintf(c0, sizeof c0,
-           "sampler: per-thread CPU-time timers, %d Hz; %llu expirations accounted at thread exit",
-           p->hz, (unsigned long long)(ts.flushed - p->flushed_at_cut));
+           "sampler engine: %s, %d Hz%s%s; %llu exiting threads had expirations due but not "
+           "delivered (under [lost: thread exit] or [lost: kernel mode])",
+           engine != PTP_ENGINE_PERF ? "POSIX CPU-time timer per thread"
+           : ptp_perf_excludes_kernel() ? "perf_event task-clock per thread (user mode only: "
+                                          "perf_event_paranoid > 1)"
+                                        : "perf_event task-clock per thread",
+           p->hz, why, fb, (unsigned long long)(ts.flushed - p->flushed_at_cut));
   p->flushed_at_cut = ts.flushed;
   /* How the unwind tables stand: a library whose table was refused by the
    * memory cap keeps its samples truncated, and this line says so. */
@@ -398,7 +463,7 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   size_t nsamples = 0, ntids = 0;
   uint8_t *buf = NULL;
   size_t len = 0;
-  int rc = ptp_agg_samples(full, &samples, &nsamples);
+  int rc = agg_rc ? agg_rc : ptp_agg_samples(full, &samples, &nsamples);
   if (rc == 0) rc = ptp_agg_tids(full, &tids, &ntids);
   if (rc == 0 && ntids && !(threads = calloc(ntids, sizeof *threads))) rc = -ENOMEM;
   if (rc == 0) {
@@ -493,12 +558,25 @@ int ptprof_start(ptprof *p) {
     goto out;
   }
   if ((rc = ptp_cfi_refresh()) < 0) goto fail_global;
+  /* The engine, chosen once per start (see ptprof.h): perf when asked for
+   * (its error is ours) or when AUTO's probe event opens, else timers. */
+  int engine = PTP_ENGINE_TIMER;
+  p->engine_why = 0;
+  if (p->engine_opt != PTPROF_ENGINE_TIMER) {
+    int prc = ptp_perf_probe();
+    if (prc == 0) engine = PTP_ENGINE_PERF;
+    else if (p->engine_opt == PTPROF_ENGINE_PERF) { rc = prc; goto fail_global; }
+    else p->engine_why = prc;
+  }
+  atomic_store(&p->engine, engine);
   if ((rc = install_handler()) < 0) goto fail_global;
   int fds[2];
   if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) { rc = -errno; goto fail_global; }
   p->wake_rd = fds[0];
   p->wake_wr = fds[1];
   if ((rc = new_shared(&p->sh, p->wake_wr)) < 0) goto fail_pipe;
+  p->sh->engine = engine;
+  p->sh->period_ns = p->period_ns;
   if (!p->sym && (rc = ptp_symbolizer_new(&p->sym)) < 0) goto fail_shared;
   ptp_agg_reset(p->agg);
   ptp_agg_reset(p->agg_spare);
@@ -515,7 +593,7 @@ int ptprof_start(ptprof *p) {
   p->blind_ns = 0;
   pthread_mutex_unlock(&p->agg_mu);
   atomic_store(&ptp_g_shared, p->sh);
-  if ((rc = ptp_threads_activate(p->sh->magic, p->period_ns)) < 0) goto fail_consumer;
+  if ((rc = ptp_threads_activate(p->sh->magic, p->period_ns, engine)) < 0) goto fail_consumer;
   p->running = 1;
   rc = 0;
   goto out;
@@ -662,6 +740,8 @@ void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
   out->timers_deleted = ts.timers_deleted;
   out->timer_errors = ts.timer_errors;
   out->threads_flushed = ts.flushed;
+  out->lost_thread_exit = ts.lost_at_exit;
+  out->engine = atomic_load(&q->engine);
   out->last_window_ns = atomic_load(&q->st_last_window);
   out->last_blind_ns = atomic_load(&q->st_last_blind);
 }

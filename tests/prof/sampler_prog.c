@@ -12,6 +12,11 @@
  *                                 (short threads without pause), fork+exec of
  *                                 /bin/true, dlopen/dlclose of a few
  *                                 libraries, all at once; exits 0 when done
+ *   sampler_prog short3 COUNT     COUNT threads named "sh3" of ~10 ms CPU each
+ *                                 (about one 99 Hz period), four alive at a
+ *                                 time, each running sh3_a, sh3_b, sh3_c once
+ *                                 in that order from its start routine
+ *                                 sh3_main; prints their total CPU ms
  *
  * Exit status 0 on success, 2 on bad usage, 1 on a failed system call.
  */
@@ -198,6 +203,35 @@ static void *stress_dl(void *arg) {
   return NULL;
 }
 
+/* Fixed iteration counts (no clock read inside: all of it is user time). */
+__attribute__((noinline)) static void sh3_a(void) { uint64_t x = 3; SPIN(x, 8000000); g_sink += x; }
+__attribute__((noinline)) static void sh3_b(void) { uint64_t x = 5; SPIN(x, 10000000); g_sink += x; }
+__attribute__((noinline)) static void sh3_c(void) { uint64_t x = 7; SPIN(x, 12000000); g_sink += x; }
+
+static _Atomic uint64_t g_sh3_ns;
+
+__attribute__((noinline)) static void *sh3_main(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "sh3");
+  double t0 = thread_cpu();
+  sh3_a();
+  sh3_b();
+  sh3_c();
+  atomic_fetch_add(&g_sh3_ns, (uint64_t)((thread_cpu() - t0) * 1e9));
+  return NULL;
+}
+
+static int run_short3(int count) {
+  for (int i = 0; i < count; i += 4) {
+    pthread_t t[4];
+    for (int k = 0; k < 4; k++)
+      if (pthread_create(&t[k], NULL, sh3_main, NULL) != 0) return 1;
+    for (int k = 0; k < 4; k++) pthread_join(t[k], NULL);
+  }
+  printf("sh3 cpu_ms %.1f\n", atomic_load(&g_sh3_ns) / 1e6);
+  return 0;
+}
+
 static int run_stress(double seconds) {
   pthread_t t[6];
   int n = 0;
@@ -221,7 +255,7 @@ static int run_stress(double seconds) {
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: %s split|fork|stress SECONDS\n", argv[0]);
+    fprintf(stderr, "usage: %s split|fork|stress SECONDS | short3 COUNT\n", argv[0]);
     return 2;
   }
   double s = atof(argv[2]);
@@ -230,6 +264,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "split")) return run_split(s);
   if (!strcmp(argv[1], "fork")) return run_fork(s);
   if (!strcmp(argv[1], "stress")) return run_stress(s);
+  if (!strcmp(argv[1], "short3")) return run_short3((int)s);
   fprintf(stderr, "unknown mode %s\n", argv[1]);
   return 2;
 }

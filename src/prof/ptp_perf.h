@@ -1,0 +1,46 @@
+/*
+ * ptp_perf.h - the perf_event engine's system calls: one software
+ * "task-clock" event per thread that sends SIGPROF to that thread at every
+ * sample period of its CPU time (see docs/sampler.md, "Engines").
+ *
+ * Why task-clock: it is driven by an hrtimer that runs while the thread
+ * runs and fires at the exact CPU time a period ends (no scheduler-tick
+ * granularity, unlike POSIX CPU-time timers), and a process may open it on
+ * its own threads up to perf_event_paranoid 2 (with exclude_kernel when the
+ * setting is above 1: then periods that end in kernel mode are not
+ * sampled). Debian's default 3 forbids perf_event_open to unprivileged
+ * users: the sampler then uses the timer engine.
+ *
+ * Threads: any thread except the signal handler (the handler only calls
+ * ioctl(PERF_EVENT_IOC_PERIOD) itself, see ptp_handler.c). Errors are
+ * negative errno values.
+ */
+#ifndef PTP_PERF_H
+#define PTP_PERF_H
+
+#include <stdint.h>
+
+/* Whether perf events can be used here: opens and closes one event on the
+ * calling thread. Returns 0 or -errno (-EACCES/-EPERM: perf_event_paranoid
+ * or a seccomp/container policy; -ENOSYS; -ENOENT: no such event). */
+int ptp_perf_probe(void);
+
+/* Opens a task-clock event on thread tid (of this process), still
+ * disabled, whose first sample comes after first_ns of its CPU time and
+ * which will send SIGPROF to that thread at each overflow (F_SETOWN_EX
+ * F_OWNER_TID, F_SETSIG, O_ASYNC). The fd is close-on-exec. Returns 0 and
+ * *fd_out, or -errno (-ESRCH: the thread exited; -EMFILE: no fd left). */
+int ptp_perf_open(uint32_t tid, int64_t first_ns, int *fd_out);
+
+/* Enables an event from ptp_perf_open. Publish the fd to the handler first:
+ * a signal it does not recognise does not set the regular period, and with
+ * a short first period the thread would be flooded. Returns 0 or -errno. */
+int ptp_perf_enable(int fd);
+
+/* Whether events are opened with exclude_kernel (perf_event_paranoid > 1):
+ * then a period that ends in kernel mode sends no signal. */
+int ptp_perf_excludes_kernel(void);
+
+
+
+#endif

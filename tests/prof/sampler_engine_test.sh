@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# sampler_engine_test.sh - the preloaded sampler on short threads (~10 ms of
+# CPU each, about one 99 Hz period, four at a time, three functions in a
+# fixed order: sampler_prog short3), once per engine:
+#  - PTPROF_ENGINE=timer (forced fallback) and =perf (when
+#    perf_event_paranoid allows it, <= 2; otherwise perf must be refused
+#    with a clear message and the process must still run);
+#  - the snapshot's comments name the engine that ran (`go tool pprof
+#    -comments`);
+#  - no CPU sits under a stack the thread never had: every sample of the
+#    "sh3" threads (`go tool pprof -traces`, tag focus on the thread name)
+#    is under one of its real functions (sh3_a, sh3_b, sh3_c, or a stack
+#    through its start routine that reaches start_thread) or under a
+#    documented "[lost: ...]" pseudo-frame; never the old one-frame guess
+#    (start routine + [truncated]);
+#  - PTPROF_ENGINE=auto picks perf where it works.
+source "$(dirname "${BASH_SOURCE[0]}")/prof_lib.sh"
+prof_require sampler_prog
+prof_workdir sampler-engine
+
+paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
+
+# check_traces FILE: every sh3 trace is real or a pseudo-frame.
+check_traces() {
+  go tool pprof -symbolize=none -tagfocus=thread_name=sh3 -traces "$1" >"$WORK/traces.txt" 2>&1 \
+    || { cat "$WORK/traces.txt" >&2; fail "go tool pprof -traces failed on $1"; }
+  awk '
+    /^-+\+-+$/ { if (n) check(); n = 0; body = ""; next }
+    { n++; sub(/^ +/, ""); body = body "|" $0 }
+    END { if (n) check(); printf "traces %d bad %d lost %d\n", t, bad, lost }
+    function check() {
+      t++
+      if (body ~ /\[lost: /) { lost++; return }
+      if (body ~ /(\||ms +)sh3_[abc]\|/ || body ~ /\|start_thread\|/) return
+      bad++; print "not a real stack:" body > "/dev/stderr"
+    }' "$WORK/traces.txt" >"$WORK/verdict.txt" 2>"$WORK/bad.txt"
+  read -r _ traces _ bad _ lost <"$WORK/verdict.txt"
+  note "$2: $traces distinct sh3 stacks, $lost under [lost: ...], $bad bad"
+  [ "$traces" -gt 0 ] || { head -40 "$WORK/traces.txt" >&2; fail "$2: no sh3 samples"; }
+  [ "$bad" -eq 0 ] || { head -20 "$WORK/bad.txt" >&2; fail "$2: CPU under a stack the thread never had"; }
+}
+
+run_engine() {   # ENGINE EXPECTED-COMMENT
+  local e=$1 want=$2 d="$WORK/$1"
+  mkdir -p "$d"
+  PTPROF_DIR="$d" PTPROF_PREFIX=eng- PTPROF_HZ=99 PTPROF_ENGINE="$e" LD_PRELOAD="$LIB" \
+    "$PROG" short3 120 >"$d/out.txt" 2>"$d/err.txt" || { cat "$d/err.txt" >&2; fail "$e: run failed"; }
+  shopt -s nullglob
+  local f=("$d"/eng-*.pb.gz)
+  shopt -u nullglob
+  [ ${#f[@]} -eq 1 ] || { cat "$d/err.txt" >&2; fail "$e: expected one snapshot, got ${#f[@]}"; }
+  go tool pprof -comments "${f[0]}" >"$d/comments.txt" 2>&1 || fail "$e: go tool pprof -comments failed"
+  grep -q "^sampler engine: $want" "$d/comments.txt" \
+    || { cat "$d/comments.txt" >&2; fail "$e: the snapshot does not name the engine ($want)"; }
+  grep -q 'dropped samples: .*thread_exit=[0-9]* kernel_mode=[0-9]*' "$d/comments.txt" \
+    || { cat "$d/comments.txt" >&2; fail "$e: drop comment lacks the thread_exit/kernel_mode causes"; }
+  check_traces "${f[0]}" "$e"
+}
+
+run_engine timer "POSIX CPU-time timer per thread"
+if [ "$paranoid" -le 2 ]; then
+  run_engine perf "perf_event task-clock per thread"
+  run_engine auto "perf_event task-clock per thread"
+else
+  # perf forced where it is forbidden: refused with a message, program runs.
+  PTPROF_DIR="$WORK/p" PTPROF_ENGINE=perf LD_PRELOAD="$LIB" "$PROG" short3 4 >/dev/null 2>"$WORK/err.txt" \
+    || fail "the program must run when the profiler refuses to start"
+  grep -q '^ptprof:' "$WORK/err.txt" || fail "PTPROF_ENGINE=perf at paranoid $paranoid: no message"
+  run_engine auto "POSIX CPU-time timer per thread"
+  note "perf_event_paranoid=$paranoid: perf engine not available, checked the refusal and auto's fallback"
+fi
+# A bad value is refused before anything starts.
+PTPROF_DIR="$WORK/bad" PTPROF_ENGINE=fast LD_PRELOAD="$LIB" "$PROG" short3 4 >/dev/null 2>"$WORK/err.txt" \
+  || fail "the program must run with a bad PTPROF_ENGINE"
+grep -q 'PTPROF_ENGINE=fast' "$WORK/err.txt" || fail "bad PTPROF_ENGINE not reported"
+note "engines: ok"
+exit 0
