@@ -64,6 +64,8 @@ typedef struct ptp_cfi_info {
   size_t lazy_bytes, lazy_cap;        /* lazy table memory of the current set */
   unsigned long long lazy_built;      /* lazy tables built so far (process) */
   unsigned long long lazy_refused;    /* refused by the cap so far */
+  unsigned long long build_ns;        /* CPU time spent building the non-system
+                                       * tables so far (process) */
   unsigned builds;                    /* sets built and published so far */
 } ptp_cfi_info;
 void ptp_cfi_get_info(ptp_cfi_info *out);

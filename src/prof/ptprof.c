@@ -377,7 +377,7 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   ptp_cfi_get_info(&ci);
   char c1[200];
   snprintf(c1, sizeof c1,
-           "unwind tables: %zu shared objects walked with CFI, %zu tables built on demand "
+           "unwind tables: %zu objects walked with CFI, %zu tables built for non-system objects "
            "(%zu KiB of %zu KiB cap), %zu pending, %zu failed (%llu refused by the cap)",
            ci.nlibs, ci.lazy_ready, ci.lazy_bytes >> 10, ci.lazy_cap >> 10, ci.lazy_wanted,
            ci.lazy_failed, ci.lazy_refused);
