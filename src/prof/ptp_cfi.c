@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "prof/ptp_cfi.h"
+#include "prof/ptp_fpdetect.h"
 #include "prof/ptp_handler.h"
 
 /* ---- bounded reader ------------------------------------------------------ */
@@ -594,13 +595,17 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
    * keeps frame pointers is never assumed (a distro's python3.11 or cc1,
    * or our own binaries built by someone else, do not), and CFI is exact
    * where frame pointers are right too. Objects without .eh_frame_hdr have
-   * nothing to build from: frame pointers are the only way through them
-   * (ptp_unwind.c validates that walk). glibc's objects are never walked
-   * with frame pointers, even without .eh_frame_hdr (then truncated). */
+   * nothing to build from: they get a slot walked with frame pointers if
+   * their code keeps them (ptp_fpdetect), else a slot that stops the walk
+   * (truncated). Every object with code is in the set, so the walker knows
+   * a PC in none of them is unknown. glibc's objects are never walked with
+   * frame pointers, even without .eh_frame_hdr (then truncated). */
   int system = ptp_cfi_is_system_name(info->dlpi_name);
   objinfo o;
   obj_scan(info, &o);
-  if (!o.ntext || (!o.hdr && !system)) return 0;
+  if (!o.ntext) return 0;
+  uint8_t nocfi_state = PTP_LIB_NONE;
+  if (!o.hdr && !system) nocfi_state = ptp_fpdetect(info, NULL, NULL) ? PTP_LIB_FP : PTP_LIB_NOCFI;
   if (b->nlibs == b->caplibs) {
     size_t ncap = b->caplibs ? b->caplibs * 2 : 32;
     ptp_cfi_lib *nl = realloc(b->libs, ncap * sizeof *nl);
@@ -625,7 +630,9 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   lib->owns_tab = 1;
   atomic_init(&lib->tab, NULL);
   atomic_init(&lib->state, PTP_LIB_NONE);
-  if (system) {
+  if (nocfi_state != PTP_LIB_NONE) {
+    atomic_init(&lib->state, nocfi_state);
+  } else if (system) {
     ptp_cfi_tab *t = NULL;
     int rc = build_tab(&o, SYSTEM_MAX_ROWS, &t);
     if (rc == -ENOMEM) { b->oom = 1; return 1; }
@@ -890,10 +897,15 @@ void ptp_cfi_get_info(ptp_cfi_info *out) {
   const ptp_cfi_set *s = atomic_load(&ptp_g_cfi);
   if (s) {
     out->nobjs = s->nobjs;
-    out->nlibs = s->nlibs;
     for (size_t i = 0; i < s->nlibs; i++) {
       const ptp_cfi_tab *t = atomic_load(&s->libs[i].tab);
       uint8_t st = atomic_load(&s->libs[i].state);
+      if (st == PTP_LIB_FP || st == PTP_LIB_NOCFI) {
+        out->nfp += st == PTP_LIB_FP;
+        out->nnocfi += st == PTP_LIB_NOCFI;
+        continue;
+      }
+      out->nlibs++;
       if (!s->libs[i].system) {
         out->lazy_ready += st == PTP_LIB_READY;
         out->lazy_wanted += st == PTP_LIB_WANTED;

@@ -59,7 +59,11 @@ int ptp_cfi_is_system_name(const char *path);
 /* Statistics of the current set (for tests and benches). */
 typedef struct ptp_cfi_info {
   size_t nrows, nobjs, norule_rows;   /* rows of built tables; exec segments */
-  size_t nlibs;                       /* CFI objects (slots) */
+  size_t nlibs;                       /* objects walked with CFI */
+  size_t nfp;                         /* objects without CFI walked with frame
+                                       * pointers (ptp_fpdetect said so) */
+  size_t nnocfi;                      /* objects without CFI or frame pointers:
+                                       * samples through them truncated */
   size_t lazy_ready, lazy_wanted, lazy_failed;  /* non-system slots by state */
   size_t lazy_bytes, lazy_cap;        /* lazy table memory of the current set */
   unsigned long long lazy_built;      /* lazy tables built so far (process) */

@@ -8,6 +8,7 @@
 #include "pt_test.h"
 #include "ptprof.h"
 #include "prof/ptp_cfi.h"
+#include "prof/ptp_handler.h"
 #include "prof/ptp_unwind.h"
 #include "prof/ptprof_internal.h"
 
@@ -232,4 +233,140 @@ PT_TEST_T(prof_sampler_nofp_cap, 60000) {
   PT_ASSERT_INT_EQ(g.good, 0);                    /* cut at the library */
   PT_ASSERT_INT_EQ(g.trunc_hot, g.hot);           /* kept and marked */
   ptprof_del(p);
+}
+
+PT_TEST(prof_unwind_epilogue_after_pop_rbp) {
+  /* Interrupted in an epilogue after `pop %rbp` (GCC's CFI still says "rbp
+   * saved at CFA - 48" there, but that slot is below sp): the walk goes on
+   * with the current rbp, which is the caller's again, instead of stopping.
+   * A hand-made set: one CFI object [0x1000, 0x2000) with one row; the
+   * caller (0x5000) and its caller (0x6000) are in an object walked with
+   * frame pointers. */
+  static uintptr_t stack[64];
+  for (size_t i = 0; i < 64; i++) stack[i] = 0;
+  uintptr_t sp = (uintptr_t)&stack[8];
+  ptp_cfi_tab *tab = calloc(1, sizeof *tab + sizeof(ptp_cfi_row));
+  PT_ASSERT(tab);
+  tab->nrows = 1;
+  tab->rows[0] = (ptp_cfi_row){ .start = 0x1000, .len = 0x1000, .cfa_off = 24, .rbp_off = -48,
+                                .ra_off = -8, .kind = PTP_CFI_RSP };
+  ptp_cfi_obj objs[2] = { { 0x1000, 0x2000, 0 }, { 0x4000, 0x7000, 1 } };
+  ptp_cfi_lib libs[2];
+  memset(libs, 0, sizeof libs);
+  atomic_init(&libs[0].tab, tab);
+  atomic_init(&libs[0].state, PTP_LIB_READY);
+  atomic_init(&libs[1].tab, NULL);
+  atomic_init(&libs[1].state, PTP_LIB_FP);
+  ptp_cfi_set set = { .objs = objs, .nobjs = 2, .libs = libs, .nlibs = 2 };
+  stack[10] = 0x5000;                    /* CFA - 8 = sp + 16: return address */
+  stack[20] = 0;                         /* the caller's frame: end of chain */
+  stack[21] = 0x6000;
+  stack[5] = 0xdead;                     /* CFA - 48 = sp - 24: dead slot */
+  ptp_regs r = { .pc = 0x1500, .sp = sp, .fp = (uintptr_t)&stack[20] };
+  uintptr_t fr[8];
+  uint16_t fl = 0;
+  int n = ptp_unwind(&r, (uintptr_t)stack, (uintptr_t)&stack[64], &set, fr, 8, &fl);
+  PT_ASSERT_INT_EQ(n, 3);
+  PT_ASSERT(!(fl & PTP_SAMPLE_TRUNCATED));
+  PT_ASSERT(fr[1] == 0x5000 && fr[2] == 0x6000);
+  /* Before the pop (slot at CFA - 16 = sp + 8, live): rbp is restored from
+   * the slot, not taken from the register (which holds junk here). */
+  tab->rows[0].rbp_off = -16;
+  stack[9] = (uintptr_t)&stack[20];
+  r.fp = 0x1234;
+  n = ptp_unwind(&r, (uintptr_t)stack, (uintptr_t)&stack[64], &set, fr, 8, &fl);
+  PT_ASSERT_INT_EQ(n, 3);
+  PT_ASSERT(!(fl & PTP_SAMPLE_TRUNCATED));
+  PT_ASSERT(fr[1] == 0x5000 && fr[2] == 0x6000);
+  free(tab);
+}
+
+/* ---- objects without CFI: frame-pointer detection ------------------------ */
+
+typedef void (*ptt_fpd_cb)(void *arg);
+uint64_t ptt_fpd_fp_call(ptt_fpd_cb cb, void *arg, uint64_t x);
+uint64_t ptt_fpd_nofp_call(ptt_fpd_cb cb, void *arg, uint64_t x);
+
+typedef struct fpd_walk {
+  uintptr_t frames[64];
+  int n;
+  uint16_t flags;
+} fpd_walk;
+
+/* Called back from a library: walks its own stack with the published set,
+ * as the handler would from an interrupted PC here. */
+HOT SECTION("ptn_hot") static void fpd_walk_here(void *arg) {
+  fpd_walk *w = arg;
+  uintptr_t lo = 0, hi = 0;
+  pthread_attr_t a;
+  if (pthread_getattr_np(pthread_self(), &a) == 0) {
+    void *addr;
+    size_t sz;
+    pthread_attr_getstack(&a, &addr, &sz);
+    lo = (uintptr_t)addr;
+    hi = lo + sz;
+    pthread_attr_destroy(&a);
+  }
+  ptp_regs r;
+  __asm__ volatile("lea 0(%%rip), %0" : "=r"(r.pc));
+  r.sp = (uintptr_t)__builtin_frame_address(0);
+  r.fp = (uintptr_t)__builtin_frame_address(0);
+  w->n = ptp_unwind(&r, lo, hi, atomic_load(&ptp_g_cfi), w->frames, 64, &w->flags);
+}
+
+static int fpd_range_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  void **v = arg;
+  const char *want = v[0];
+  lib_range *r = v[1];
+  if (!info->dlpi_name || !strstr(info->dlpi_name, want)) return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      r->lo = info->dlpi_addr + ph->p_vaddr;
+      r->hi = r->lo + ph->p_memsz;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The caller of the library call, with frame pointers and CFI. */
+HOT SECTION("ptn_thread") static void fpd_through(int fp, fpd_walk *w) {
+  g_sink += fp ? ptt_fpd_fp_call(fpd_walk_here, w, g_sink) : ptt_fpd_nofp_call(fpd_walk_here, w, g_sink);
+  __asm__ volatile("" ::: "memory");
+}
+
+PT_TEST(prof_unwind_nocfi_fp_detect) {
+  PT_ASSERT_INT_EQ(ptp_cfi_refresh(), 0);
+  /* Neither library has CFI; the detector read their prologues. */
+  PT_ASSERT_INT_EQ(ptp_cfi_state_of((uintptr_t)ptt_fpd_fp_call), PTP_LIB_FP);
+  PT_ASSERT_INT_EQ(ptp_cfi_state_of((uintptr_t)ptt_fpd_nofp_call), PTP_LIB_NOCFI);
+  ptp_cfi_info info;
+  ptp_cfi_get_info(&info);
+  PT_ASSERT(info.nfp >= 1 && info.nnocfi >= 1);
+  lib_range fpr = { 0, 0 }, nofpr = { 0, 0 };
+  void *a1[2] = { "libptt_fpd_fp", &fpr }, *a2[2] = { "libptt_fpd_nofp", &nofpr };
+  dl_iterate_phdr(fpd_range_cb, a1);
+  dl_iterate_phdr(fpd_range_cb, a2);
+  PT_ASSERT(fpr.lo && nofpr.lo);
+  /* Through the library with frame pointers: the walk goes on into our
+   * caller and up to the outermost frame. */
+  fpd_walk w;
+  memset(&w, 0, sizeof w);
+  fpd_through(1, &w);
+  int in_lib = 0, caller = 0;
+  for (int k = 1; k < w.n; k++) {
+    uintptr_t x = w.frames[k] - 1;
+    if (in_(x, fpr.lo, fpr.hi)) in_lib = k;
+    if (in_lib && in_(x, (uintptr_t)__start_ptn_thread, (uintptr_t)__stop_ptn_thread)) caller = 1;
+  }
+  PT_ASSERT_MSG(in_lib == 1 && caller, "fp library: %d frames, lib at %d, caller %d", w.n, in_lib, caller);
+  PT_ASSERT(!(w.flags & PTP_SAMPLE_TRUNCATED) || PTN_ASAN);
+  /* Through the library without: the walk stops at its frame, marked. */
+  memset(&w, 0, sizeof w);
+  fpd_through(0, &w);
+  PT_ASSERT_INT_EQ(w.n, 2);
+  PT_ASSERT(in_(w.frames[1] - 1, nofpr.lo, nofpr.hi));
+  PT_ASSERT(w.flags & PTP_SAMPLE_TRUNCATED);
 }
