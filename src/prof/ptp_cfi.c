@@ -1,6 +1,7 @@
 /*
  * ptp_cfi.c - builds the walker's unwind tables (system objects with the set,
- * other shared objects on demand) from their .eh_frame, with our own
+ * every other object with CFI before the set is published, the main program
+ * included) from their .eh_frame, with our own
  * CFA-rule interpreter, outside the signal handler, and publishes them (see
  * ptp_cfi.h).
  *

@@ -73,11 +73,13 @@ HOT SECTION("ptn_thread") static void *nofp_thread(void *arg) {
   return NULL;
 }
 
-typedef struct lib_range { uintptr_t lo, hi; } lib_range;
+/* The first executable segment of the loaded object whose name contains
+ * `name` (dl_iterate_phdr callback). */
+typedef struct lib_range { const char *name; uintptr_t lo, hi; } lib_range;
 static int lib_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size;
   lib_range *r = arg;
-  if (!info->dlpi_name || !strstr(info->dlpi_name, "libptt_nofp")) return 0;
+  if (!info->dlpi_name || !strstr(info->dlpi_name, r->name)) return 0;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
@@ -170,6 +172,7 @@ PT_TEST_T(prof_sampler_nofp_lib, 60000) {
   grab g;
   memset(&g, 0, sizeof g);
   pthread_mutex_init(&g.mu, NULL);
+  g.lib.name = "libptt_nofp";
   dl_iterate_phdr(lib_cb, &g.lib);
   PT_ASSERT(g.lib.lo);
   uintptr_t libfn = (uintptr_t)ptt_nofp_outer;
@@ -210,6 +213,7 @@ PT_TEST_T(prof_sampler_nofp_cap, 60000) {
   grab g;
   memset(&g, 0, sizeof g);
   pthread_mutex_init(&g.mu, NULL);
+  g.lib.name = "libptt_nofp";
   dl_iterate_phdr(lib_cb, &g.lib);
   PT_ASSERT(g.lib.lo);
   ptp_cfi_set_lazy_cap(16);          /* smaller than any table */
@@ -314,23 +318,6 @@ HOT SECTION("ptn_hot") static void fpd_walk_here(void *arg) {
   w->n = ptp_unwind(&r, lo, hi, atomic_load(&ptp_g_cfi), w->frames, 64, &w->flags);
 }
 
-static int fpd_range_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  void **v = arg;
-  const char *want = v[0];
-  lib_range *r = v[1];
-  if (!info->dlpi_name || !strstr(info->dlpi_name, want)) return 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-      r->lo = info->dlpi_addr + ph->p_vaddr;
-      r->hi = r->lo + ph->p_memsz;
-      return 1;
-    }
-  }
-  return 0;
-}
-
 /* The caller of the library call, with frame pointers and CFI. */
 HOT SECTION("ptn_thread") static void fpd_through(int fp, fpd_walk *w) {
   g_sink += fp ? ptt_fpd_fp_call(fpd_walk_here, w, g_sink) : ptt_fpd_nofp_call(fpd_walk_here, w, g_sink);
@@ -345,10 +332,9 @@ PT_TEST(prof_unwind_nocfi_fp_detect) {
   ptp_cfi_info info;
   ptp_cfi_get_info(&info);
   PT_ASSERT(info.nfp >= 1 && info.nnocfi >= 1);
-  lib_range fpr = { 0, 0 }, nofpr = { 0, 0 };
-  void *a1[2] = { "libptt_fpd_fp", &fpr }, *a2[2] = { "libptt_fpd_nofp", &nofpr };
-  dl_iterate_phdr(fpd_range_cb, a1);
-  dl_iterate_phdr(fpd_range_cb, a2);
+  lib_range fpr = { "libptt_fpd_fp", 0, 0 }, nofpr = { "libptt_fpd_nofp", 0, 0 };
+  dl_iterate_phdr(lib_cb, &fpr);
+  dl_iterate_phdr(lib_cb, &nofpr);
   PT_ASSERT(fpr.lo && nofpr.lo);
   /* Through the library with frame pointers: the walk goes on into our
    * caller and up to the outermost frame. */
