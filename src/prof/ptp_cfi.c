@@ -1,6 +1,7 @@
 /*
  * ptp_cfi.c - builds the walker's unwind tables (system objects with the set,
- * other shared objects on demand) from their .eh_frame, with our own
+ * every other object with CFI before the set is published, the main program
+ * included) from their .eh_frame, with our own
  * CFA-rule interpreter, outside the signal handler, and publishes them (see
  * ptp_cfi.h).
  *
@@ -32,8 +33,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "prof/ptp_cfi.h"
+#include "prof/ptp_fpdetect.h"
 #include "prof/ptp_handler.h"
 
 /* ---- bounded reader ------------------------------------------------------ */
@@ -474,13 +477,10 @@ typedef struct objinfo {
   uintptr_t text_lo;       /* lowest executable address (identity) */
   uintptr_t hdr;           /* PT_GNU_EH_FRAME, 0 if none */
   size_t hdrsz;
-  int is_self;             /* holds this code (libptprof, or the main program
-                            * when linked statically) */
 } objinfo;
 
 static void obj_scan(const struct dl_phdr_info *info, objinfo *o) {
   memset(o, 0, sizeof *o);
-  const uintptr_t self = (uintptr_t)&ptp_cfi_build;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
@@ -489,7 +489,6 @@ static void obj_scan(const struct dl_phdr_info *info, objinfo *o) {
     if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && hi > lo && o->ntext < 8) {
       o->text[o->ntext++] = (seg){ lo, hi };
       if (!o->text_lo || lo < o->text_lo) o->text_lo = lo;
-      if (self >= lo && self < hi) o->is_self = 1;
     }
     if (ph->p_type == PT_GNU_EH_FRAME) { o->hdr = lo; o->hdrsz = ph->p_memsz; }
   }
@@ -549,7 +548,12 @@ static int build_tab(const objinfo *o, size_t max_rows, ptp_cfi_tab **out) {
     free(rv.v);
     return big ? -E2BIG : -ENOMEM;
   }
-  qsort(rv.v, rv.n, sizeof *rv.v, cmp_row);
+  /* The .eh_frame_hdr table lists FDEs by start address, so the rows come
+   * out sorted already (checked: sorting 500k rows was most of cc1's
+   * build time); sort only when they are not. */
+  int sorted = 1;
+  for (size_t i = 1; i < rv.n && sorted; i++) sorted = rv.v[i - 1].start <= rv.v[i].start;
+  if (!sorted) qsort(rv.v, rv.n, sizeof *rv.v, cmp_row);
   /* Overlapping FDEs should not exist; if they do, clip so binary search
    * stays correct. */
   size_t w = 0;
@@ -580,7 +584,6 @@ typedef struct build_ctx {
   size_t nobjs, capobjs;
   ptp_cfi_lib *libs;
   size_t nlibs, caplibs;
-  int index;                /* position in the dl_iterate_phdr listing */
   int have_gen;
   unsigned long long adds, subs;
   int oom;
@@ -588,22 +591,27 @@ typedef struct build_ctx {
 
 static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   build_ctx *b = arg;
-  int index = b->index++;
   if (!b->have_gen && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
     b->adds = info->dlpi_adds;
     b->subs = info->dlpi_subs;
     b->have_gen = 1;
   }
-  /* The rule: tables for every object except the main program and the
-   * object holding libptprof, which are built with frame pointers, and
-   * except objects without .eh_frame_hdr (nothing to build from: frame
-   * pointers are the only way). glibc's objects are never walked with frame
-   * pointers, even without .eh_frame_hdr (then truncated). */
-  if (index == 0) return 0;
+  /* The rule: a table for every object that has an .eh_frame_hdr, the main
+   * program and the object holding libptprof included: whether an object
+   * keeps frame pointers is never assumed (a distro's python3.11 or cc1,
+   * or our own binaries built by someone else, do not), and CFI is exact
+   * where frame pointers are right too. Objects without .eh_frame_hdr have
+   * nothing to build from: they get a slot walked with frame pointers if
+   * their code keeps them (ptp_fpdetect), else a slot that stops the walk
+   * (truncated). Every object with code is in the set, so the walker knows
+   * a PC in none of them is unknown. glibc's objects are never walked with
+   * frame pointers, even without .eh_frame_hdr (then truncated). */
   int system = ptp_cfi_is_system_name(info->dlpi_name);
   objinfo o;
   obj_scan(info, &o);
-  if (!o.ntext || o.is_self || (!o.hdr && !system)) return 0;
+  if (!o.ntext) return 0;
+  uint8_t nocfi_state = PTP_LIB_NONE;
+  if (!o.hdr && !system) nocfi_state = ptp_fpdetect(info, NULL, NULL) ? PTP_LIB_FP : PTP_LIB_NOCFI;
   if (b->nlibs == b->caplibs) {
     size_t ncap = b->caplibs ? b->caplibs * 2 : 32;
     ptp_cfi_lib *nl = realloc(b->libs, ncap * sizeof *nl);
@@ -628,7 +636,9 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   lib->owns_tab = 1;
   atomic_init(&lib->tab, NULL);
   atomic_init(&lib->state, PTP_LIB_NONE);
-  if (system) {
+  if (nocfi_state != PTP_LIB_NONE) {
+    atomic_init(&lib->state, nocfi_state);
+  } else if (system) {
     ptp_cfi_tab *t = NULL;
     int rc = build_tab(&o, SYSTEM_MAX_ROWS, &t);
     if (rc == -ENOMEM) { b->oom = 1; return 1; }
@@ -709,6 +719,7 @@ static unsigned builds;
 static size_t lazy_cap = PTP_CFI_LAZY_CAP;
 static size_t lazy_bytes;                        /* lazy tables of the current set */
 static unsigned long long lazy_built, lazy_refused;
+static unsigned long long build_ns;              /* thread CPU time in build_wanted_in_locked */
 
 typedef struct count_ctx { unsigned long long adds, subs; } count_ctx;
 
@@ -736,24 +747,23 @@ static void reclaim_locked(void) {
 
 typedef struct lazy_ctx {
   ptp_cfi_set *set;
-  int index;
+  unsigned long long adds, subs;   /* loader generation the set describes */
   int stale;                /* the loader's generation moved: set is outdated */
 } lazy_ctx;
 
-/* Under cfi_mu, inside dl_iterate_phdr: builds the tables of the current
- * set's objects marked WANTED. The generation check makes sure the slot
- * still describes the object mapped there now (no dlclose + dlopen since the
- * set was built): the loader lock is held during the callback, so nothing
- * can be loaded or unloaded while we read the object. */
+/* Under cfi_mu, inside dl_iterate_phdr: builds the tables of c->set's
+ * objects marked WANTED (the current set, or a rebuilt one before it is
+ * published). The generation check makes sure the slot still describes the
+ * object mapped there now (no dlclose + dlopen since the set was built): the
+ * loader lock is held during the callback, so nothing can be loaded or
+ * unloaded while we read the object. */
 static int lazy_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   lazy_ctx *c = arg;
-  int index = c->index++;
   if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs ||
-      info->dlpi_adds != seen_adds || info->dlpi_subs != seen_subs) {
+      info->dlpi_adds != c->adds || info->dlpi_subs != c->subs) {
     c->stale = 1;
     return 1;
   }
-  if (index == 0) return 0;
   ptp_cfi_lib *lib = NULL;
   for (size_t i = 0; i < c->set->nlibs; i++)
     if (c->set->libs[i].base == info->dlpi_addr &&
@@ -783,15 +793,41 @@ static int lazy_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   return 0;
 }
 
-static void build_wanted_locked(void) {
-  ptp_cfi_set *set = (ptp_cfi_set *)atomic_load(&ptp_g_cfi);
-  if (!set) return;
+static int64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Builds the tables of set's WANTED slots; set describes loader generation
+ * (adds, subs). */
+static void build_wanted_in_locked(ptp_cfi_set *set, unsigned long long adds,
+                                   unsigned long long subs) {
   int any = 0;
   for (size_t i = 0; i < set->nlibs && !any; i++)
     any = atomic_load_explicit(&set->libs[i].state, memory_order_relaxed) == PTP_LIB_WANTED;
   if (!any) return;
-  lazy_ctx c = { .set = set };
+  int64_t t0 = thread_cpu_ns();
+  lazy_ctx c = { .set = set, .adds = adds, .subs = subs };
   dl_iterate_phdr(lazy_cb, &c);
+  build_ns += (unsigned long long)(thread_cpu_ns() - t0);
+}
+
+static void build_wanted_locked(void) {
+  ptp_cfi_set *set = (ptp_cfi_set *)atomic_load(&ptp_g_cfi);
+  if (set) build_wanted_in_locked(set, seen_adds, seen_subs);
+}
+
+/* Eager tables: every object of a rebuilt set that got no table from the
+ * current set (carry_over_locked) is marked WANTED, so its table is built
+ * before the set is published and the first samples through it (the main
+ * program's from the very first one) are complete. The memory cap still
+ * applies: what does not fit stays PTP_LIB_FAILED (truncated). */
+static void want_all_locked(ptp_cfi_set *set) {
+  for (size_t i = 0; i < set->nlibs; i++)
+    if (!set->libs[i].system &&
+        atomic_load_explicit(&set->libs[i].state, memory_order_relaxed) == PTP_LIB_NONE)
+      atomic_store_explicit(&set->libs[i].state, PTP_LIB_WANTED, memory_order_relaxed);
 }
 
 /* Before publishing a rebuilt set: its lazy objects that are still loaded
@@ -841,6 +877,8 @@ int ptp_cfi_refresh(void) {
         rc = -ENOMEM;
       } else {
         carry_over_locked(set);
+        want_all_locked(set);
+        build_wanted_in_locked(set, adds, subs);
         const ptp_cfi_set *old = atomic_exchange(&ptp_g_cfi, set);
         node->set = (ptp_cfi_set *)old;
         node->next = retired_list;
@@ -865,10 +903,15 @@ void ptp_cfi_get_info(ptp_cfi_info *out) {
   const ptp_cfi_set *s = atomic_load(&ptp_g_cfi);
   if (s) {
     out->nobjs = s->nobjs;
-    out->nlibs = s->nlibs;
     for (size_t i = 0; i < s->nlibs; i++) {
       const ptp_cfi_tab *t = atomic_load(&s->libs[i].tab);
       uint8_t st = atomic_load(&s->libs[i].state);
+      if (st == PTP_LIB_FP || st == PTP_LIB_NOCFI) {
+        out->nfp += st == PTP_LIB_FP;
+        out->nnocfi += st == PTP_LIB_NOCFI;
+        continue;
+      }
+      out->nlibs++;
       if (!s->libs[i].system) {
         out->lazy_ready += st == PTP_LIB_READY;
         out->lazy_wanted += st == PTP_LIB_WANTED;
@@ -883,6 +926,7 @@ void ptp_cfi_get_info(ptp_cfi_info *out) {
   out->lazy_cap = lazy_cap;
   out->lazy_built = lazy_built;
   out->lazy_refused = lazy_refused;
+  out->build_ns = build_ns;
   out->builds = builds;
   pthread_mutex_unlock(&cfi_mu);
 }

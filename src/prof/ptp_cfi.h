@@ -4,27 +4,32 @@
  * PT_GNU_EH_FRAME, so the vDSO works too and no file is opened), and
  * published to the handler.
  *
- * Which objects get tables ("CFI objects"): every loaded object except the
- * main program and the object that holds libptprof (both built with frame
- * pointers), and except non-glibc objects without .eh_frame_hdr (nothing to
- * build from; walked with frame pointers). The system objects (glibc's
- * libraries, ld.so, libgcc_s, the vDSO; ptp_cfi_is_system_name) get their
- * table when the set is built. Every other CFI object gets a slot only; its
- * table is built on demand: the walker marks the slot PTP_LIB_WANTED when it
- * meets one of its PCs, and the next ptp_cfi_refresh (the consumer thread
- * calls it at every pass, at least every 100 ms) builds it. The lazy tables
- * of one set together stay below a cap (PTP_CFI_LAZY_CAP): an object whose
+ * Which objects get what: every loaded object with executable segments has
+ * a slot. Objects with an .eh_frame_hdr ("CFI objects": the main program,
+ * the object holding libptprof and every shared object; frame pointers are
+ * never assumed) get a table: the system objects (glibc's libraries, ld.so,
+ * libgcc_s, the vDSO; ptp_cfi_is_system_name) when the set is built, every
+ * other one before the set is published (ptp_cfi_refresh: at ptprof_start
+ * for the objects loaded then, in the consumer thread after dlopen), so the
+ * first samples are complete. A slot that still has no table when the
+ * walker meets it (the eager pass raced with dlopen) is marked
+ * PTP_LIB_WANTED and built at the next refresh. The non-system tables of
+ * one set together stay below a cap (PTP_CFI_LAZY_CAP): an object whose
  * table would exceed it is marked PTP_LIB_FAILED and its samples stay
- * truncated (counted in the profile's truncated samples).
+ * truncated (counted in the profile's truncated samples). Objects without
+ * .eh_frame_hdr get PTP_LIB_FP when ptp_fpdetect sees frame pointers in
+ * their prologues, else PTP_LIB_NOCFI (glibc objects without CFI:
+ * PTP_LIB_FAILED); both without a table.
  *
  * Publication: one process-wide current set (ptp_g_cfi, see ptp_handler.h),
  * replaced atomically when objects are loaded or unloaded (dlpi_adds /
- * dlpi_subs). Lazy tables are stored into the current set's slots with a
+ * dlpi_subs). Tables built for a slot of the current set are stored with a
  * release store and owned by that set. A replaced set (with all its tables)
  * is retired and freed only after the handler-inside counter (ptp_g_inside)
  * has been seen at zero after the replacement, so a handler never reads
- * freed tables. Lazy tables are not carried into a new set (an object at the
- * same address may be another one); they are rebuilt on demand.
+ * freed tables. A rebuilt set takes over the current set's non-system
+ * tables of objects that are still loaded and identical (same name,
+ * address, segments and .eh_frame_hdr hash); the others are built anew.
  *
  * Threads: every function here takes an internal mutex; none may be called
  * from a signal handler (they allocate and call dl_iterate_phdr).
@@ -34,13 +39,14 @@
 
 #include "prof/ptp_unwind.h"
 
-/* Cap on the memory of the lazily built tables of one set (24-byte rows:
+/* Cap on the memory of the non-system tables of one set (24-byte rows:
  * ~1.4 million rows). Past it an object's slot becomes PTP_LIB_FAILED. */
 #define PTP_CFI_LAZY_CAP ((size_t)32 << 20)
 
 /* Makes sure the published set matches the loaded objects: cheap (one
  * dl_iterate_phdr step) when nothing was loaded or unloaded since the last
- * call (dlpi_adds/dlpi_subs), else rebuilds and publishes. Then builds the
+ * call (dlpi_adds/dlpi_subs), else rebuilds it, builds the tables of its
+ * objects that the current set had none for, and publishes it. Then builds the
  * tables of objects the walker marked wanted, and frees retired sets whose
  * grace period is over. Returns 0 or -ENOMEM (the previous set stays). */
 int ptp_cfi_refresh(void);
@@ -59,17 +65,23 @@ int ptp_cfi_is_system_name(const char *path);
 /* Statistics of the current set (for tests and benches). */
 typedef struct ptp_cfi_info {
   size_t nrows, nobjs, norule_rows;   /* rows of built tables; exec segments */
-  size_t nlibs;                       /* CFI objects (slots) */
+  size_t nlibs;                       /* objects walked with CFI */
+  size_t nfp;                         /* objects without CFI walked with frame
+                                       * pointers (ptp_fpdetect said so) */
+  size_t nnocfi;                      /* objects without CFI or frame pointers:
+                                       * samples through them truncated */
   size_t lazy_ready, lazy_wanted, lazy_failed;  /* non-system slots by state */
   size_t lazy_bytes, lazy_cap;        /* lazy table memory of the current set */
   unsigned long long lazy_built;      /* lazy tables built so far (process) */
   unsigned long long lazy_refused;    /* refused by the cap so far */
+  unsigned long long build_ns;        /* CPU time spent building the non-system
+                                       * tables so far (process) */
   unsigned builds;                    /* sets built and published so far */
 } ptp_cfi_info;
 void ptp_cfi_get_info(ptp_cfi_info *out);
 
 /* State (PTP_LIB_*) of the current set's slot holding pc, or -ENOENT when
- * pc is not in a CFI object (frame-pointer code). For tests. */
+ * pc is in no loaded object the set knows. For tests. */
 int ptp_cfi_state_of(uintptr_t pc);
 
 /* Sets the lazy-table memory cap (bytes; for tests), returns the old one.

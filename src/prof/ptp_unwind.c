@@ -62,7 +62,10 @@ const ptp_cfi_row *ptp_cfi_lookup(const ptp_cfi_set *cfi, uintptr_t pc) {
 }
 
 int ptp_cfi_in_system(const ptp_cfi_set *cfi, uintptr_t pc) {
-  return ptp_cfi_find(cfi, pc) != NULL;
+  const ptp_cfi_lib *lib = ptp_cfi_find(cfi, pc);
+  if (!lib) return 0;
+  uint8_t st = atomic_load_explicit(&lib->state, memory_order_relaxed);
+  return st != PTP_LIB_FP && st != PTP_LIB_NOCFI;
 }
 
 int ptp_unwind(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
@@ -102,7 +105,17 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
       break;
     }
     ptp_cfi_lib *lib = cfi ? ptp_cfi_find(cfi, pc) : NULL;
-    if (lib) {
+    uint8_t state = lib ? atomic_load_explicit(&lib->state, memory_order_acquire) : PTP_LIB_FP;
+    if (cfi && !lib) {
+      /* In no object we know of (JIT code, or loaded after the set was
+       * built): nothing tells how to get out of this frame. Keep what we
+       * have, truncated, and have the consumer look for new objects. */
+      if (asked) *asked = 1;
+      *flags |= PTP_SAMPLE_TRUNCATED;
+      break;
+    }
+    if (state == PTP_LIB_NOCFI) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
+    if (state != PTP_LIB_FP) {
       const ptp_cfi_tab *tab = atomic_load_explicit(&lib->tab, memory_order_acquire);
       if (!tab) {
         /* No table yet: ask the consumer for one (it builds it at its next
@@ -137,6 +150,14 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
       } else if (row->rbp_off == PTP_RBP_UNKNOWN) {
         nfp = 0;
         fp_known = 0;
+      } else if (leaf && cfa + (intptr_t)row->rbp_off < sp) {
+        /* Interrupted in an epilogue after `pop %rbp`: GCC's CFI keeps the
+         * save rule to the end of the function, but the slot is below sp
+         * (dead, possibly overwritten by the signal frame) and rbp already
+         * holds the caller's value again. Only the interrupted frame can
+         * be in this state: a caller's save slots lie above its callee's
+         * CFA. */
+        nfp = fp;
       } else if (!stack_read(cfa + (intptr_t)row->rbp_off, lo, hi, &nfp)) {
         *flags |= PTP_SAMPLE_TRUNCATED;
         break;
@@ -145,7 +166,8 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
       }
       nsp = cfa;
     } else {
-      /* Frame pointer: [fp] = caller's rbp, [fp + 8] = return address. */
+      /* Frame pointer (an object that keeps them, or cfi == NULL):
+       * [fp] = caller's rbp, [fp + 8] = return address. */
       if (fp_known && fp == 0) break;                   /* end of the chain */
       if (!fp_known || fp < sp ||
           !stack_read(fp, lo, hi, &nfp) || !stack_read(fp + 8, lo, hi, &npc)) {

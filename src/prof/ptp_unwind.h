@@ -2,19 +2,25 @@
  * ptp_unwind.h - the signal-safe stack walker (x86-64) and the unwind-table
  * format it reads.
  *
- * Two methods, chosen per frame by the frame's PC:
- *  - PC inside a "CFI object": every loaded shared object that has an
- *    .eh_frame_hdr, except the main program and the object holding libptprof
- *    itself (those are built with frame pointers). The walker steps through
- *    the frame with a compact table of CFA rules built OUTSIDE the handler
- *    from the object's .eh_frame (ptp_cfi.c). glibc's objects, ld.so,
- *    libgcc_s and the vDSO ("system objects") get their table when the set is
- *    built; any other object gets it lazily: the first time the walker meets
- *    a PC in it, it marks the object PTP_LIB_WANTED (one atomic in a slot
- *    allocated with the set) and truncates that sample; the consumer thread
- *    builds the table at its next pass (ptp_cfi_refresh);
- *  - any other PC: frame pointers (Polytoken's code and test programs are
- *    compiled with -fno-omit-frame-pointer).
+ * Chosen per frame by the object holding the frame's PC (the published set
+ * lists every loaded object with executable segments):
+ *  - an object with an .eh_frame_hdr (the main program, libptprof's own
+ *    object and every shared object alike: frame pointers are never
+ *    assumed): the walker steps through the frame with a compact table of
+ *    CFA rules built OUTSIDE the handler from the object's .eh_frame
+ *    (ptp_cfi.c). Tables are built before a set is published (at
+ *    ptprof_start for the objects loaded then, by the consumer thread for
+ *    objects loaded later); a slot still without a table (a rebuild that
+ *    raced with dlopen) is marked PTP_LIB_WANTED (one atomic in a slot
+ *    allocated with the set), that sample is truncated and the consumer
+ *    builds the table at its next pass;
+ *  - an object without CFI whose code keeps frame pointers (PTP_LIB_FP,
+ *    decided from its function prologues by ptp_fpdetect.c): frame pointers;
+ *  - an object without CFI and without frame pointers (PTP_LIB_NOCFI), or a
+ *    PC in no known object (JIT code, an object loaded since the set was
+ *    built): the walk stops there, truncated (never a guessed frame); for an
+ *    unknown PC the consumer is woken to rebuild the set.
+ * cfi == NULL (tests only) walks every frame with frame pointers.
  * Every stack read is checked against [sp of the interrupted frame, stack
  * top of the thread); a read that would leave it ends the walk (truncated).
  *
@@ -63,6 +69,10 @@ typedef struct ptp_cfi_tab {
 #define PTP_LIB_READY  2   /* tab is set */
 #define PTP_LIB_FAILED 3   /* no table will come (memory cap, parse or alloc
                             * failure): samples through it stay truncated */
+#define PTP_LIB_FP     4   /* no CFI, and its code keeps frame pointers
+                            * (ptp_fpdetect): walked with rbp */
+#define PTP_LIB_NOCFI  5   /* no CFI and no frame pointers (or cannot tell):
+                            * samples through it stay truncated */
 
 /* One CFI object. Slots are allocated with the set; the walker writes only
  * `state` (NONE -> WANTED, compare-and-swap), the consumer writes `tab`
@@ -106,15 +116,15 @@ typedef struct ptp_regs {
  * bounds (both 0 = unknown: only the PC is recorded and the sample is marked
  * truncated). Writes at most max frames into frames (frames[0] = r->pc,
  * then return addresses, unadjusted) and PTP_SAMPLE_* bits into *flags.
- * cfi may be NULL (then samples in CFI objects are truncated at the leaf).
+ * cfi may be NULL (tests: frame pointers everywhere).
  * A walk that reaches a CFI object without a table marks it WANTED.
  * Returns the number of frames (>= 1 when r->pc != 0, else 0).
  * Async-signal-safe. */
 int ptp_unwind(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
                const ptp_cfi_set *cfi, uintptr_t *frames, int max, uint16_t *flags);
 /* Same; *asked (may be NULL) is set to 1 when this walk is the one that
- * marked a slot WANTED (the handler then wakes the consumer at once), else
- * to 0. Async-signal-safe. */
+ * marked a slot WANTED, or met a PC in no object of the set (the handler
+ * then wakes the consumer at once), else to 0. Async-signal-safe. */
 int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
                   const ptp_cfi_set *cfi, uintptr_t *frames, int max, uint16_t *flags,
                   int *asked);
@@ -128,8 +138,8 @@ const ptp_cfi_row *ptp_cfi_tab_lookup(const ptp_cfi_tab *tab, uintptr_t pc);
  * table is not built, or no row covers it). Does not mark anything wanted.
  * Async-signal-safe. */
 const ptp_cfi_row *ptp_cfi_lookup(const ptp_cfi_set *cfi, uintptr_t pc);
-/* Nonzero if pc lies in a CFI object of cfi (walked with tables, not frame
- * pointers). Async-signal-safe. */
+/* Nonzero if pc lies in an object of cfi walked with CFI tables (not frame
+ * pointers, not refused for lack of both). Async-signal-safe. */
 int ptp_cfi_in_system(const ptp_cfi_set *cfi, uintptr_t pc);
 
 #endif

@@ -447,12 +447,14 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
    * memory cap keeps its samples truncated, and this line says so. */
   ptp_cfi_info ci;
   ptp_cfi_get_info(&ci);
-  char c1[200];
+  char c1[320];
   snprintf(c1, sizeof c1,
-           "unwind tables: %zu shared objects walked with CFI, %zu tables built on demand "
-           "(%zu KiB of %zu KiB cap), %zu pending, %zu failed (%llu refused by the cap)",
-           ci.nlibs, ci.lazy_ready, ci.lazy_bytes >> 10, ci.lazy_cap >> 10, ci.lazy_wanted,
-           ci.lazy_failed, ci.lazy_refused);
+           "unwind tables: %zu objects walked with CFI, %zu tables built for non-system objects "
+           "(%zu KiB of %zu KiB cap, %.1f ms CPU), %zu pending, %zu failed (%llu refused by the "
+           "cap); without CFI: %zu walked with frame pointers, %zu not walked",
+           ci.nlibs, ci.lazy_ready, ci.lazy_bytes >> 10, ci.lazy_cap >> 10,
+           (double)ci.build_ns / 1e6, ci.lazy_wanted, ci.lazy_failed, ci.lazy_refused, ci.nfp,
+           ci.nnocfi);
   const char *comments[2] = { c0, c1 };
   w.comments = comments;
   w.ncomments = 2;

@@ -1,12 +1,14 @@
 /*
  * test_sampler_nofp.c - the walker through a shared library built without
- * frame pointers (tests/prof/sampler_nofp_lib.c), with the lazily built
- * unwind table of that library: FP code (thread start) -> the library (CFI,
- * rbp clobbered) -> our callback (FP) -> hot loop.
+ * frame pointers (tests/prof/sampler_nofp_lib.c), with the unwind table of
+ * that library: FP code (thread start) -> the library (CFI,
+ * rbp clobbered) -> our callback (FP) -> hot loop. The tables (the
+ * library's and the test program's) are built when the sampler starts.
  */
 #include "pt_test.h"
 #include "ptprof.h"
 #include "prof/ptp_cfi.h"
+#include "prof/ptp_handler.h"
 #include "prof/ptp_unwind.h"
 #include "prof/ptprof_internal.h"
 
@@ -71,19 +73,13 @@ HOT SECTION("ptn_thread") static void *nofp_thread(void *arg) {
   return NULL;
 }
 
-static uint32_t run_job(int64_t budget_ns) {
-  job j = { .budget_ns = budget_ns };
-  pthread_t t;
-  PT_ASSERT_INT_EQ(pthread_create(&t, NULL, nofp_thread, &j), 0);
-  PT_ASSERT_INT_EQ(pthread_join(t, NULL), 0);
-  return atomic_load(&j.tid);
-}
-
-typedef struct lib_range { uintptr_t lo, hi; } lib_range;
+/* The first executable segment of the loaded object whose name contains
+ * `name` (dl_iterate_phdr callback). */
+typedef struct lib_range { const char *name; uintptr_t lo, hi; } lib_range;
 static int lib_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size;
   lib_range *r = arg;
-  if (!info->dlpi_name || !strstr(info->dlpi_name, "libptt_nofp")) return 0;
+  if (!info->dlpi_name || !strstr(info->dlpi_name, r->name)) return 0;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
@@ -176,23 +172,22 @@ PT_TEST_T(prof_sampler_nofp_lib, 60000) {
   grab g;
   memset(&g, 0, sizeof g);
   pthread_mutex_init(&g.mu, NULL);
+  g.lib.name = "libptt_nofp";
   dl_iterate_phdr(lib_cb, &g.lib);
   PT_ASSERT(g.lib.lo);
   uintptr_t libfn = (uintptr_t)ptt_nofp_outer;
   ptprof *p = start(dir, &g);
-  /* Not a system object: a slot, but no table before anyone needs it. */
-  PT_ASSERT_INT_EQ(ptp_cfi_state_of(libfn), PTP_LIB_NONE);
-  PT_ASSERT_INT_EQ(ptp_cfi_state_of((uintptr_t)nofp_hot), -ENOENT);   /* ours: frame pointers */
-  /* Warm-up: the first samples through the library ask for its table. */
-  if (getenv("PTT_DEBUG")) atomic_store(&g.tid, 1);
-  run_job(200000000);
-  if (getenv("PTT_DEBUG")) { ptprof_dump(p, NULL, 0); printf("# warm-up hot %llu good %llu\n", (unsigned long long)g.hot, (unsigned long long)g.good); }
-  PT_ASSERT_INT_EQ(wait_state(libfn), PTP_LIB_READY);
+  /* Tables are built when the sampler starts, before its first sample: the
+   * library's, and the test program's own (frame pointers are never
+   * assumed, not even for the main program). */
+  PT_ASSERT_INT_EQ(ptp_cfi_state_of(libfn), PTP_LIB_READY);
+  PT_ASSERT_INT_EQ(ptp_cfi_state_of((uintptr_t)nofp_hot), PTP_LIB_READY);
   ptp_cfi_info info;
   ptp_cfi_get_info(&info);
-  PT_ASSERT(info.lazy_ready >= 1 && info.lazy_bytes > 0 && info.lazy_bytes <= info.lazy_cap);
-  PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), 0);   /* the warm-up window ends here */
-  /* Measured: every sample in the hot function should now be complete. */
+  PT_ASSERT(info.lazy_ready >= 2 && info.lazy_bytes > 0 && info.lazy_bytes <= info.lazy_cap);
+  PT_ASSERT_INT_EQ(info.lazy_wanted, 0);
+  /* Measured from the first sample on (no warm-up window): every sample in
+   * the hot function should be complete. */
   uint32_t tid = 0;
   job j = { .budget_ns = 400000000 };
   pthread_t t;
@@ -203,8 +198,9 @@ PT_TEST_T(prof_sampler_nofp_lib, 60000) {
   PT_ASSERT_INT_EQ(pthread_join(t, NULL), 0);
   PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), 0);
   printf("# no-frame-pointer library: %llu of %llu hot samples complete through it "
-         "(%llu truncated); lazy table %zu bytes\n", (unsigned long long)g.good,
-         (unsigned long long)g.hot, (unsigned long long)g.trunc_hot, info.lazy_bytes);
+         "(%llu truncated); non-system tables %zu bytes, built in %.1f ms CPU\n",
+         (unsigned long long)g.good, (unsigned long long)g.hot, (unsigned long long)g.trunc_hot,
+         info.lazy_bytes, (double)info.build_ns / 1e6);
   PT_ASSERT_MSG(g.hot >= 50, "only %llu hot samples", (unsigned long long)g.hot);
   PT_ASSERT_MSG(g.good * 10 >= g.hot * 9, "%llu of %llu complete", (unsigned long long)g.good,
                 (unsigned long long)g.hot);
@@ -217,6 +213,7 @@ PT_TEST_T(prof_sampler_nofp_cap, 60000) {
   grab g;
   memset(&g, 0, sizeof g);
   pthread_mutex_init(&g.mu, NULL);
+  g.lib.name = "libptt_nofp";
   dl_iterate_phdr(lib_cb, &g.lib);
   PT_ASSERT(g.lib.lo);
   ptp_cfi_set_lazy_cap(16);          /* smaller than any table */
@@ -240,4 +237,122 @@ PT_TEST_T(prof_sampler_nofp_cap, 60000) {
   PT_ASSERT_INT_EQ(g.good, 0);                    /* cut at the library */
   PT_ASSERT_INT_EQ(g.trunc_hot, g.hot);           /* kept and marked */
   ptprof_del(p);
+}
+
+PT_TEST(prof_unwind_epilogue_after_pop_rbp) {
+  /* Interrupted in an epilogue after `pop %rbp` (GCC's CFI still says "rbp
+   * saved at CFA - 48" there, but that slot is below sp): the walk goes on
+   * with the current rbp, which is the caller's again, instead of stopping.
+   * A hand-made set: one CFI object [0x1000, 0x2000) with one row; the
+   * caller (0x5000) and its caller (0x6000) are in an object walked with
+   * frame pointers. */
+  static uintptr_t stack[64];
+  for (size_t i = 0; i < 64; i++) stack[i] = 0;
+  uintptr_t sp = (uintptr_t)&stack[8];
+  ptp_cfi_tab *tab = calloc(1, sizeof *tab + sizeof(ptp_cfi_row));
+  PT_ASSERT(tab);
+  tab->nrows = 1;
+  tab->rows[0] = (ptp_cfi_row){ .start = 0x1000, .len = 0x1000, .cfa_off = 24, .rbp_off = -48,
+                                .ra_off = -8, .kind = PTP_CFI_RSP };
+  ptp_cfi_obj objs[2] = { { 0x1000, 0x2000, 0 }, { 0x4000, 0x7000, 1 } };
+  ptp_cfi_lib libs[2];
+  memset(libs, 0, sizeof libs);
+  atomic_init(&libs[0].tab, tab);
+  atomic_init(&libs[0].state, PTP_LIB_READY);
+  atomic_init(&libs[1].tab, NULL);
+  atomic_init(&libs[1].state, PTP_LIB_FP);
+  ptp_cfi_set set = { .objs = objs, .nobjs = 2, .libs = libs, .nlibs = 2 };
+  stack[10] = 0x5000;                    /* CFA - 8 = sp + 16: return address */
+  stack[20] = 0;                         /* the caller's frame: end of chain */
+  stack[21] = 0x6000;
+  stack[5] = 0xdead;                     /* CFA - 48 = sp - 24: dead slot */
+  ptp_regs r = { .pc = 0x1500, .sp = sp, .fp = (uintptr_t)&stack[20] };
+  uintptr_t fr[8];
+  uint16_t fl = 0;
+  int n = ptp_unwind(&r, (uintptr_t)stack, (uintptr_t)&stack[64], &set, fr, 8, &fl);
+  PT_ASSERT_INT_EQ(n, 3);
+  PT_ASSERT(!(fl & PTP_SAMPLE_TRUNCATED));
+  PT_ASSERT(fr[1] == 0x5000 && fr[2] == 0x6000);
+  /* Before the pop (slot at CFA - 16 = sp + 8, live): rbp is restored from
+   * the slot, not taken from the register (which holds junk here). */
+  tab->rows[0].rbp_off = -16;
+  stack[9] = (uintptr_t)&stack[20];
+  r.fp = 0x1234;
+  n = ptp_unwind(&r, (uintptr_t)stack, (uintptr_t)&stack[64], &set, fr, 8, &fl);
+  PT_ASSERT_INT_EQ(n, 3);
+  PT_ASSERT(!(fl & PTP_SAMPLE_TRUNCATED));
+  PT_ASSERT(fr[1] == 0x5000 && fr[2] == 0x6000);
+  free(tab);
+}
+
+/* ---- objects without CFI: frame-pointer detection ------------------------ */
+
+typedef void (*ptt_fpd_cb)(void *arg);
+uint64_t ptt_fpd_fp_call(ptt_fpd_cb cb, void *arg, uint64_t x);
+uint64_t ptt_fpd_nofp_call(ptt_fpd_cb cb, void *arg, uint64_t x);
+
+typedef struct fpd_walk {
+  uintptr_t frames[64];
+  int n;
+  uint16_t flags;
+} fpd_walk;
+
+/* Called back from a library: walks its own stack with the published set,
+ * as the handler would from an interrupted PC here. */
+HOT SECTION("ptn_hot") static void fpd_walk_here(void *arg) {
+  fpd_walk *w = arg;
+  uintptr_t lo = 0, hi = 0;
+  pthread_attr_t a;
+  if (pthread_getattr_np(pthread_self(), &a) == 0) {
+    void *addr;
+    size_t sz;
+    pthread_attr_getstack(&a, &addr, &sz);
+    lo = (uintptr_t)addr;
+    hi = lo + sz;
+    pthread_attr_destroy(&a);
+  }
+  ptp_regs r;
+  __asm__ volatile("lea 0(%%rip), %0" : "=r"(r.pc));
+  r.sp = (uintptr_t)__builtin_frame_address(0);
+  r.fp = (uintptr_t)__builtin_frame_address(0);
+  w->n = ptp_unwind(&r, lo, hi, atomic_load(&ptp_g_cfi), w->frames, 64, &w->flags);
+}
+
+/* The caller of the library call, with frame pointers and CFI. */
+HOT SECTION("ptn_thread") static void fpd_through(int fp, fpd_walk *w) {
+  g_sink += fp ? ptt_fpd_fp_call(fpd_walk_here, w, g_sink) : ptt_fpd_nofp_call(fpd_walk_here, w, g_sink);
+  __asm__ volatile("" ::: "memory");
+}
+
+PT_TEST(prof_unwind_nocfi_fp_detect) {
+  PT_ASSERT_INT_EQ(ptp_cfi_refresh(), 0);
+  /* Neither library has CFI; the detector read their prologues. */
+  PT_ASSERT_INT_EQ(ptp_cfi_state_of((uintptr_t)ptt_fpd_fp_call), PTP_LIB_FP);
+  PT_ASSERT_INT_EQ(ptp_cfi_state_of((uintptr_t)ptt_fpd_nofp_call), PTP_LIB_NOCFI);
+  ptp_cfi_info info;
+  ptp_cfi_get_info(&info);
+  PT_ASSERT(info.nfp >= 1 && info.nnocfi >= 1);
+  lib_range fpr = { "libptt_fpd_fp", 0, 0 }, nofpr = { "libptt_fpd_nofp", 0, 0 };
+  dl_iterate_phdr(lib_cb, &fpr);
+  dl_iterate_phdr(lib_cb, &nofpr);
+  PT_ASSERT(fpr.lo && nofpr.lo);
+  /* Through the library with frame pointers: the walk goes on into our
+   * caller and up to the outermost frame. */
+  fpd_walk w;
+  memset(&w, 0, sizeof w);
+  fpd_through(1, &w);
+  int in_lib = 0, caller = 0;
+  for (int k = 1; k < w.n; k++) {
+    uintptr_t x = w.frames[k] - 1;
+    if (in_(x, fpr.lo, fpr.hi)) in_lib = k;
+    if (in_lib && in_(x, (uintptr_t)__start_ptn_thread, (uintptr_t)__stop_ptn_thread)) caller = 1;
+  }
+  PT_ASSERT_MSG(in_lib == 1 && caller, "fp library: %d frames, lib at %d, caller %d", w.n, in_lib, caller);
+  PT_ASSERT(!(w.flags & PTP_SAMPLE_TRUNCATED) || PTN_ASAN);
+  /* Through the library without: the walk stops at its frame, marked. */
+  memset(&w, 0, sizeof w);
+  fpd_through(0, &w);
+  PT_ASSERT_INT_EQ(w.n, 2);
+  PT_ASSERT(in_(w.frames[1] - 1, nofpr.lo, nofpr.hi));
+  PT_ASSERT(w.flags & PTP_SAMPLE_TRUNCATED);
 }
