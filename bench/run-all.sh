@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # All benchmarks (on demand, `just bench`; never part of the test suite).
 # Builds the profiling build, then runs the sampler, real-program and console
-# benchmarks;
-# their results and method are written up by hand in docs/performance.md.
+# benchmarks; their results and method are written up by hand in
+# docs/performance.md. QUICK=1 makes the real-program bench a smoke run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
