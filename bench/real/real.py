@@ -24,7 +24,8 @@ profiler's CPU ratio in pair i is its total CPU / the unprofiled run's.
 
 Per program and profiler:
   CPU ratio     mean of the per-pair ratios, 95 % CI (Student t)
-  completeness  sampled CPU / CPU of the program's process tree (cpuwrap),
+  completeness  sampled CPU / CPU of the program's process tree (cpuwrap;
+                split_work: / its worker threads' CPU, which it measures),
                 pooled over the pairs (sums first); sampled CPU = sum of the
                 samples' weights (count x period; perf: the periods)
   rooted        share of sampled CPU whose stack contains a thread entry
@@ -260,6 +261,7 @@ class Acc:
     def __init__(self):
         self.ratios, self.sampled, self.prog_cpu, self.rooted = [], 0, 0.0, 0
         self.leaf, self.steps, self.real_steps, self.files, self.nsamples = {}, {}, {}, 0, 0
+        self.worker_cpu = 0.0   # split_work: its threads' own CPU (its JSON "total")
 
     def add(self, r, base_cpu):
         self.ratios.append(r["cpu"] / base_cpu)
@@ -277,15 +279,21 @@ class Acc:
                 if st in names:
                     self.steps[st] = self.steps.get(st, 0) + w
                     break
-        for st in STEPS:
-            if "truth" in r:
+        if "truth" in r:
+            self.worker_cpu += r["truth"]["total"]
+            for st in STEPS:
                 self.real_steps[st] = self.real_steps.get(st, 0) + r["truth"][st]
 
     def summary(self, perf_dwarf_leaf):
         m, ci = mean_ci(self.ratios)
+        # Completeness: of the workers' own CPU where the workload measures
+        # it (as bench/prof does; the profiler's start and final dump are
+        # CPU no sampler sees), else of the program's whole process tree.
+        denom = self.worker_cpu or self.prog_cpu
         s = {"pairs": len(self.ratios), "ratio": m, "ratio_ci": ci, "files": self.files,
-             "samples": self.nsamples,
-             "completeness": self.sampled / 1e9 / self.prog_cpu if self.prog_cpu else None,
+             "samples": self.nsamples, "sampled_s": self.sampled / 1e9, "prog_cpu_s": self.prog_cpu,
+             "worker_cpu_s": self.worker_cpu, "ratios": self.ratios,
+             "completeness": self.sampled / 1e9 / denom if denom else None,
              "rooted": self.rooted / self.sampled if self.sampled else None,
              "leaf_tvd": tvd(self.leaf, perf_dwarf_leaf) if perf_dwarf_leaf is not None else None,
              "split_err_pp": None, "in_steps": None,
@@ -427,7 +435,8 @@ def main():
                 "-" if x["split_err_pp"] is None else "%.2f pp" % x["split_err_pp"],
                 fmt_pct(x["in_steps"])))
     print()
-    print("%d pairs per program at %d Hz; CI: Student t over the per-pair ratios." % (args.pairs, HZ))
+    print("%d pairs per program at %d Hz; CI: Student t over the per-pair ratios; completeness of"
+          " the process tree's CPU (split_work rows: of its worker threads' CPU)." % (args.pairs, HZ))
     return 0
 
 

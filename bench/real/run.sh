@@ -9,7 +9,7 @@
 # TVD vs perf-dwarf, split error) and writes results.json.
 #
 #   bench/real/run.sh [--quick] [BUILD_DIR]    default build/profile
-# --quick: 3 pairs (a smoke run, ~1-2 min); default: 20 pairs (~15 min).
+# --quick: 2 pairs (a smoke run); default: 20 pairs (the overhead figures).
 # Environment: PAIRS (overrides), PROGRAMS (comma-separated subset, e.g.
 # "xz,short threads"), OUT (default $TMPDIR/ptprof-real), KEEP=1 keeps the
 # last pair's profiles in $OUT/last.
@@ -17,7 +17,7 @@
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 pairs=20
-if [ "${1:-}" = --quick ]; then pairs=3; shift; fi
+if [ "${1:-}" = --quick ]; then pairs=2; shift; fi
 pairs=${PAIRS:-$pairs}
 BUILD=$(cd "${1:-$SRC/build/profile}" && pwd)
 OUT=${OUT:-${TMPDIR:-/tmp}/ptprof-real}
