@@ -14,6 +14,7 @@ PKGS=(
   tmux python3 procps psmisc                 # TUI and process-level tests
   clang libclang-rt-14-dev                   # fuzz target (libFuzzer)
   google-perftools linux-perf                # bench/ comparisons only
+  sqlite3 xz-utils python3.11                # bench/real: Debian programs without frame pointers
   nodejs npm                                 # gRPC test client, rust-just
   python3-h2                                 # hostile HTTP/2 clients of the console tests (tests/console/h2_hostile.py)
 )
