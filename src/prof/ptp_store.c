@@ -73,10 +73,8 @@ static uint64_t name_seq(const char *name, size_t prefix_len) {
   return strtoull(name + prefix_len + TS_LEN + 1, NULL, 10);
 }
 
-/* mkdir -p path: components we create are 0700 whatever the umask (chmod
- * after mkdir: a umask may clear even owner bits); existing ones are left as
- * they are. Returns 0 or -errno. */
-static int mkdir_p(const char *path) {
+/* Declared in ptp_store.h; the symbol cache uses it too. */
+int ptp_mkdir_p(const char *path) {
   size_t n = strlen(path);
   if (n == 0 || n >= PATH_MAX) return -EINVAL;
   char buf[PATH_MAX];
@@ -141,7 +139,7 @@ static int scan_dir(int dfd, const char *prefix, uint64_t *next_seq) {
 }
 
 static int prepare_dir(const char *dir, const char *prefix, uint64_t *next_seq) {
-  int r = mkdir_p(dir);
+  int r = ptp_mkdir_p(dir);
   if (r) return r;
   int dfd = open_dir(dir);
   if (dfd < 0) return dfd;

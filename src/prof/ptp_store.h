@@ -88,4 +88,10 @@ int ptp_store_set_family(ptp_store *st, const char *base, int keep_total);
  * warn about a group/world-accessible one. Returns 0 or -errno of stat. */
 int ptp_store_dir_mode(const ptp_store *st, unsigned *mode_out);
 
+/* mkdir -p `path`: components this creates are 0700 whatever the umask
+ * (chmod after mkdir: a umask may clear even owner bits); existing ones are
+ * left as they are. 0, or -errno (-ENOTDIR when `path` is not a directory
+ * at the end). Any thread, not in a signal handler. */
+int ptp_mkdir_p(const char *path);
+
 #endif

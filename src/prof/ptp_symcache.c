@@ -10,6 +10,7 @@
  */
 #include "prof/ptp_symcache.h"
 #include "prof/ptp_sym_map.h"
+#include "prof/ptp_store.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -87,21 +88,8 @@ int ptp_symcache_default_dir(char *buf, size_t cap) {
 }
 
 int ptp_symcache_prepare_dir(const char *dir) {
-  size_t n = strlen(dir);
-  if (n == 0 || n >= PATH_MAX) return -EINVAL;
-  char buf[PATH_MAX];
-  memcpy(buf, dir, n + 1);
-  for (size_t i = 1; i <= n; i++) {
-    if (buf[i] != '/' && buf[i] != 0) continue;
-    char c = buf[i];
-    buf[i] = 0;
-    if (mkdir(buf, 0700) == 0) {
-      if (chmod(buf, 0700) != 0) return -errno;
-    } else if (errno != EEXIST) {
-      return -errno;
-    }
-    buf[i] = c;
-  }
+  int r = ptp_mkdir_p(dir);
+  if (r < 0) return r;
   struct stat st;
   if (lstat(dir, &st) != 0) return -errno;
   if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
