@@ -33,7 +33,7 @@
 #include "prof/ptp_threads.h"
 
 ptp_thread_rec *ptp_g_recs;
-_Atomic uint32_t *ptp_g_tidmap;
+_Atomic uint32_t *_Atomic ptp_g_tidmap; /* published with a release store */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc;

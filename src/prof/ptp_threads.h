@@ -53,11 +53,11 @@ typedef struct ptp_thread_rec {
 } ptp_thread_rec;
 
 extern ptp_thread_rec *ptp_g_recs;        /* PTP_MAX_THREADS records */
-extern _Atomic uint32_t *ptp_g_tidmap;    /* tid -> record index + 1 */
+extern _Atomic uint32_t *_Atomic ptp_g_tidmap; /* tid -> record index + 1 */
 
 /* Async-signal-safe: the record of tid or NULL. */
 static inline ptp_thread_rec *ptp_threads_lookup(uint32_t tid) {
-  _Atomic uint32_t *map = ptp_g_tidmap;
+  _Atomic uint32_t *map = atomic_load_explicit(&ptp_g_tidmap, memory_order_acquire);
   if (!map || tid >= PTP_TID_LIMIT) return NULL;
   uint32_t i = atomic_load_explicit(&map[tid], memory_order_acquire);
   if (i == 0 || i > PTP_MAX_THREADS) return NULL;
