@@ -24,7 +24,10 @@ esac
 [ "${PT_WERROR:-0}" = 1 ] && opts+=(-Dwerror=true) || opts+=(-Dwerror=false)
 dir="build/$v"
 if [ -f "$dir/build.ninja" ]; then
-  meson configure "$dir" "${opts[@]}" "$@" >/dev/null
+  # An option added to meson_options.txt since the directory was set up is
+  # unknown to `meson configure` until meson regenerates: reconfigure then.
+  meson configure "$dir" "${opts[@]}" "$@" >/dev/null 2>&1 ||
+    meson setup --reconfigure "$dir" "${opts[@]}" "$@" >/dev/null
 else
   rm -rf "$dir"
   meson setup "$dir" "${opts[@]}" "$@" >/dev/null
