@@ -19,6 +19,7 @@ export PT_SRC=$ROOT PT_BUILD_DEV=$ROOT/build/dev PT_BUILD_PROF=$ROOT/build/profi
        PT_BUILD_RELEASE=$ROOT/build/release PT_BUILD_ASAN=$ROOT/build/asan \
        PT_BUILD_TSAN=$ROOT/build/tsan
 passed=0 failed=0 skipped=0
+suite_start=$(date +%s)
 failures=()
 
 bash scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
@@ -141,5 +142,6 @@ if [ "${#failures[@]}" -gt 0 ]; then
   echo "== failures"
   printf '  %s\n' "${failures[@]}"
 fi
+echo "# suite: $(( $(date +%s) - suite_start ))s"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

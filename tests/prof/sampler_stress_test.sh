@@ -41,9 +41,17 @@ f=1; [ "${PT_SANITIZER:-}" = thread ] && f=4
 shopt -s nullglob
 root=("$WORK"/snap/stress-2*.pb.gz)
 kids=("$WORK"/snap/stress-pid*.pb.gz)
-[ ${#root[@]} -eq 4 ] || { ls "$WORK/snap" | head >&2; fail "expected 4 root snapshots (keep=4), got ${#root[@]}"; }
+if [ "${PT_SANITIZER:-}" = thread ]; then
+  # Under TSan: dumps are slow (fewer than keep=4 may be written), and the
+  # exec'd /bin/true cannot run TSan's runtime (it needs the program's own
+  # preinit; the children die in it), so only the root process is checked.
+  [ ${#root[@]} -ge 1 ] && [ ${#root[@]} -le 4 ] || fail "expected 1..4 root snapshots, got ${#root[@]}"
+  kids=()
+else
+  [ ${#root[@]} -eq 4 ] || { ls "$WORK/snap" | head >&2; fail "expected 4 root snapshots (keep=4), got ${#root[@]}"; }
+  [ ${#kids[@]} -ge 1 ] || fail "no snapshot from the exec'd children"
+fi
 note "root snapshots: ${#root[@]}, exec'd children's snapshots: ${#kids[@]}"
-[ ${#kids[@]} -ge 1 ] || fail "no snapshot from the exec'd children"
 check=("${root[@]}" "${kids[@]:0:5}")
 for f in "${check[@]}"; do
   go tool pprof -symbolize=none -nodefraction=0 -top "$f" >"$WORK/top.txt" 2>&1 \
