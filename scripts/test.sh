@@ -71,9 +71,11 @@ done
 # thread-record Treiber stack, tid map and handler grace counters (prof_),
 # the console's event rings, task-slot Treiber stack and aggregator
 # (console_). What it can and cannot see of the SIGPROF handler is written
-# in docs/architecture.md ("Checked by tools"). No suppressions: a report
-# fails the run (halt_on_error=1).
-TSAN_ENV=(TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:history_size=4 PT_SANITIZER=thread)
+# in docs/architecture.md ("Checked by tools"). A report fails the run
+# (halt_on_error=1); the only suppressions are in tests/tsan.supp, each with
+# its reason.
+TSAN_ENV=("TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:history_size=4:suppressions=$ROOT/tests/tsan.supp"
+          PT_SANITIZER=thread)
 TSAN_UNIT='^(prof_sampler_|prof_store_|console_agg_|console_server_)'
 # Unit tests left out under TSan, each for a written reason:
 #  - TSan delivers an asynchronous signal only at the thread's next
