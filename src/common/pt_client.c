@@ -15,6 +15,7 @@
 #include "common/pt_client.h"
 #include "common/pt_file.h"
 #include "common/pt_home.h" /* pt_home_resolve */
+#include "common/pt_env.h"
 #include "common/pt_jsonl.h"
 
 #include <errno.h>
@@ -719,12 +720,9 @@ static pid_t lock_holder(const pt_client *c) {
 }
 
 static int start_timeout_ms(void) {
-  const char *s = getenv("POLYTOKEN_START_TIMEOUT_MS");
-  if (s && *s) {
-    long v = strtol(s, NULL, 10);
-    if (v > 0 && v < INT_MAX) return (int)v;
-  }
-  return 10000;
+  /* Strict (pt_env.h): "10abc" is not 10. The client has no log of its own;
+   * a bad value falls back to the default. */
+  return (int)pt_env_int("POLYTOKEN_START_TIMEOUT_MS", 10000, 1, INT_MAX - 1, NULL, 0);
 }
 
 typedef struct start_state {

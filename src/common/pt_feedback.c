@@ -4,6 +4,7 @@
  */
 #include "common/pt_feedback.h"
 
+#include "common/pt_env.h"
 #include "common/pt_file.h"
 #include "common/pt_sha256.h"
 #include "common/pt_version.h"
@@ -449,21 +450,14 @@ fail_dirs:
 
 /* ---------- upload ---------- */
 
-static long env_long(const char *name, long def, long min) {
-  const char *v = getenv(name);
-  if (!v || !*v) return def;
-  char *end = NULL;
-  long x = strtol(v, &end, 10);
-  if (*end || x < min) return def;
-  return x;
-}
 
 void pt_feedback_upload_opts_from_env(pt_feedback_upload_opts *o) {
   o->url = getenv("POLYTOKEN_FEEDBACK_URL");
   if (o->url && !*o->url) o->url = NULL;
-  o->tries = (int)env_long("POLYTOKEN_FEEDBACK_TRIES", 4, 1);
-  o->base_delay_ms = (int)env_long("POLYTOKEN_FEEDBACK_BACKOFF_MS", 200, 0);
-  o->timeout_ms = env_long("POLYTOKEN_FEEDBACK_TIMEOUT_MS", 30000, 1);
+  /* Strict (pt_env.h); a bad value falls back to the default. */
+  o->tries = (int)pt_env_int("POLYTOKEN_FEEDBACK_TRIES", 4, 1, 1000, NULL, 0);
+  o->base_delay_ms = (int)pt_env_int("POLYTOKEN_FEEDBACK_BACKOFF_MS", 200, 0, 3600 * 1000, NULL, 0);
+  o->timeout_ms = pt_env_int("POLYTOKEN_FEEDBACK_TIMEOUT_MS", 30000, 1, 24L * 3600 * 1000, NULL, 0);
   o->cancel = NULL;
 }
 

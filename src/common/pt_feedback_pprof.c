@@ -1,15 +1,24 @@
 /*
  * pt_feedback_pprof.c - gzip + DEFLATE decoder and pprof summary (see
- * pt_feedback_pprof.h). Written from RFC 1951/1952 and the pprof field list in
- * /work/shared/specs/pprof.md.
+ * pt_feedback_pprof.h). Written from RFC 1951/1952 and the pprof field list
+ * (proto/profile.proto, docs/profiling.md).
+ *
+ * Why not zlib: normal and release builds of the TUI must review a profile
+ * without linking zlib (tests/build/no_profiler_test.sh checks their direct
+ * dependencies), and reading is small. The decoder accepts exactly what
+ * zlib's inflate accepts for one gzip member: tests/common/fuzz_feedback_pprof.c
+ * checks every fuzzed input against zlib.
  *
  * Invariants of the inflater: `in`/`pos` never read past `len` (a read past
  * the end is an error), `out` never grows past `max`, and back-references are
- * checked against the bytes produced so far.
+ * checked against the bytes produced so far. Huffman codes are accepted as
+ * zlib accepts them: complete, or (literal/length and distance codes only)
+ * a single code of one bit.
  */
 #include "common/pt_feedback_pprof.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +71,8 @@ static int put(inflater *s, uint8_t b) {
 }
 
 /* Builds a canonical Huffman decoder from code lengths. Returns 0 when the
- * code is complete or incomplete-but-usable, -1 when over-subscribed. */
+ * code is complete (or has no codes at all), -1 when over-subscribed, and
+ * the number of unused codes (> 0) when it is incomplete. */
 static int huff_build(huff *h, const short *length, int n) {
   memset(h->count, 0, sizeof h->count);
   for (int sym = 0; sym < n; sym++) h->count[length[sym]]++;
@@ -73,12 +83,22 @@ static int huff_build(huff *h, const short *length, int n) {
     left -= h->count[l];
     if (left < 0) return -1;
   }
+  int unused = left;
   short offs[MAXBITS + 1];
   offs[1] = 0;
   for (int l = 1; l < MAXBITS; l++) offs[l + 1] = (short)(offs[l] + h->count[l]);
   for (int sym = 0; sym < n; sym++)
     if (length[sym] != 0) h->symbol[offs[length[sym]]++] = (short)sym;
-  return 0;
+  return unused;
+}
+
+/* zlib's rule for literal/length and distance codes: an incomplete code is
+ * damage unless it is a single one-bit code (then its other bit pattern is
+ * an error only if it appears). */
+static int huff_usable(const huff *h, int n, int r) {
+  if (r < 0) return 0;
+  if (r == 0) return 1;
+  return h->count[1] == 1 && h->count[0] == n - 1;
 }
 
 static int decode(inflater *s, const huff *h) {
@@ -147,22 +167,28 @@ static int stored(inflater *s) {
   return 0;
 }
 
-static int fixed(inflater *s) {
-  static huff lencode, distcode;
-  static int built = 0; /* benign race: both threads build identical tables */
-  if (!built) {
+static huff fixed_lencode, fixed_distcode;
+static pthread_once_t fixed_once = PTHREAD_ONCE_INIT;
+
+static void fixed_build(void) {
+  {
     short lengths[288];
     int sym = 0;
     for (; sym < 144; sym++) lengths[sym] = 8;
     for (; sym < 256; sym++) lengths[sym] = 9;
     for (; sym < 280; sym++) lengths[sym] = 7;
     for (; sym < 288; sym++) lengths[sym] = 8;
-    huff_build(&lencode, lengths, 288);
+    (void)huff_build(&fixed_lencode, lengths, 288);
+    /* 30 of 32 five-bit codes: incomplete by design (RFC 1951 3.2.6);
+     * codes 30 and 31 are rejected by codes() if they appear. */
     for (sym = 0; sym < 30; sym++) lengths[sym] = 5;
-    huff_build(&distcode, lengths, 30);
-    built = 1;
+    (void)huff_build(&fixed_distcode, lengths, 30);
   }
-  return codes(s, &lencode, &distcode);
+}
+
+static int fixed(inflater *s) {
+  pthread_once(&fixed_once, fixed_build);
+  return codes(s, &fixed_lencode, &fixed_distcode);
 }
 
 static int dynamic(inflater *s) {
@@ -203,24 +229,27 @@ static int dynamic(inflater *s) {
     }
   }
   if (lengths[256] == 0) return s->err = -EINVAL; /* no end-of-block code */
-  if (huff_build(&lencode, lengths, nlen) != 0) return s->err = -EINVAL;
-  if (huff_build(&distcode, lengths + nlen, ndist) != 0) return s->err = -EINVAL;
+  if (!huff_usable(&lencode, nlen, huff_build(&lencode, lengths, nlen))) return s->err = -EINVAL;
+  if (!huff_usable(&distcode, ndist, huff_build(&distcode, lengths + nlen, ndist)))
+    return s->err = -EINVAL;
   return codes(s, &lencode, &distcode);
 }
 
-static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n) {
-  static uint32_t table[256];
-  static int built = 0; /* benign race: identical contents */
-  if (!built) {
-    for (uint32_t i = 0; i < 256; i++) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      table[i] = c;
-    }
-    built = 1;
+static uint32_t crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_build(void) {
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+    crc_table[i] = c;
   }
+}
+
+static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n) {
+  pthread_once(&crc_once, crc_build);
   crc = ~crc;
-  for (size_t i = 0; i < n; i++) crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+  for (size_t i = 0; i < n; i++) crc = crc_table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
   return ~crc;
 }
 
@@ -239,7 +268,12 @@ int pt_gunzip(const uint8_t *in, size_t len, size_t max_out, uint8_t **out, size
   }
   if (flg & 8) { while (pos < len && in[pos]) pos++; pos++; } /* FNAME */
   if (flg & 16) { while (pos < len && in[pos]) pos++; pos++; } /* FCOMMENT */
-  if (flg & 2) pos += 2; /* FHCRC */
+  if (flg & 2) { /* FHCRC: the low 16 bits of the CRC-32 of the header so far */
+    if (pos + 2 > len) return -EINVAL;
+    uint32_t hcrc = in[pos] | (uint32_t)in[pos + 1] << 8;
+    if (hcrc != (crc32_update(0, in, pos) & 0xffff)) return -EINVAL;
+    pos += 2;
+  }
   if (pos >= len) return -EINVAL;
   inflater s;
   memset(&s, 0, sizeof s);
@@ -378,10 +412,12 @@ static int cmp_fn(const void *a, const void *b) {
 
 static loc *find_loc(prof *p, uint64_t id) {
   loc key = {id, 0};
+  if (!p->nloc) return NULL;
   return bsearch(&key, p->locs, p->nloc, sizeof *p->locs, cmp_loc);
 }
 static fn *find_fn(prof *p, uint64_t id) {
   fn key = {.id = id};
+  if (!p->nfn) return NULL;
   return bsearch(&key, p->fns, p->nfn, sizeof *p->fns, cmp_fn);
 }
 
@@ -461,8 +497,9 @@ static int pass1(prof *p, const uint8_t *d, size_t len, pt_pprof_summary *out) {
   if (k < 0) return -EINVAL;
   if (p->nstr == 0 || p->strs[0].n != 0) return -EINVAL; /* string 0 must be "" */
   if (p->nst == 0) return -EINVAL;
-  qsort(p->locs, p->nloc, sizeof *p->locs, cmp_loc);
-  qsort(p->fns, p->nfn, sizeof *p->fns, cmp_fn);
+  /* qsort/bsearch take no NULL base, not even for zero elements. */
+  if (p->nloc) qsort(p->locs, p->nloc, sizeof *p->locs, cmp_loc);
+  if (p->nfn) qsort(p->fns, p->nfn, sizeof *p->fns, cmp_fn);
   return 0;
 }
 
@@ -509,7 +546,8 @@ static int pass2(prof *p, const uint8_t *d, size_t len, size_t count_idx, pt_ppr
     if (kk < 0) return -EINVAL;
     if (a.nvals != p->nst) return -EINVAL; /* one value per sample type */
     int64_t n = count_idx < 8 ? a.vals[count_idx] : 0;
-    out->samples += n;
+    /* Counts come from the file: one that overflows a sum is damage. */
+    if (__builtin_add_overflow(out->samples, n, &out->samples)) return -EINVAL;
     out->n_stacks++;
     stamp++;
     size_t depth = a.nids < 256 ? a.nids : 256;
@@ -518,8 +556,11 @@ static int pass2(prof *p, const uint8_t *d, size_t len, size_t count_idx, pt_ppr
       if (!l) return -EINVAL; /* sample points at a missing location */
       fn *f = find_fn(p, l->func);
       if (!f) continue;
-      if (i == 0) f->flat += n;
-      if (f->seen != stamp) { f->cum += n; f->seen = stamp; } /* recursion counts once */
+      if (i == 0 && __builtin_add_overflow(f->flat, n, &f->flat)) return -EINVAL;
+      if (f->seen != stamp) { /* recursion counts once */
+        if (__builtin_add_overflow(f->cum, n, &f->cum)) return -EINVAL;
+        f->seen = stamp;
+      }
     }
   }
   return k < 0 ? -EINVAL : 0;
@@ -586,7 +627,7 @@ int pt_pprof_summarize(const uint8_t *data, size_t len, size_t top_n, pt_pprof_s
   if (r == 0) {
     out->n_functions = p.nfn;
     out->n_locations = p.nloc;
-    qsort(p.fns, p.nfn, sizeof *p.fns, cmp_top);
+    if (p.nfn) qsort(p.fns, p.nfn, sizeof *p.fns, cmp_top);
     for (size_t i = 0; i < p.nfn && out->n_top < top_n; i++) {
       if (p.fns[i].flat == 0 && p.fns[i].cum == 0) continue;
       pt_pprof_func *t = &out->top[out->n_top];

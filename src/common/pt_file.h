@@ -64,7 +64,8 @@ int pt_read_all(const char *path, size_t max, char **out, size_t *len);
 /* Test hook used by pt_append_durable (see below). Returns 0 for a normal
  * write, or a positive errno to simulate after writing a part of the data.
  * NULL (default) = no fault injection. The daemon installs one that reads
- * POLYTOKEN_FAULT_TRANSCRIPT_WRITE; nothing else should. */
+ * POLYTOKEN_FAULT_TRANSCRIPT_WRITE, only in test builds
+ * (-Dfault_injection=true); nothing else should. */
 typedef int (*pt_append_fault_fn)(const char *path);
 void pt_append_set_fault(pt_append_fault_fn fn);
 

@@ -23,6 +23,7 @@
 #include "daemon/pd_daemon.h"
 #include "daemon/pd_loop.h"
 #include "daemon/pd_log.h"
+#include "common/pt_env.h"
 #include "common/pt_jsonl.h"
 
 #include <errno.h>
@@ -384,16 +385,12 @@ static void exec_cancel(void *handle) {
 
 const pd_responder_vt pd_resp_exec = {"exec", exec_start, exec_cancel};
 
+/* The daemon's logging front of the one settings parser (common/pt_env.h). */
 int pd_env_int(const char *name, int dflt, int min, int max) {
-  const char *v = getenv(name);
-  if (!v || !*v) return dflt;
-  char *end;
-  long x = strtol(v, &end, 10);
-  if (*end || x < min || x > max) {
-    pd_warn("ignoring %s=%s (expected an integer in %d..%d)", name, v, min, max);
-    return dflt;
-  }
-  return (int)x;
+  char err[256];
+  int v = (int)pt_env_int(name, dflt, min, max, err, sizeof err);
+  if (err[0]) pd_warn("%s", err);
+  return v;
 }
 
 const pd_responder_vt *pd_responder_select(void) {

@@ -1,4 +1,5 @@
 /* pd_store.c - sessions on disk and in memory. See pd_store.h. */
+#include "pt_config.h"
 #include "daemon/pd_store.h"
 #include "daemon/pd_log.h"
 #include "common/pt_file.h"
@@ -637,6 +638,9 @@ int pd_session_history(pd_session *s, json_t **out, char *err, size_t errlen) {
   return 0;
 }
 
+#if PT_FAULT_INJECTION
+/* Test builds only (-Dfault_injection=true): a release daemon contains
+ * neither this code nor the variable's name. */
 static int g_fault_errno, g_fault_skip, g_fault_seen;
 
 static int transcript_fault(const char *path) {
@@ -662,3 +666,6 @@ void pd_transcript_install_fault_hook(void) {
   pd_warn("fault injection: transcript appends fail with %s after %d append(s)", name,
           g_fault_skip);
 }
+#else
+void pd_transcript_install_fault_hook(void) {}
+#endif

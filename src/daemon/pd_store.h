@@ -127,8 +127,9 @@ int pd_session_history(pd_session *s, json_t **out, char *err, size_t errlen);
 
 /* Installs the fault-injection hook for transcript appends: honours
  * POLYTOKEN_FAULT_TRANSCRIPT_WRITE = "ENOSPC" | "EIO" | "<ERRNAME>:<N>" (fail
- * every append after the first N in this process). Tests only; no effect
- * when the variable is unset. */
+ * every append after the first N in this process). Tests only: compiled in
+ * only with -Dfault_injection=true (the test variants); in other builds it
+ * does nothing. No effect when the variable is unset. */
 void pd_transcript_install_fault_hook(void);
 
 #endif

@@ -31,25 +31,30 @@ check_static "$PT_BUILD_RELEASE"
 readelf -d "$PT_BUILD_PROF/polytokend" | grep NEEDED | grep -q libdw || fail "profiling daemon does not link libdw"
 nm "$PT_BUILD_PROF/polytokend" | grep -q ' T ptprof_new' || fail "profiling daemon lacks ptprof_new"
 
-run_daemon() { # BUILD_DIR -> prints "sigprof=<0|1> ports=<list>"
+# Readiness, not sleeps: a daemon that answers `daemon status` runs its
+# loop, so every start-up step (profiling and console included: main.c runs
+# them before it listens) is done; a SIGPROF handler or port missing then is
+# missing for good. The profiling daemon's are waited for (positive check).
+run_daemon() { # BUILD_DIR WANT(0|1) -> prints "sigprof=<0|1> ports=<list>"
   pt_home
   local port; port=$(free_port)
   export POLYTOKEN_CONSOLE_DAEMON_BIND=127.0.0.1:$port
   start_daemon "$1"
-  sleep 0.5  # let a profiling daemon finish starting its threads
+  "$1/polytoken" daemon status >/dev/null || fail "$1 daemon does not answer daemon status"
+  [ "$2" = 1 ] && { wait_for 10 sig_caught "$DAEMON_PID" 27 || true; }
   local s=0; sig_caught "$DAEMON_PID" 27 && s=1
   echo "sigprof=$s ports=$(listening_ports "$DAEMON_PID" | tr '\n' ' ') want=$port"
   stop_pid "$DAEMON_PID"
 }
 
 for b in "$PT_BUILD_DEV" "$PT_BUILD_RELEASE"; do
-  out=$(run_daemon "$b")
+  out=$(run_daemon "$b" 0)
   note "$b: $out"
   [[ "$out" == *"sigprof=0"* ]] || fail "$b daemon installed a SIGPROF handler"
   [[ "$out" =~ ports=\ *want ]] || fail "$b daemon listens on a TCP port: $out"
 done
 
-out=$(run_daemon "$PT_BUILD_PROF")
+out=$(run_daemon "$PT_BUILD_PROF" 1)
 note "profile: $out"
 [[ "$out" == *"sigprof=1"* ]] || fail "profiling daemon has no SIGPROF handler"
 want=${out##*want=}
@@ -57,6 +62,8 @@ want=${out##*want=}
 
 # The TUI likewise: in the session picker of a normal build no SIGPROF
 # handler and no port; the profiling TUI serves its console from the start.
+# The picker on screen is the readiness marker: main.c runs the profiling
+# start-up before the loop that draws it.
 command -v tmux >/dev/null || skip "tmux missing"
 PT_TMUX=noprof-$$
 run_tui() { # BUILD_DIR -> "sigprof=.. ports=.. want=.."
@@ -67,7 +74,6 @@ run_tui() { # BUILD_DIR -> "sigprof=.. ports=.. want=.."
   wait_for 20 bash -c "tmux -L '$PT_TMUX' capture-pane -p | grep -q 'sessions'" || fail "TUI of $1 did not show the picker"
   local pid; pid=$(pgrep -f "^$1/polytoken\$" | head -1)
   [ -n "$pid" ] || fail "no TUI process for $1"
-  sleep 0.3
   local s=0; sig_caught "$pid" 27 && s=1
   echo "sigprof=$s ports=$(listening_ports "$pid" | tr '\n' ' ') want=$port"
   tmux -L "$PT_TMUX" kill-server

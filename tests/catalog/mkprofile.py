@@ -3,7 +3,7 @@
 
 Used by the catalog/feedback tests to put real snapshot files into a
 session's profiling/ directory without needing the profiling build. The
-profile follows docs in /work/shared/specs/pprof.md: sample_type
+profile follows docs/pprof-format.md and proto/profile.proto: sample_type
 [samples/count, cpu/nanoseconds], period_type cpu/nanoseconds at 99 Hz,
 one mapping, one location + function per name, samples leaf first.
 

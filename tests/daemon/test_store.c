@@ -1,6 +1,7 @@
 /* Unit tests for the session store and transcript (src/daemon/pd_store.c),
  * on real files in a temporary state root. */
 #include "pt_test.h"
+#include "pt_config.h"
 #include "daemon/pd_store.h"
 #include "common/pt_file.h"
 
@@ -150,6 +151,7 @@ PT_TEST(daemon_transcript_injected_enospc_leaves_file_intact) {
   size_t n0;
   char *before = pt_read_file(tp, &n0);
   /* the first append in the process (after install) passes, then ENOSPC */
+  if (!PT_FAULT_INJECTION) PT_SKIP("built without -Dfault_injection");
   setenv("POLYTOKEN_FAULT_TRANSCRIPT_WRITE", "ENOSPC:1", 1);
   pd_transcript_install_fault_hook();
   PT_ASSERT_INT_EQ(pd_transcript_append(a, 1, "assistant", "passes", NULL), 0);
@@ -290,6 +292,7 @@ PT_TEST(daemon_session_history_follows_appends) {
   PT_ASSERT_INT_EQ(pd_session_history(a, &h, err, sizeof err), 0);
   PT_ASSERT_UINT_EQ(json_array_size(h), 2);
   /* a failed append drops the copy; the next call reloads the file */
+  if (!PT_FAULT_INJECTION) PT_SKIP("built without -Dfault_injection");
   setenv("POLYTOKEN_FAULT_TRANSCRIPT_WRITE", "ENOSPC:0", 1);
   pd_transcript_install_fault_hook();
   PT_ASSERT_INT_EQ(pd_transcript_append(a, 3, "user", "lost", NULL), -ENOSPC);

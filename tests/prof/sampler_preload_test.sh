@@ -36,16 +36,19 @@ sigprof_caught() { # PID: 0 if SIGPROF (27) is in SigCgt
 }
 
 # ---- 1. activation -------------------------------------------------------
-LD_PRELOAD="$LIB" "$PROG" split 1.5 >"$WORK/noenv.txt" 2>&1 &
+# Readiness markers, not sleeps: sampler_prog creates PTT_READY_FILE in
+# main, after the preload constructor ran.
+PTT_READY_FILE="$WORK/ready.noenv" LD_PRELOAD="$LIB" "$PROG" split 1.5 >"$WORK/noenv.txt" 2>&1 &
 PIDS+=($!)
-sleep 0.5
+wait_for 20 test -e "$WORK/ready.noenv" || fail "sampler_prog did not reach main"
 if sigprof_caught "${PIDS[-1]}"; then fail "SIGPROF handler installed without PTPROF_DIR"; fi
 wait "${PIDS[-1]}" || fail "program failed under LD_PRELOAD without PTPROF_DIR"
 unset 'PIDS[-1]'
 
-PTPROF_DIR="$WORK/act" LD_PRELOAD="$LIB" "$PROG" split 1.5 >"$WORK/act.txt" 2>&1 &
+PTT_READY_FILE="$WORK/ready.act" PTPROF_DIR="$WORK/act" LD_PRELOAD="$LIB" "$PROG" split 1.5 \
+  >"$WORK/act.txt" 2>&1 &
 PIDS+=($!)
-sleep 0.5
+wait_for 20 test -e "$WORK/ready.act" || fail "sampler_prog did not reach main"
 sigprof_caught "${PIDS[-1]}" || fail "no SIGPROF handler with PTPROF_DIR set"
 wait "${PIDS[-1]}" || fail "program failed under the sampler"
 unset 'PIDS[-1]'

@@ -58,7 +58,7 @@ extern const char __start_ptt_three[], __stop_ptt_three[];
 extern const char __start_ptt_malloc_caller[], __stop_ptt_malloc_caller[];
 extern const char __start_ptt_chain[], __stop_ptt_chain[];
 
-static volatile uint64_t g_sink;
+static _Atomic uint64_t g_sink; /* atomic: several worker threads add to it */
 
 HOT SECTION("ptt_hot_a") static void hot_a(int64_t cpu_ns) {
   uint64_t acc = 1;

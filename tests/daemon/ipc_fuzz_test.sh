@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# libFuzzer over what the daemon does with a client's bytes: the IPC framer,
+# hello and the request envelope, and the parameter decoding of every method
+# (tests/daemon/fuzz_ipc.c runs the real daemon in-process and talks to its
+# socket). PT_FUZZ_SECONDS (30) from tests/daemon/fuzz_seeds/ipc; any crash,
+# sanitizer report, malformed reply or connection held after the client
+# left fails.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+. "$PT_SRC/tests/fuzz_lib.sh"
+fuzz_require
+srcs=()
+for f in "$PT_SRC"/src/daemon/*.c "$PT_SRC"/src/common/*.c; do
+  case "$(basename "$f")" in main.c|pd_profiling.c) continue ;; esac
+  srcs+=("$f")
+done
+# shellcheck disable=SC2046
+fuzz_build fuzz_ipc "$PT_SRC/tests/daemon/fuzz_ipc.c" "${srcs[@]}" \
+  $(pkg-config --cflags --libs libuv jansson libcurl libcrypto) -lm -lpthread
+fuzz_run fuzz_ipc "$PT_SRC/tests/daemon/fuzz_seeds/ipc" -max_len=16384 \
+  -dict="$PT_SRC/tests/daemon/fuzz_ipc.dict"
