@@ -25,7 +25,7 @@
 
 #include "console/ptcon_hdrhist.h"
 #include "console/ptcon_instr.h"
-#include "prof/pb_wire.h"
+#include "prof/ptp_pb_wire.h"
 
 #define PTCON_MAX_METAS 4096u
 
@@ -105,9 +105,9 @@ typedef int (*ptcon_emit_fn)(void *ud, uint8_t *msg, size_t len);
 int ptcon_agg_encode_updates(ptcon_agg *agg, int full, uint64_t since, uint64_t dropped_delta,
                              size_t limit, ptcon_emit_fn emit, void *ud);
 /* State{temporality} into b. */
-void ptcon_encode_state(pb_buf *b, int paused);
+void ptcon_encode_state(ptp_pb_buf *b, int paused);
 /* TaskDetails for id into b; -ENOENT if the task is not (or no longer) kept. */
-int ptcon_agg_encode_details(ptcon_agg *agg, uint64_t id, pb_buf *b);
+int ptcon_agg_encode_details(ptcon_agg *agg, uint64_t id, ptp_pb_buf *b);
 
 /* Wall-clock ns for a monotonic ns (the anchor rule; never negative). */
 uint64_t ptcon_agg_wall_ns(const ptcon_agg *agg, uint64_t mono);

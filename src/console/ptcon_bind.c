@@ -1,4 +1,4 @@
-/* bind.c - bind-string validation (ptcon_bind_parse) and ptcon_strerror. */
+/* ptcon_bind.c - bind-string validation (ptcon_bind_parse) and ptcon_strerror. */
 #include "ptprof_console.h"
 
 #include <arpa/inet.h>

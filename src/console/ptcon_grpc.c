@@ -302,12 +302,12 @@ static int send_updates(ptcon_grpc *g, stream *st, int full) {
 }
 
 static int send_details(ptcon_grpc *g, stream *st) {
-  pb_buf b;
-  pb_buf_init(&b, 0);
+  ptp_pb_buf b;
+  ptp_pb_buf_init(&b, 0);
   int rc = ptcon_agg_encode_details(g->agg, st->task_id, &b);
   if (rc == 0) rc = b.err;
   if (rc == 0) rc = stream_queue(st, b.data, b.len);
-  pb_buf_free(&b);
+  ptp_pb_buf_free(&b);
   return rc;
 }
 

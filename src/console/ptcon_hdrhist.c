@@ -1,4 +1,4 @@
-/* hdrhist.c - see hdrhist.h. */
+/* ptcon_hdrhist.c - see ptcon_hdrhist.h. */
 #include "console/ptcon_hdrhist.h"
 
 #include <errno.h>
@@ -54,8 +54,8 @@ int ptcon_hist_record(ptcon_hist **hp, uint64_t v) {
   return 0;
 }
 
-void ptcon_hist_put_zz(pb_buf *b, int64_t v) {
-  uint64_t z = pb_zigzag64(v);
+void ptcon_hist_put_zz(ptp_pb_buf *b, int64_t v) {
+  uint64_t z = ptp_pb_zigzag64(v);
   uint8_t out[9];
   size_t n = 0;
   /* LEB128 with at most 9 bytes: the 9th byte holds the top 8 bits whole. */
@@ -64,7 +64,7 @@ void ptcon_hist_put_zz(pb_buf *b, int64_t v) {
     z >>= 7;
   }
   out[n++] = (uint8_t)z;
-  pb_raw(b, out, n);
+  ptp_pb_raw(b, out, n);
 }
 
 static void put_be32(uint8_t *p, uint32_t v) {
@@ -76,7 +76,7 @@ static void put_be64(uint8_t *p, uint64_t v) {
   put_be32(p + 4, (uint32_t)v);
 }
 
-void ptcon_hist_encode_v2(const ptcon_hist *h, pb_buf *b) {
+void ptcon_hist_encode_v2(const ptcon_hist *h, ptp_pb_buf *b) {
   size_t start = b->len;
   uint8_t hdr[PTCON_HIST_HEADER_LEN];
   put_be32(hdr, PTCON_HIST_V2_COOKIE);
@@ -89,7 +89,7 @@ void ptcon_hist_encode_v2(const ptcon_hist *h, pb_buf *b) {
   uint64_t bits;
   memcpy(&bits, &one, 8);
   put_be64(hdr + 32, bits);
-  pb_raw(b, hdr, sizeof hdr);
+  ptp_pb_raw(b, hdr, sizeof hdr);
   /* Counts from index 0 to index(max): one 0 for an empty histogram. */
   uint32_t last = h ? ptcon_hist_index(h->max) : 0;
   for (uint32_t i = 0; i <= last;) {

@@ -1,5 +1,5 @@
 /*
- * hdrhist.h - a small fixed-layout HdrHistogram (the bucket layout of the
+ * ptcon_hdrhist.h - a small fixed-layout HdrHistogram (the bucket layout of the
  * HdrHistogram family) with the "V2" serialisation the tokio-console client
  * decodes.
  *
@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "prof/pb_wire.h"
+#include "prof/ptp_pb_wire.h"
 
 #define PTCON_HIST_LOWEST 1u
 #define PTCON_HIST_HIGHEST ((UINT64_C(1) << 36) - 1)
@@ -55,8 +55,8 @@ int ptcon_hist_record(ptcon_hist **hp, uint64_t v);
 /* Appends the V2 serialisation (header + ZigZag LEB128 counts up to the
  * index of max, runs of k >= 2 zeros as -k) to b. h == NULL encodes an
  * empty histogram (header + one 0). */
-void ptcon_hist_encode_v2(const ptcon_hist *h, pb_buf *b);
+void ptcon_hist_encode_v2(const ptcon_hist *h, ptp_pb_buf *b);
 /* Writes the 9-byte-max ZigZag LEB128 of v (HdrHistogram flavour). */
-void ptcon_hist_put_zz(pb_buf *b, int64_t v);
+void ptcon_hist_put_zz(ptp_pb_buf *b, int64_t v);
 
 #endif

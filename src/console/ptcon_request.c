@@ -1,4 +1,4 @@
-/* request.c - see request.h. Every read is bounds-checked against n. */
+/* ptcon_request.c - see ptcon_request.h. Every read is bounds-checked against n. */
 #include "console/ptcon_request.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * request.h - decoding of incoming gRPC requests of the Instrument service:
+ * ptcon_request.h - decoding of incoming gRPC requests of the Instrument service:
  * the method path, the 5-byte gRPC message prefix and the protobuf body.
  * Pure functions over untrusted bytes (fuzzed by tests/console/fuzz_request.c);
  * any thread.

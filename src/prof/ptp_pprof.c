@@ -8,13 +8,13 @@
  *  2. each distinct address is symbolized once (the symbolizer caches across
  *     dumps too); its frames become Lines whose functions are deduplicated
  *     by (name, system_name, file, start_line), strings by content;
- *  3. the Profile message is written with pb_wire, string table last (field
+ *  3. the Profile message is written with ptp_pb_wire, string table last (field
  *     order is free in protobuf), then gzip'ed in one member.
  * Invariants: string index 0 is ""; every id written is >= 1 and unique;
  * every location id a sample names exists; every Line has a function.
  */
 #include "prof/ptp_pprof.h"
-#include "prof/pb_wire.h"
+#include "prof/ptp_pb_wire.h"
 #include "prof/ptp_gzip.h"
 #include "prof/ptp_sym_map.h"
 
@@ -198,11 +198,11 @@ static void fmt_time(char *buf, size_t cap, int64_t ns) {
   snprintf(buf, cap, "%s.%09ldZ", date, frac);
 }
 
-static void write_value_type(pb_buf *b, uint32_t field, int64_t type, int64_t unit) {
-  pb_mark m = pb_begin(b, field);
-  pb_int64(b, VT_TYPE, type);
-  pb_int64(b, VT_UNIT, unit);
-  pb_end(b, m);
+static void write_value_type(ptp_pb_buf *b, uint32_t field, int64_t type, int64_t unit) {
+  ptp_pb_mark m = ptp_pb_begin(b, field);
+  ptp_pb_int64(b, VT_TYPE, type);
+  ptp_pb_int64(b, VT_UNIT, unit);
+  ptp_pb_end(b, m);
 }
 
 static int check_window(const ptp_window *w) {
@@ -217,7 +217,7 @@ static int check_window(const ptp_window *w) {
   return 0;
 }
 
-static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
+static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
   enc e = {0};
   uint64_t *ids = NULL;
   ptp_u64map tids = {0};
@@ -334,11 +334,11 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
     const ptp_sample *sm = &w->samples[i];
     size_t n = (sm->flags & PTP_SAMPLE_LOST) ? 1
                : (size_t)sm->nframes + ((sm->flags & PTP_SAMPLE_TRUNCATED) ? 1 : 0);
-    pb_mark m = pb_begin(b, P_SAMPLE);
-    pb_packed_uint64(b, S_LOCATION_ID, ids + k, n);
+    ptp_pb_mark m = ptp_pb_begin(b, P_SAMPLE);
+    ptp_pb_packed_uint64(b, S_LOCATION_ID, ids + k, n);
     k += n;
     uint64_t vals[2] = {sm->count, sm->count * (uint64_t)w->period_ns};
-    pb_packed_uint64(b, S_VALUE, vals, 2);
+    ptp_pb_packed_uint64(b, S_VALUE, vals, 2);
     uint32_t ti;
     if (ptp_u64map_get(&tids, (uint64_t)sm->tid + 1, &ti) && w->threads[ti].name[0]) {
       /* names are at most 15 chars + NUL by contract; intern a bounded view */
@@ -346,18 +346,18 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
       int64_t si = memchr(nm, 0, sizeof w->threads[ti].name) ? intern(&e, nm)
                                                                : intern_owned(&e, strndup(nm, 15));
       if (si < 0) { r = -ENOMEM; goto out; }
-      pb_mark lm = pb_begin(b, S_LABEL);
-      pb_int64(b, L_KEY, s_tname);
-      pb_int64(b, L_STR, si);
-      pb_end(b, lm);
+      ptp_pb_mark lm = ptp_pb_begin(b, S_LABEL);
+      ptp_pb_int64(b, L_KEY, s_tname);
+      ptp_pb_int64(b, L_STR, si);
+      ptp_pb_end(b, lm);
     }
     if (sm->tid != 0) {   /* a numeric 0 without unit would be dropped by viewers */
-      pb_mark lm = pb_begin(b, S_LABEL);
-      pb_int64(b, L_KEY, s_tid);
-      pb_int64(b, L_NUM, sm->tid);
-      pb_end(b, lm);
+      ptp_pb_mark lm = ptp_pb_begin(b, S_LABEL);
+      ptp_pb_int64(b, L_KEY, s_tid);
+      ptp_pb_int64(b, L_NUM, sm->tid);
+      ptp_pb_end(b, lm);
     }
-    pb_end(b, m);
+    ptp_pb_end(b, m);
   }
 
   /* mappings (ids = index + 1, main executable first) */
@@ -367,48 +367,48 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
     const ptp_sym_mapping *mp = &maps[i];
     int64_t fi = intern(&e, mp->file), bi = intern(&e, mp->build_id);
     if (fi < 0 || bi < 0) { r = -ENOMEM; goto out; }
-    pb_mark m = pb_begin(b, P_MAPPING);
-    pb_uint64(b, M_ID, i + 1);
-    pb_uint64(b, M_START, mp->start);
-    pb_uint64(b, M_LIMIT, mp->limit);
-    if (mp->offset) pb_uint64(b, M_OFFSET, mp->offset);
-    if (fi) pb_int64(b, M_FILENAME, fi);
-    if (bi) pb_int64(b, M_BUILD_ID, bi);
-    if (mp->has_functions) pb_bool(b, M_HAS_FUNCTIONS, 1);
-    if (mp->has_filenames) pb_bool(b, M_HAS_FILENAMES, 1);
-    if (mp->has_line_numbers) pb_bool(b, M_HAS_LINE_NUMBERS, 1);
-    if (mp->has_inline_frames) pb_bool(b, M_HAS_INLINE_FRAMES, 1);
-    pb_end(b, m);
+    ptp_pb_mark m = ptp_pb_begin(b, P_MAPPING);
+    ptp_pb_uint64(b, M_ID, i + 1);
+    ptp_pb_uint64(b, M_START, mp->start);
+    ptp_pb_uint64(b, M_LIMIT, mp->limit);
+    if (mp->offset) ptp_pb_uint64(b, M_OFFSET, mp->offset);
+    if (fi) ptp_pb_int64(b, M_FILENAME, fi);
+    if (bi) ptp_pb_int64(b, M_BUILD_ID, bi);
+    if (mp->has_functions) ptp_pb_bool(b, M_HAS_FUNCTIONS, 1);
+    if (mp->has_filenames) ptp_pb_bool(b, M_HAS_FILENAMES, 1);
+    if (mp->has_line_numbers) ptp_pb_bool(b, M_HAS_LINE_NUMBERS, 1);
+    if (mp->has_inline_frames) ptp_pb_bool(b, M_HAS_INLINE_FRAMES, 1);
+    ptp_pb_end(b, m);
   }
 
   /* locations */
   for (size_t i = 0; i < e.nlocs; i++) {
     const enc_loc *l = &e.locs[i];
-    pb_mark m = pb_begin(b, P_LOCATION);
-    pb_uint64(b, LOC_ID, i + 1);
-    if (l->mapping >= 0) pb_uint64(b, LOC_MAPPING_ID, (uint64_t)l->mapping + 1);
-    if (l->addr) pb_uint64(b, LOC_ADDRESS, l->addr);
+    ptp_pb_mark m = ptp_pb_begin(b, P_LOCATION);
+    ptp_pb_uint64(b, LOC_ID, i + 1);
+    if (l->mapping >= 0) ptp_pb_uint64(b, LOC_MAPPING_ID, (uint64_t)l->mapping + 1);
+    if (l->addr) ptp_pb_uint64(b, LOC_ADDRESS, l->addr);
     for (uint32_t j = 0; j < l->nlines; j++) {
       const enc_line *ln = &e.lines[l->first_line + j];
-      pb_mark lm = pb_begin(b, LOC_LINE);
-      pb_uint64(b, LINE_FUNCTION_ID, (uint64_t)ln->func + 1);
-      if (ln->line) pb_int64(b, LINE_LINE, ln->line);
-      if (ln->column) pb_int64(b, LINE_COLUMN, ln->column);
-      pb_end(b, lm);
+      ptp_pb_mark lm = ptp_pb_begin(b, LOC_LINE);
+      ptp_pb_uint64(b, LINE_FUNCTION_ID, (uint64_t)ln->func + 1);
+      if (ln->line) ptp_pb_int64(b, LINE_LINE, ln->line);
+      if (ln->column) ptp_pb_int64(b, LINE_COLUMN, ln->column);
+      ptp_pb_end(b, lm);
     }
-    pb_end(b, m);
+    ptp_pb_end(b, m);
   }
 
   /* functions */
   for (size_t i = 0; i < e.nfuncs; i++) {
     const enc_func *f = &e.funcs[i];
-    pb_mark m = pb_begin(b, P_FUNCTION);
-    pb_uint64(b, F_ID, i + 1);
-    pb_int64(b, F_NAME, f->name);
-    if (f->system_name) pb_int64(b, F_SYSTEM_NAME, f->system_name);
-    if (f->file) pb_int64(b, F_FILENAME, f->file);
-    if (f->start_line) pb_int64(b, F_START_LINE, f->start_line);
-    pb_end(b, m);
+    ptp_pb_mark m = ptp_pb_begin(b, P_FUNCTION);
+    ptp_pb_uint64(b, F_ID, i + 1);
+    ptp_pb_int64(b, F_NAME, f->name);
+    if (f->system_name) ptp_pb_int64(b, F_SYSTEM_NAME, f->system_name);
+    if (f->file) ptp_pb_int64(b, F_FILENAME, f->file);
+    if (f->start_line) ptp_pb_int64(b, F_START_LINE, f->start_line);
+    ptp_pb_end(b, m);
   }
 
   /* comments: drop counts (every cause, also 0), blind window, rate, bounds */
@@ -446,21 +446,21 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, pb_buf *b) {
     }
     for (size_t i = 0; i < nc; i++)
       if (cidx[i] < 0) { r = -ENOMEM; goto out; }
-    for (size_t i = 0; i < nc; i++) pb_int64(b, P_COMMENT, cidx[i]);
+    for (size_t i = 0; i < nc; i++) ptp_pb_int64(b, P_COMMENT, cidx[i]);
     for (size_t i = 0; i < w->ncomments; i++) {
       int64_t ci = intern(&e, w->comments[i]);
       if (ci < 0) { r = -ENOMEM; goto out; }
-      if (ci) pb_int64(b, P_COMMENT, ci);
+      if (ci) ptp_pb_int64(b, P_COMMENT, ci);
     }
   }
 
-  if (w->start_ns) pb_int64(b, P_TIME_NANOS, w->start_ns);
-  if (w->duration_ns) pb_int64(b, P_DURATION_NANOS, w->duration_ns);
+  if (w->start_ns) ptp_pb_int64(b, P_TIME_NANOS, w->start_ns);
+  if (w->duration_ns) ptp_pb_int64(b, P_DURATION_NANOS, w->duration_ns);
   write_value_type(b, P_PERIOD_TYPE, s_cpu, s_ns);
-  pb_int64(b, P_PERIOD, w->period_ns);
+  ptp_pb_int64(b, P_PERIOD, w->period_ns);
 
   /* string table last: every index above is final now */
-  for (size_t i = 0; i < e.nstrs; i++) pb_string(b, P_STRING_TABLE, e.strs[i]);
+  for (size_t i = 0; i < e.nstrs; i++) ptp_pb_string(b, P_STRING_TABLE, e.strs[i]);
   r = b->err;
 
 out:
@@ -474,15 +474,15 @@ int ptp_pprof_encode_raw(const ptp_window *w, ptp_symbolizer *s, uint8_t **out, 
   if (!w || !out || !outlen) return -EINVAL;
   int r = check_window(w);
   if (r) return r;
-  pb_buf b;
-  pb_buf_init(&b, PTP_PPROF_MAX_BYTES);
+  ptp_pb_buf b;
+  ptp_pb_buf_init(&b, PTP_PPROF_MAX_BYTES);
   r = encode(w, s, &b);
   if (r) {
-    pb_buf_free(&b);
+    ptp_pb_buf_free(&b);
     return r;
   }
   size_t len;
-  uint8_t *data = pb_buf_take(&b, &len);
+  uint8_t *data = ptp_pb_buf_take(&b, &len);
   if (!data) {   /* an empty profile is impossible (sample types), but be safe */
     data = malloc(1);
     if (!data) return -ENOMEM;

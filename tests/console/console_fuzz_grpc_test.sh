@@ -14,8 +14,8 @@ clang -fsanitize=fuzzer "$dir/probe.c" -o "$dir/probe" >/dev/null 2>&1 ||
   skip "clang's libFuzzer (-fsanitize=fuzzer) is not available"
 # The protobuf writer the encoder uses lives in src/prof (found by what it
 # defines, not by its file name).
-pbsrc=$(grep -l '^void pb_buf_init' "$PT_SRC"/src/prof/*.c | head -n 1)
-[ -n "$pbsrc" ] || fail "cannot find the pb_buf writer in src/prof"
+pbsrc=$(grep -l '^void ptp_pb_buf_init' "$PT_SRC"/src/prof/*.c | head -n 1)
+[ -n "$pbsrc" ] || fail "cannot find the ptp_pb_buf writer in src/prof"
 C="$PT_SRC/src/console"
 clang -g -O1 -std=c11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -D_GNU_SOURCE -I"$PT_SRC/src" -I"$PT_SRC/include" \

@@ -220,8 +220,8 @@ PT_TEST(console_agg_stats_and_update) {
   upd_free(&u);
 
   /* TaskDetails: histograms present, decodable header. */
-  pb_buf b;
-  pb_buf_init(&b, 0);
+  ptp_pb_buf b;
+  ptp_pb_buf_init(&b, 0);
   PT_ASSERT_INT_EQ(ptcon_agg_encode_details(a, t, &b), 0);
   pbr d = {b.data, b.len, 0};
   pbr id = sub_of(&d, 1);
@@ -232,9 +232,9 @@ PT_TEST(console_agg_stats_and_update) {
   PT_ASSERT(var_of(&h, 2) >= 3000000u);        /* max_value */
   pbr sh = sub_of(&d, 5), sraw = sub_of(&sh, 1);
   PT_ASSERT(sraw.n >= 41);
-  pb_buf_reset(&b);
+  ptp_pb_buf_reset(&b);
   PT_ASSERT_INT_EQ(ptcon_agg_encode_details(a, 12345, &b), -ENOENT);
-  pb_buf_free(&b);
+  ptp_pb_buf_free(&b);
   ptcon_agg_del(a);
 }
 

@@ -22,8 +22,8 @@ static const uint8_t k_header[40] = {
 };
 
 PT_TEST(console_hist_empty_is_header_plus_zero) {
-  pb_buf b;
-  pb_buf_init(&b, 0);
+  ptp_pb_buf b;
+  ptp_pb_buf_init(&b, 0);
   ptcon_hist_encode_v2(NULL, &b);
   PT_ASSERT_UINT_EQ(b.len, 41);
   uint8_t want[41];
@@ -31,7 +31,7 @@ PT_TEST(console_hist_empty_is_header_plus_zero) {
   want[7] = 1;   /* payload length 1 */
   want[40] = 0;
   PT_ASSERT_MEM_EQ(b.data, want, 41);
-  pb_buf_free(&b);
+  ptp_pb_buf_free(&b);
 }
 
 PT_TEST(console_hist_grows_by_bucket) {
@@ -70,8 +70,8 @@ PT_TEST(console_hist_runs_and_zigzag) {
   ptcon_hist_record(&h, 1);
   ptcon_hist_record(&h, 3);      /* index 3: one zero between (index 2) */
   ptcon_hist_record(&h, 7);      /* index 7: three zeros between (4,5,6) */
-  pb_buf b;
-  pb_buf_init(&b, 0);
+  ptp_pb_buf b;
+  ptp_pb_buf_init(&b, 0);
   ptcon_hist_encode_v2(h, &b);
   /* counts 0..7: [0, 2, 0, 1, 0, 0, 0, 1] -> 0 (single zero at 0), 2, 0, 1, -3, 1
    * zigzag: 0->00, 2->04, 0->00, 1->02, -3->05, 1->02 */
@@ -84,7 +84,7 @@ PT_TEST(console_hist_runs_and_zigzag) {
   /* A leading run: value 40 alone -> counts[0..36] = 36 zeros then 1 */
   h = NULL;
   ptcon_hist_record(&h, 40);     /* index 32 + (40>>1) - 16 = 36 */
-  pb_buf_reset(&b);
+  ptp_pb_buf_reset(&b);
   ptcon_hist_encode_v2(h, &b);
   static const uint8_t p2[] = {0x47, 0x02};   /* zigzag(-36) = 71 = 0x47 */
   PT_ASSERT_UINT_EQ(b.len, 42);
@@ -95,32 +95,32 @@ PT_TEST(console_hist_runs_and_zigzag) {
   PT_ASSERT_UINT_EQ(h->highest_outlier, PTCON_HIST_HIGHEST + 5);
   PT_ASSERT_UINT_EQ(h->max, PTCON_HIST_HIGHEST);
   free(h);
-  pb_buf_free(&b);
+  ptp_pb_buf_free(&b);
 }
 
 PT_TEST(console_hist_zigzag_leb128_nine_bytes) {
-  pb_buf b;
-  pb_buf_init(&b, 0);
+  ptp_pb_buf b;
+  ptp_pb_buf_init(&b, 0);
   ptcon_hist_put_zz(&b, 300);          /* zigzag 600 = 0xd8 0x04 */
   PT_ASSERT_UINT_EQ(b.len, 2);
   PT_ASSERT_MEM_EQ(b.data, "\xd8\x04", 2);
-  pb_buf_reset(&b);
+  ptp_pb_buf_reset(&b);
   ptcon_hist_put_zz(&b, INT64_MIN);    /* zigzag = 2^64-1: 8 x 0xff then 0xff */
   PT_ASSERT_UINT_EQ(b.len, 9);
   PT_ASSERT_MEM_EQ(b.data, "\xff\xff\xff\xff\xff\xff\xff\xff\xff", 9);
-  pb_buf_free(&b);
+  ptp_pb_buf_free(&b);
 }
 
 PT_TEST(console_state_encoding) {
-  pb_buf b;
-  pb_buf_init(&b, 0);
+  ptp_pb_buf b;
+  ptp_pb_buf_init(&b, 0);
   ptcon_encode_state(&b, 1);
   PT_ASSERT_UINT_EQ(b.len, 2);
   PT_ASSERT_MEM_EQ(b.data, "\x08\x01", 2);
-  pb_buf_reset(&b);
+  ptp_pb_buf_reset(&b);
   ptcon_encode_state(&b, 0);
   PT_ASSERT_UINT_EQ(b.len, 0);
-  pb_buf_free(&b);
+  ptp_pb_buf_free(&b);
 }
 
 static int decode(ptcon_method m, const void *p, size_t n, ptcon_request *r) {

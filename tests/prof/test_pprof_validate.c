@@ -5,7 +5,7 @@
  * and which it lets through (the reason the validator exists).
  */
 #include "pt_test.h"
-#include "prof/pb_wire.h"
+#include "prof/ptp_pb_wire.h"
 #include "prof/ptp_gzip.h"
 
 #include <errno.h>
@@ -19,83 +19,83 @@ typedef struct knobs {
 
 enum { S_EMPTY, S_SAMPLES, S_COUNT, S_CPU, S_NS, S_F, S_TID, S_TNAME, S_BIN, S_NSTR };
 
-static void vt(pb_buf *b, uint32_t field, int64_t t, int64_t u) {
-  pb_mark m = pb_begin(b, field);
-  pb_int64(b, 1, t);
-  pb_int64(b, 2, u);
-  pb_end(b, m);
+static void vt(ptp_pb_buf *b, uint32_t field, int64_t t, int64_t u) {
+  ptp_pb_mark m = ptp_pb_begin(b, field);
+  ptp_pb_int64(b, 1, t);
+  ptp_pb_int64(b, 2, u);
+  ptp_pb_end(b, m);
 }
 
-static void mapping(pb_buf *b, uint64_t id, uint64_t start, uint64_t limit) {
-  pb_mark m = pb_begin(b, 3);
-  pb_uint64(b, 1, id);
-  pb_uint64(b, 2, start);
-  pb_uint64(b, 3, limit);
-  pb_int64(b, 5, S_BIN);
-  pb_end(b, m);
+static void mapping(ptp_pb_buf *b, uint64_t id, uint64_t start, uint64_t limit) {
+  ptp_pb_mark m = ptp_pb_begin(b, 3);
+  ptp_pb_uint64(b, 1, id);
+  ptp_pb_uint64(b, 2, start);
+  ptp_pb_uint64(b, 3, limit);
+  ptp_pb_int64(b, 5, S_BIN);
+  ptp_pb_end(b, m);
 }
 
 /* A small valid CPU profile, with the defects the knobs ask for. */
 static void build(const knobs *k, uint8_t **gz, size_t *gzlen) {
-  pb_buf b;
-  pb_buf_init(&b, 0);
+  ptp_pb_buf b;
+  ptp_pb_buf_init(&b, 0);
   if (!k->no_sample_type) {
     vt(&b, 1, S_SAMPLES, S_COUNT);
     vt(&b, 1, S_CPU, S_NS);
   }
   /* sample */
-  pb_mark s = pb_begin(&b, 2);
+  ptp_pb_mark s = ptp_pb_begin(&b, 2);
   uint64_t loc = k->sample_missing_loc ? 7 : 1;
-  pb_packed_uint64(&b, 1, &loc, 1);
+  ptp_pb_packed_uint64(&b, 1, &loc, 1);
   uint64_t vals[2] = {3, 3 * 10101010ull};
-  pb_packed_uint64(&b, 2, vals, k->one_value ? 1 : 2);
-  pb_mark l = pb_begin(&b, 3);
-  pb_int64(&b, 1, S_TID);
-  if (k->label_mode == 1) { pb_int64(&b, 2, S_F); pb_int64(&b, 3, 42); }   /* both */
-  else if (k->label_mode == 2) pb_int64(&b, 3, 0);                          /* num 0, no unit */
-  else pb_int64(&b, 3, 42);
-  pb_end(&b, l);
+  ptp_pb_packed_uint64(&b, 2, vals, k->one_value ? 1 : 2);
+  ptp_pb_mark l = ptp_pb_begin(&b, 3);
+  ptp_pb_int64(&b, 1, S_TID);
+  if (k->label_mode == 1) { ptp_pb_int64(&b, 2, S_F); ptp_pb_int64(&b, 3, 42); }   /* both */
+  else if (k->label_mode == 2) ptp_pb_int64(&b, 3, 0);                          /* num 0, no unit */
+  else ptp_pb_int64(&b, 3, 42);
+  ptp_pb_end(&b, l);
   if (k->label_mode == 3) {   /* the same key again */
-    l = pb_begin(&b, 3);
-    pb_int64(&b, 1, S_TID);
-    pb_int64(&b, 3, 43);
-    pb_end(&b, l);
+    l = ptp_pb_begin(&b, 3);
+    ptp_pb_int64(&b, 1, S_TID);
+    ptp_pb_int64(&b, 3, 43);
+    ptp_pb_end(&b, l);
   }
-  pb_end(&b, s);
+  ptp_pb_end(&b, s);
   mapping(&b, 1, 0x400000, 0x500000);
   if (k->overlap) mapping(&b, 2, 0x480000, 0x580000);
   /* location */
-  pb_mark lo = pb_begin(&b, 4);
-  pb_uint64(&b, 1, k->loc_id0 ? 0 : 1);
-  pb_uint64(&b, 2, k->loc_missing_map ? 9 : 1);
-  pb_uint64(&b, 3, 0x401234);
-  pb_mark ln = pb_begin(&b, 4);
-  if (!k->line_no_func) pb_uint64(&b, 1, 1);
-  pb_int64(&b, 2, 12);
-  pb_end(&b, ln);
-  pb_end(&b, lo);
+  ptp_pb_mark lo = ptp_pb_begin(&b, 4);
+  ptp_pb_uint64(&b, 1, k->loc_id0 ? 0 : 1);
+  ptp_pb_uint64(&b, 2, k->loc_missing_map ? 9 : 1);
+  ptp_pb_uint64(&b, 3, 0x401234);
+  ptp_pb_mark ln = ptp_pb_begin(&b, 4);
+  if (!k->line_no_func) ptp_pb_uint64(&b, 1, 1);
+  ptp_pb_int64(&b, 2, 12);
+  ptp_pb_end(&b, ln);
+  ptp_pb_end(&b, lo);
   if (k->dup_loc) {
-    lo = pb_begin(&b, 4);
-    pb_uint64(&b, 1, 1);
-    pb_end(&b, lo);
+    lo = ptp_pb_begin(&b, 4);
+    ptp_pb_uint64(&b, 1, 1);
+    ptp_pb_end(&b, lo);
   }
   /* function */
-  pb_mark f = pb_begin(&b, 5);
-  pb_uint64(&b, 1, 1);
-  pb_int64(&b, 2, k->empty_fn ? S_EMPTY : S_F);
-  pb_end(&b, f);
+  ptp_pb_mark f = ptp_pb_begin(&b, 5);
+  ptp_pb_uint64(&b, 1, 1);
+  ptp_pb_int64(&b, 2, k->empty_fn ? S_EMPTY : S_F);
+  ptp_pb_end(&b, f);
   const char *strs[S_NSTR] = {k->str0_bad ? "x" : "", "samples", "count", "cpu", "nanoseconds",
                               "hot_fn", "thread_id", "thread_name", "/bin/prog"};
-  for (int i = 0; i < S_NSTR; i++) pb_string(&b, 6, strs[i]);
+  for (int i = 0; i < S_NSTR; i++) ptp_pb_string(&b, 6, strs[i]);
   if (!k->no_time) {
-    pb_int64(&b, 9, 1700000000000000000LL);
-    pb_int64(&b, 10, 1000000000LL);
+    ptp_pb_int64(&b, 9, 1700000000000000000LL);
+    ptp_pb_int64(&b, 10, 1000000000LL);
   }
   vt(&b, 11, S_CPU, S_NS);
-  pb_int64(&b, 12, 10101010);
+  ptp_pb_int64(&b, 12, 10101010);
   PT_ASSERT_INT_EQ(b.err, 0);
   PT_ASSERT_INT_EQ(ptp_gzip(b.data, b.len, 6, gz, gzlen), 0);
-  pb_buf_free(&b);
+  ptp_pb_buf_free(&b);
 }
 
 static char *g_dir;
