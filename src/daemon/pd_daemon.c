@@ -12,6 +12,7 @@
 #include "daemon/pd_ipc.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_loop.h"
+#include "daemon/pd_methods.h"
 #include "daemon/pd_shutdown.h"
 #include "daemon/pd_telemetry.h"
 #include "daemon/pd_turn.h"
@@ -53,7 +54,6 @@ static struct {
 uv_loop_t *pd_daemon_loop(void) { return d.loop; }
 pd_store *pd_daemon_store(void) { return d.store; }
 const char *pd_daemon_home(void) { return d.home; }
-const char *pd_daemon_start_cwd(void) { return d.start_cwd; }
 int pd_daemon_stopping(void) { return d.stop_requested; }
 uint64_t pd_daemon_uptime_ms(void) { return uv_now(d.loop) - d.start_ms; }
 
@@ -311,7 +311,13 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
     snprintf(err, errlen, "polytokend: cannot open telemetry in %s: %s", path, strerror(-r));
     goto fail_store;
   }
-  r = pd_methods_register();
+  /* Wiring: turns emit through IPC and run external responders in the
+   * start directory; methods reach the daemon through their context. */
+  pd_turn_config tc = {pd_ipc_broadcast, pd_conn_hold, pd_conn_release, d.start_cwd};
+  pd_turn_configure(&tc);
+  pd_methods_ctx mc = {loop, d.store, pd_daemon_request_stop, pd_daemon_stopping,
+                       pd_daemon_uptime_ms};
+  r = pd_methods_register(&mc);
   if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_STATE, "close session store", step_state, NULL);
   if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_TELEMETRY, "close telemetry", step_telemetry, NULL);
   if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_LOG, "close log", step_log, NULL);

@@ -38,12 +38,6 @@ int pd_daemon_stopping(void);
 uv_loop_t *pd_daemon_loop(void);
 pd_store *pd_daemon_store(void);
 const char *pd_daemon_home(void);       /* absolute; the daemon's cwd */
-/* The working directory polytokend was started in (external responder
- * commands run there); NULL outside a daemon (unit tests). */
-const char *pd_daemon_start_cwd(void);
 uint64_t pd_daemon_uptime_ms(void);
-
-/* Registers the built-in IPC methods (pd_methods.c). */
-int pd_methods_register(void);
 
 #endif

@@ -13,7 +13,7 @@
 #include "daemon/pd_ipc.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_loop.h"
-#include "daemon/pd_responder.h"
+#include "daemon/pd_settings.h"
 #include "common/pt_jsonl.h"
 #include "common/pt_version.h"
 

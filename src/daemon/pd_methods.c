@@ -3,7 +3,7 @@
  * the same registry the profiling build uses (pd_ipc_register_method).
  * All are synchronous: they complete their call before returning.
  */
-#include "daemon/pd_daemon.h"
+#include "daemon/pd_methods.h"
 #include "daemon/pd_ipc.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_turn.h"
@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The context of every handler (pd_methods_register copies it here). */
+static pd_methods_ctx g_ctx;
 
 /* Fetches a required string param; on failure answers bad_request. */
 static const char *need_str(pd_call *call, json_t *params, const char *key) {
@@ -26,10 +29,11 @@ static const char *need_str(pd_call *call, json_t *params, const char *key) {
 }
 
 /* Finds the session named by params[key]; on failure answers. */
-static pd_session *need_session(pd_call *call, json_t *params, const char *key) {
+static pd_session *need_session(const pd_methods_ctx *mc, pd_call *call, json_t *params,
+                                const char *key) {
   const char *id = need_str(call, params, key);
   if (!id) return NULL;
-  pd_session *s = pd_store_find(pd_daemon_store(), id);
+  pd_session *s = pd_store_find(mc->store, id);
   if (!s) pd_call_error(call, "not_found", "no session %s", id);
   return s;
 }
@@ -48,37 +52,37 @@ static void reply_session(pd_call *call, int r, const pd_session *s, const char 
 
 static void m_status(pd_call *call, json_t *params, void *ctx) {
   (void)params;
-  (void)ctx;
-  pd_session *a = pd_daemon_store() ? pd_store_active(pd_daemon_store()) : NULL;
+  const pd_methods_ctx *mc = ctx;
+  pd_session *a = mc->store ? pd_store_active(mc->store) : NULL;
   pd_call_reply(call, json_pack("{s:i, s:s, s:b, s:I, s:I, s:o, s:I, s:b}", "pid", (int)getpid(),
                                 "version", pt_version(), "profiling", pt_is_profiling_build(),
-                                "uptime_ms", (json_int_t)pd_daemon_uptime_ms(), "sessions",
-                                (json_int_t)(pd_daemon_store() ? pd_store_count(pd_daemon_store()) : 0),
+                                "uptime_ms", (json_int_t)mc->uptime_ms(), "sessions",
+                                (json_int_t)(mc->store ? pd_store_count(mc->store) : 0),
                                 "active_session", a ? json_string(a->id) : json_null(), "clients",
                                 (json_int_t)pd_ipc_client_count(), "stopping",
-                                pd_daemon_stopping()));
+                                mc->stopping()));
 }
 
 static void m_stop(pd_call *call, json_t *params, void *ctx) {
   (void)params;
-  (void)ctx;
+  const pd_methods_ctx *mc = ctx;
   char why[64];
   pd_conn *c = pd_call_conn(call);
   snprintf(why, sizeof why, "daemon.stop from client %u", c ? pd_conn_id(c) : 0);
   pd_call_reply(call, NULL);
-  pd_daemon_request_stop(why);
+  mc->request_stop(why);
 }
 
 static void m_list(pd_call *call, json_t *params, void *ctx) {
   (void)params;
-  (void)ctx;
-  json_t *l = pd_store_list_json(pd_daemon_store());
+  const pd_methods_ctx *mc = ctx;
+  json_t *l = pd_store_list_json(mc->store);
   if (!l) pd_call_error(call, "internal", "out of memory");
   else pd_call_reply(call, l);
 }
 
 static void m_create(pd_call *call, json_t *params, void *ctx) {
-  (void)ctx;
+  const pd_methods_ctx *mc = ctx;
   json_t *jn = json_object_get(params, "name");
   if (jn && !json_is_string(jn) && !json_is_null(jn)) {
     pd_call_error(call, "bad_request", "params.name must be a string");
@@ -86,23 +90,23 @@ static void m_create(pd_call *call, json_t *params, void *ctx) {
   }
   const char *name = json_string_value(jn);
   pd_session *s = NULL;
-  int r = pd_store_create(pd_daemon_store(), name, &s);
+  int r = pd_store_create(mc->store, name, &s);
   reply_session(call, r, s, "create");
 }
 
 static void m_rename(pd_call *call, json_t *params, void *ctx) {
-  (void)ctx;
-  pd_session *s = need_session(call, params, "id");
+  const pd_methods_ctx *mc = ctx;
+  pd_session *s = need_session(mc, call, params, "id");
   if (!s) return;
   const char *name = need_str(call, params, "name");
   if (!name) return;
-  int r = pd_store_rename(pd_daemon_store(), s, name);
+  int r = pd_store_rename(mc->store, s, name);
   reply_session(call, r, s, "rename");
 }
 
 static void m_delete(pd_call *call, json_t *params, void *ctx) {
-  (void)ctx;
-  pd_session *s = need_session(call, params, "id");
+  const pd_methods_ctx *mc = ctx;
+  pd_session *s = need_session(mc, call, params, "id");
   if (!s) return;
   if (s->running) {
     pd_call_error(call, "busy", "session %s has a running turn; cancel it first", s->id);
@@ -110,7 +114,7 @@ static void m_delete(pd_call *call, json_t *params, void *ctx) {
   }
   char id[PD_SESSION_ID_LEN + 1];
   memcpy(id, s->id, sizeof id);
-  int r = pd_store_delete(pd_daemon_store(), s);
+  int r = pd_store_delete(mc->store, s);
   if (r < 0) {
     pd_call_error(call, "io_error", "could not delete session %s: %s", id, strerror(-r));
     return;
@@ -120,8 +124,8 @@ static void m_delete(pd_call *call, json_t *params, void *ctx) {
 }
 
 static void m_attach(pd_call *call, json_t *params, void *ctx) {
-  (void)ctx;
-  pd_session *s = need_session(call, params, "id");
+  const pd_methods_ctx *mc = ctx;
+  pd_session *s = need_session(mc, call, params, "id");
   if (!s) return;
   char err[256];
   json_t *hist = NULL, *tr = NULL;
@@ -136,7 +140,7 @@ static void m_attach(pd_call *call, json_t *params, void *ctx) {
     pd_call_error(call, "internal", "out of memory");
     return;
   }
-  r = pd_store_set_active(pd_daemon_store(), s);
+  r = pd_store_set_active(mc->store, s);
   if (r < 0) pd_warn("session %s: persisting the active session: %s", s->id, strerror(-r));
   pd_conn *c = pd_call_conn(call);
   if (c) pd_conn_attach(c, s->id);
@@ -165,8 +169,8 @@ static void m_attach(pd_call *call, json_t *params, void *ctx) {
 }
 
 static void m_send(pd_call *call, json_t *params, void *ctx) {
-  (void)ctx;
-  pd_session *s = need_session(call, params, "session");
+  const pd_methods_ctx *mc = ctx;
+  pd_session *s = need_session(mc, call, params, "session");
   if (!s) return;
   const char *text = need_str(call, params, "text");
   if (!text) return;
@@ -175,7 +179,7 @@ static void m_send(pd_call *call, json_t *params, void *ctx) {
     return;
   }
   int turn_id = 0;
-  int r = pd_turn_start(pd_daemon_loop(), pd_daemon_store(), s, pd_call_conn(call), text, &turn_id);
+  int r = pd_turn_start(mc->loop, mc->store, s, pd_call_conn(call), text, &turn_id);
   if (r == -EBUSY)
     pd_call_error(call, "busy", "session %s already has a running turn", s->id);
   else if (r == -EFBIG)
@@ -190,14 +194,15 @@ static void m_send(pd_call *call, json_t *params, void *ctx) {
 }
 
 static void m_cancel(pd_call *call, json_t *params, void *ctx) {
-  (void)ctx;
-  pd_session *s = need_session(call, params, "session");
+  const pd_methods_ctx *mc = ctx;
+  pd_session *s = need_session(mc, call, params, "session");
   if (!s) return;
   if (pd_turn_cancel(s) < 0) pd_call_error(call, "not_found", "no turn is running in session %s", s->id);
   else pd_call_reply(call, NULL);
 }
 
-int pd_methods_register(void) {
+int pd_methods_register(const pd_methods_ctx *ctx) {
+  g_ctx = *ctx;
   static const struct {
     const char *name;
     pd_method_fn fn;
@@ -207,7 +212,7 @@ int pd_methods_register(void) {
       {"sessions.attach", m_attach}, {"turn.send", m_send},           {"turn.cancel", m_cancel},
   };
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-    int r = pd_ipc_register_method(m[i].name, m[i].fn, NULL);
+    int r = pd_ipc_register_method(m[i].name, m[i].fn, &g_ctx);
     if (r < 0) return r;
   }
   return 0;

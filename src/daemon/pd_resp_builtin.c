@@ -12,6 +12,7 @@
  * `cancelled` is an atomic flag it polls so a cancel stops generation early.
  */
 #include "daemon/pd_responder.h"
+#include "daemon/pd_settings.h"
 #include "daemon/pd_loop.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_ngram.h"

@@ -20,10 +20,9 @@
  * a sequence split across reads is carried over).
  */
 #include "daemon/pd_responder.h"
-#include "daemon/pd_daemon.h"
+#include "daemon/pd_settings.h"
 #include "daemon/pd_loop.h"
 #include "daemon/pd_log.h"
-#include "common/pt_env.h"
 #include "common/pt_jsonl.h"
 
 #include <errno.h>
@@ -343,7 +342,7 @@ static int exec_start(uv_loop_t *loop, const pd_resp_request *req, const pd_resp
   opt.args = args;
   opt.exit_cb = exit_cb;
   opt.flags = UV_PROCESS_DETACHED; /* own process group: kill(-pid) reaches all */
-  opt.cwd = pd_daemon_start_cwd(); /* where the user started us, not the state root */
+  opt.cwd = req->cwd; /* where the user started us, not the state root */
   opt.stdio = stdio;
   opt.stdio_count = 3;
   PD_TASK_START(&e->task, "responder.exec");
@@ -384,16 +383,3 @@ static void exec_cancel(void *handle) {
 }
 
 const pd_responder_vt pd_resp_exec = {"exec", exec_start, exec_cancel};
-
-/* The daemon's logging front of the one settings parser (common/pt_env.h). */
-int pd_env_int(const char *name, int dflt, int min, int max) {
-  char err[256];
-  int v = (int)pt_env_int(name, dflt, min, max, err, sizeof err);
-  if (err[0]) pd_warn("%s", err);
-  return v;
-}
-
-const pd_responder_vt *pd_responder_select(void) {
-  const char *cmd = getenv("POLYTOKEN_RESPONDER_CMD");
-  return (cmd && *cmd) ? &pd_resp_exec : &pd_resp_builtin;
-}

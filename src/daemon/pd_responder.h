@@ -7,7 +7,7 @@
  *                    work thread, tokens streamed from a loop timer;
  *   pd_resp_exec     runs $POLYTOKEN_RESPONDER_CMD with /bin/sh -c per turn,
  *                    conversation JSON on stdin, reply streamed from stdout.
- * pd_responder_select() picks one from the environment.
+ * pd_responder_select() (pd_responder.c) picks one from the environment.
  *
  * Contract (both implementations; the turn code relies on it):
  *  - start() returns 0 and then calls sink->delta zero or more times and
@@ -41,6 +41,9 @@ typedef struct pd_resp_request {
   json_t *messages;      /* borrowed for start(): [{"role","text"}...] incl. this turn */
   const char *text;      /* this turn's user text */
   int turn_id;
+  /* working directory of an external command (BORROWED for start());
+   * NULL: the daemon's current one */
+  const char *cwd;
 } pd_resp_request;
 
 typedef struct pd_responder_vt {
@@ -59,14 +62,14 @@ extern const pd_responder_vt pd_resp_exec;
 #define PD_REPLY_MAX ((size_t)256 << 10)
 
 /* pd_resp_exec if POLYTOKEN_RESPONDER_CMD is set and non-empty, else the
- * built-in one. */
+ * built-in one. Returns a static vtable (never NULL). Any thread. */
 const pd_responder_vt *pd_responder_select(void);
 
-/* Environment knobs (read at each turn; documented in docs/daemon.md):
+/* Environment knobs (read at each turn with pd_env_int, pd_settings.h;
+ * documented in docs/daemon.md):
  * POLYTOKEN_RESPONDER_DELAY_MS   fixed delay between built-in tokens
  *                                (default: 15-40 ms, varying per token)
  * POLYTOKEN_RESPONDER_TIMEOUT_MS no-output timeout of the exec responder
  *                                (default 30000) */
-int pd_env_int(const char *name, int dflt, int min, int max);
 
 #endif

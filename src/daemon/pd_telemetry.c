@@ -2,7 +2,7 @@
 #include "daemon/pd_telemetry.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_loop.h"
-#include "daemon/pd_responder.h"
+#include "daemon/pd_settings.h"
 #include "common/pt_file.h"
 #include "common/pt_jsonl.h"
 

@@ -38,10 +38,19 @@ struct pd_turn {
   int finished;
 };
 
+static pd_turn_config g_cfg; /* pd_turn_configure; zero: events dropped */
 static size_t g_running;
 static uint64_t g_total;
 static void (*g_idle_cb)(void *);
 static void *g_idle_ctx;
+
+void pd_turn_configure(const pd_turn_config *cfg) { g_cfg = *cfg; }
+
+/* Sends one event of turn t through the configured sink (steals params). */
+static void emit(pd_turn *t, const char *name, json_t *params) {
+  if (g_cfg.emit) g_cfg.emit(t->s->id, t->sender, name, params);
+  else json_decref(params);
+}
 
 size_t pd_turn_running(void) { return g_running; }
 uint64_t pd_turn_total(void) { return g_total; }
@@ -164,11 +173,11 @@ static void finish(pd_turn *t) {
   json_t *p = json_pack("{s:s, s:i, s:s}", "session", t->s->id, "turn_id", t->turn_id, "status",
                         status);
   if (msg[0]) json_object_set_new(p, "error", json_string(msg));
-  pd_ipc_broadcast(t->s->id, t->sender, "turn.done", p);
+  emit(t, "turn.done", p);
   t->finished = 1;
   t->s->running = NULL;
   if (t->sender) {
-    pd_conn_release(t->sender);
+    g_cfg.release(t->sender); /* held only when hold and release are set */
     t->sender = NULL;
   }
   g_running--;
@@ -186,14 +195,14 @@ static void async_cb(uv_async_t *a) {
   if (t->finished) return;
   if (!t->started) {
     t->started = 1;
-    pd_ipc_broadcast(t->s->id, t->sender, "turn.started",
-                     json_pack("{s:s, s:i}", "session", t->s->id, "turn_id", t->turn_id));
+    emit(t, "turn.started",
+         json_pack("{s:s, s:i}", "session", t->s->id, "turn_id", t->turn_id));
     if (t->cancel_requested) {
       t->done_pending = 1;
       t->status = PD_RESP_CANCELLED;
     } else {
       json_t *msgs = build_messages(t);
-      pd_resp_request req = {t->s->id, msgs, t->user_text, t->turn_id};
+      pd_resp_request req = {t->s->id, msgs, t->user_text, t->turn_id, g_cfg.cwd};
       pd_resp_sink sink = {sink_delta, sink_done, t};
       t->vt = pd_responder_select();
       int r = t->vt->start(t->loop, &req, &sink, &t->handle);
@@ -215,9 +224,9 @@ static void async_cb(uv_async_t *a) {
     t->head = p->next;
     if (!t->head) t->tail = NULL;
     append_reply(t, p->text, p->len);
-    pd_ipc_broadcast(t->s->id, t->sender, "turn.delta",
-                     json_pack("{s:s, s:i, s:s%}", "session", t->s->id, "turn_id", t->turn_id,
-                               "text", p->text, p->len));
+    emit(t, "turn.delta",
+         json_pack("{s:s, s:i, s:s%}", "session", t->s->id, "turn_id", t->turn_id, "text",
+                   p->text, p->len));
     free(p);
   }
   if (t->done_pending) {
@@ -249,7 +258,7 @@ int pd_turn_start(uv_loop_t *loop, pd_store *st, pd_session *s, pd_conn *sender,
   t->st = st;
   t->s = s;
   t->turn_id = id;
-  t->sender = sender ? pd_conn_hold(sender) : NULL;
+  t->sender = sender && g_cfg.hold && g_cfg.release ? g_cfg.hold(sender) : NULL;
   uv_async_init(loop, &t->async, async_cb);
   t->async.data = t;
   PD_TASK_START(&t->task, "turn");

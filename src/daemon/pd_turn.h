@@ -18,10 +18,33 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "daemon/pd_ipc.h"
+#include <jansson.h>
+
+#include "daemon/pd_ipc.h" /* pd_conn, as an opaque type only */
 #include "daemon/pd_store.h"
 
 typedef struct pd_turn pd_turn;
+
+/* Where turns send their events and what they need from outside: wired by
+ * the daemon (pd_daemon.c) to the IPC server, so this module calls no IPC
+ * function itself (and IPC, methods and turns form no loop).
+ *  emit(session, sender, name, params): sends the event to the session's
+ *    attached connections and to sender (may be NULL); steals params.
+ *  hold/release: keep the sender connection alive for the turn's events.
+ *  cwd: the working directory external responders run in (BORROWED: must
+ *    outlive every turn; NULL: the daemon's current directory).
+ * Without a configuration (unit tests) events are dropped and the sender
+ * is not kept. */
+typedef struct pd_turn_config {
+  void (*emit)(const char *session, pd_conn *sender, const char *name, json_t *params);
+  pd_conn *(*hold)(pd_conn *c);
+  void (*release)(pd_conn *c);
+  const char *cwd;
+} pd_turn_config;
+
+/* Sets the configuration (copied) for turns started from now on. Loop
+ * thread; call before the first turn. */
+void pd_turn_configure(const pd_turn_config *cfg);
 
 /* Starts a turn: appends the user entry (durably) and schedules the
  * responder. Returns 0 and the turn id in *turn_id; the caller replies

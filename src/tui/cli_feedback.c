@@ -3,24 +3,16 @@
 
 #include "common/pt_client.h"
 #include "common/pt_feedback.h"
-#include "common/pt_feedback_pprof.h"
-#include "tui/tui_cli.h"
+#include "tui/tui_cli_common.h"
+#include "tui/tui_review.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define CALL_TIMEOUT_MS 30000
-
-const char cli_feedback_notice[] =
-    "Attachments are sent raw and unsanitized, exactly as shown here. A CPU profile can "
-    "contain symbolized stack frames with build-machine paths and internal symbol names; "
-    "a log or telemetry file contains what the daemon recorded. Review them before sending "
-    "(docs/feedback.md).";
 
 static int is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
 
@@ -54,101 +46,6 @@ static json_t *list_catalog(pt_client *c) {
     return NULL;
   }
   return res;
-}
-
-/* ---- review text ---- */
-
-typedef struct sbuf {
-  char *s;
-  size_t n, cap;
-  int oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  if (b->oom) return;
-  va_list ap;
-  va_start(ap, fmt);
-  char tmp[1024];
-  int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (k < 0) return;
-  size_t len = (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1;
-  if (b->n + len + 1 > b->cap) {
-    size_t cap = (b->cap ? b->cap * 2 : 1024) + len;
-    char *s = realloc(b->s, cap);
-    if (!s) { b->oom = 1; return; }
-    b->s = s;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->n, tmp, len);
-  b->n += len;
-  b->s[b->n] = '\0';
-}
-
-char *cli_feedback_describe(json_t *entry, const uint8_t *data, size_t len) {
-  sbuf b = {0};
-  char size[32];
-  pt_feedback_fmt_size(len, size, sizeof size);
-  const char *kind = jstr(entry, "kind");
-  sb_printf(&b, "%s\n", jstr(entry, "label"));
-  sb_printf(&b, "  kind:    %s (from the %s)\n", kind, jstr(entry, "source"));
-  sb_printf(&b, "  file:    %s\n", jstr(entry, "path"));
-  sb_printf(&b, "  size:    %s (%zu bytes)\n", size, len);
-  sb_printf(&b, "  created: %s\n", jstr(entry, "created"));
-  sb_printf(&b, "  sha256:  %s\n", jstr(entry, "sha256"));
-  if (strcmp(kind, "cpu-profile") == 0 || strcmp(kind, "tui-cpu-profile") == 0) {
-    pt_pprof_summary s;
-    int r = pt_pprof_summarize(data, len, 5, &s);
-    if (r == 0) {
-      double dur = (double)s.duration_ns / 1e9;
-      double cpu = (double)s.samples * (double)s.period / 1e9;
-      sb_printf(&b, "  samples: %" PRId64 " (%.2f s of CPU) in %zu stacks\n", s.samples, cpu,
-                s.n_stacks);
-      sb_printf(&b, "  duration: %.2f s\n", dur);
-      sb_printf(&b, "  top functions (flat: samples in the function itself; cum: with callees):\n");
-      sb_printf(&b, "      flat  flat%%     cum  function\n");
-      for (size_t i = 0; i < s.n_top; i++) {
-        double pct = s.samples ? 100.0 * (double)s.top[i].flat / (double)s.samples : 0.0;
-        sb_printf(&b, "    %6" PRId64 " %5.1f%% %7" PRId64 "  %s\n", s.top[i].flat, pct,
-                  s.top[i].cum, s.top[i].name);
-      }
-      if (s.n_top == 0) sb_printf(&b, "    (no samples)\n");
-      pt_pprof_summary_clear(&s);
-    } else {
-      sb_printf(&b, "  (cannot decode this profile: %s)\n",
-                r == -EFBIG ? "too large" : "not a valid gzip'd pprof file");
-    }
-  } else {
-    /* Logs and telemetry: the last lines give an idea of the content. */
-    size_t start = len, lines = 0;
-    while (start > 0 && lines < 4) {
-      start--;
-      if (data[start] == '\n' && start + 1 < len) lines++;
-    }
-    if (lines == 4) start++;
-    sb_printf(&b, "  last lines:\n");
-    size_t i = start;
-    while (i < len) {
-      size_t j = i;
-      while (j < len && data[j] != '\n') j++;
-      char line[160];
-      size_t k = 0;
-      for (size_t x = i; x < j && k < sizeof line - 1; x++)
-        line[k++] = (data[x] >= 0x20 && data[x] < 0x7f) ? (char)data[x] : '?';
-      line[k] = '\0';
-      sb_printf(&b, "    %s\n", line);
-      i = j + 1;
-    }
-  }
-  if (strcmp(kind, "cpu-profile") == 0 || strcmp(kind, "tui-cpu-profile") == 0)
-    sb_printf(&b, "  Sent raw and unsanitized: can contain symbolized stack frames with\n"
-                  "  build-machine paths and internal symbol names.\n");
-  else
-    sb_printf(&b, "  Sent raw and unsanitized: everything the daemon recorded in it\n"
-                  "  (paths, session ids, client names, metrics).\n");
-  if (b.oom) { free(b.s); return NULL; }
-  return b.s;
 }
 
 /* ---- artifacts ---- */
@@ -229,7 +126,7 @@ static int cmd_show(int argc, char **argv) {
       if (pt_feedback_fetch(c, e, &data, &len, &err) < 0) {
         tui_cli_fail("fetching %s: %s", jstr(e, "id"), err.message);
       } else {
-        char *text = cli_feedback_describe(e, data, len);
+        char *text = tui_review_describe(e, data, len);
         if (text) { fputs(text, stdout); rc = 0; }
         else tui_cli_fail("out of memory");
         free(text);

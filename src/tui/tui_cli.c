@@ -1,6 +1,7 @@
 /* tui_cli.c - scriptable subcommands (see tui_cli.h). */
 #include "tui/tui_cli.h"
 #include "tui/cli_feedback.h"
+#include "tui/tui_cli_common.h"
 #include "tui/tui_text.h"
 #include "common/pt_client.h"
 #include "common/pt_home.h"
@@ -18,18 +19,6 @@
 
 #define CALL_TIMEOUT_MS 15000
 #define STOP_WAIT_MS 30000
-
-void tui_cli_fail(const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  for (char *p = buf; *p; p++)
-    if (*p == '\n' || *p == '\r') *p = ' ';
-  fflush(stdout);
-  fprintf(stderr, "polytoken: %s\n", buf);
-}
 
 void tui_cli_usage(void) {
   printf("usage: polytoken [COMMAND] [ARGS]\n"
@@ -53,18 +42,6 @@ void tui_cli_usage(void) {
 }
 
 static int is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
-
-pt_client *tui_cli_client_new(const char *client_name) {
-  char why[256], *home = NULL;
-  if (pt_home_resolve(NULL, &home, why, sizeof why) < 0) {
-    tui_cli_fail("%s", why);
-    return NULL;
-  }
-  pt_client *c = pt_client_new(home, client_name);
-  free(home);
-  if (!c) tui_cli_fail("out of memory");
-  return c;
-}
 
 /* Connects (autostart as given). Prints the failure line itself. */
 static pt_client *connect_or_fail(int autostart, int *not_running) {

@@ -12,21 +12,13 @@
 #ifndef TUI_CLI_H
 #define TUI_CLI_H
 
-#include "common/pt_client.h"
+/* tui_cli_fail and tui_cli_client_new (main.c uses them through this header) */
+#include "tui/tui_cli_common.h"
 
 /* Runs the subcommand in argv[1..] and returns the process exit code. */
 int tui_cli_main(int argc, char **argv);
 
 /* Prints the top-level usage to stdout. */
 void tui_cli_usage(void);
-
-/* Prints "polytoken: <fmt>\n" to stderr (one line; newlines in the message
- * are replaced by spaces). */
-void tui_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* A client for the state root the environment names (pt_home_resolve):
- * NULL after printing the reason (no HOME, a path over the length limit,
- * out of memory) with tui_cli_fail. Free with pt_client_del. */
-pt_client *tui_cli_client_new(const char *client_name);
 
 #endif

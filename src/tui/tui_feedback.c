@@ -2,7 +2,7 @@
 #include "tui/tui_feedback.h"
 
 #include "common/pt_feedback.h"
-#include "tui/cli_feedback.h"
+#include "tui/tui_review.h"
 #include "tui/tui_editkey.h"
 #include "tui/tui_lineedit.h"
 #include "tui/tui_loop.h"
@@ -211,7 +211,7 @@ static int build_review(tui_feedback *f) {
     }
     size_t dlen = 0;
     const uint8_t *d = pt_feedback_data(f->bundle, pt_feedback_count(f->bundle) - 1, &dlen);
-    char *desc = cli_feedback_describe(e, d, dlen);
+    char *desc = tui_review_describe(e, d, dlen);
     if (!desc) { free(text); drop_bundle(f); return -ENOMEM; }
     char head[64];
     snprintf(head, sizeof head, "Attachment %zu:\n", ++count);
@@ -222,7 +222,7 @@ static int build_review(tui_feedback *f) {
   }
   if (count == 0) APPEND("No attachments.\n\n");
   else {
-    APPEND(cli_feedback_notice);
+    APPEND(tui_review_notice);
     APPEND("\n");
   }
 #undef APPEND

@@ -4,9 +4,12 @@
 #include "pt_test.h"
 #include "daemon/pd_ngram.h"
 #include "daemon/pd_responder.h"
+#include "daemon/pd_settings.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
   char text[8192];
@@ -40,6 +43,9 @@ static json_t *conv(const char *user) {
                    "The loop waits for input and runs a callback.", "role", "user", "text", user);
 }
 
+/* Working directory the next run() puts in the request (NULL: ours). */
+static const char *g_cwd;
+
 /* Runs one responder turn to completion; cancel_after: cancel once this many
  * deltas arrived (-1 never; 0 = right after start). */
 static void run(const pd_responder_vt *vt, const char *user, int cancel_after, collect *c) {
@@ -47,7 +53,7 @@ static void run(const pd_responder_vt *vt, const char *user, int cancel_after, c
   uv_loop_init(&loop);
   memset(c, 0, sizeof *c);
   json_t *msgs = conv(user);
-  pd_resp_request req = {"0123456789ab", msgs, user, 2};
+  pd_resp_request req = {"0123456789ab", msgs, user, 2, g_cwd};
   pd_resp_sink sink = {on_delta, on_done, c};
   void *h = NULL;
   PT_ASSERT_INT_EQ(vt->start(&loop, &req, &sink, &h), 0);
@@ -142,4 +148,53 @@ PT_TEST(daemon_responder_exec_ok_crash_hang_cancel) {
   PT_ASSERT_INT_EQ(c.status, PD_RESP_CANCELLED);
   PT_ASSERT_STR_EQ(c.error, "");
   unsetenv("POLYTOKEN_RESPONDER_CMD");
+}
+
+/* The working directory travels in the request: the external command runs
+ * in req.cwd, not in the process's current directory. */
+PT_TEST(daemon_responder_exec_runs_in_request_cwd) {
+  char tmpl[] = "/tmp/pt-resp-cwd.XXXXXX";
+  PT_ASSERT(mkdtemp(tmpl) != NULL);
+  char want[PATH_MAX], here[PATH_MAX];
+  PT_ASSERT(realpath(tmpl, want) != NULL);
+  PT_ASSERT(getcwd(here, sizeof here) != NULL);
+  PT_ASSERT(strcmp(want, here) != 0);
+  setenv("POLYTOKEN_RESPONDER_CMD", "pwd -P | tr -d '\\n'", 1);
+  collect c;
+  g_cwd = tmpl;
+  run(&pd_resp_exec, "where", -1, &c);
+  g_cwd = NULL;
+  PT_ASSERT_INT_EQ(c.status, PD_RESP_OK);
+  PT_ASSERT_STR_EQ(c.text, want);
+  run(&pd_resp_exec, "where", -1, &c); /* without one: our own directory */
+  PT_ASSERT_INT_EQ(c.status, PD_RESP_OK);
+  PT_ASSERT_STR_EQ(c.text, here);
+  unsetenv("POLYTOKEN_RESPONDER_CMD");
+  PT_ASSERT_INT_EQ(rmdir(tmpl), 0);
+}
+
+PT_TEST(daemon_responder_select_follows_env) {
+  unsetenv("POLYTOKEN_RESPONDER_CMD");
+  PT_ASSERT(pd_responder_select() == &pd_resp_builtin);
+  setenv("POLYTOKEN_RESPONDER_CMD", "", 1);
+  PT_ASSERT(pd_responder_select() == &pd_resp_builtin);
+  setenv("POLYTOKEN_RESPONDER_CMD", "echo hi", 1);
+  PT_ASSERT(pd_responder_select() == &pd_resp_exec);
+  unsetenv("POLYTOKEN_RESPONDER_CMD");
+}
+
+/* pd_env_int (pd_settings.c): strict parse; junk or out of range gives the
+ * default (pt_env_int). */
+PT_TEST(daemon_settings_env_int) {
+  unsetenv("PT_TEST_SETTING");
+  PT_ASSERT_INT_EQ(pd_env_int("PT_TEST_SETTING", 7, 1, 100), 7);
+  setenv("PT_TEST_SETTING", "42", 1);
+  PT_ASSERT_INT_EQ(pd_env_int("PT_TEST_SETTING", 7, 1, 100), 42);
+  setenv("PT_TEST_SETTING", "10abc", 1);
+  PT_ASSERT_INT_EQ(pd_env_int("PT_TEST_SETTING", 7, 1, 100), 7);
+  setenv("PT_TEST_SETTING", "5000", 1);
+  PT_ASSERT_INT_EQ(pd_env_int("PT_TEST_SETTING", 7, 1, 100), 7);
+  setenv("PT_TEST_SETTING", "100", 1);
+  PT_ASSERT_INT_EQ(pd_env_int("PT_TEST_SETTING", 7, 1, 100), 100);
+  unsetenv("PT_TEST_SETTING");
 }

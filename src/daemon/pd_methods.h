@@ -1,0 +1,31 @@
+/*
+ * pd_methods.h - the built-in IPC methods (docs/ipc.md): daemon.status,
+ * daemon.stop, sessions.*, turn.send, turn.cancel.
+ *
+ * They reach the daemon only through the context given at registration,
+ * never through daemon globals, so pd_daemon.c (which registers them) and
+ * this module do not call each other.
+ * Threads: loop thread only.
+ */
+#ifndef PD_METHODS_H
+#define PD_METHODS_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "daemon/pd_store.h"
+
+typedef struct pd_methods_ctx {
+  uv_loop_t *loop;
+  pd_store *store;                       /* the daemon's sessions */
+  void (*request_stop)(const char *why); /* daemon.stop */
+  int (*stopping)(void);                 /* 1 once a stop was requested */
+  uint64_t (*uptime_ms)(void);
+} pd_methods_ctx;
+
+/* Registers the methods with pd_ipc_register_method; ctx is copied (its
+ * loop and store must outlive the IPC server). Returns 0 or the first
+ * registration error (-EINVAL, -ENOSPC). */
+int pd_methods_register(const pd_methods_ctx *ctx);
+
+#endif
