@@ -682,8 +682,16 @@ PT_TEST_T(prof_sampler_dump_drops, 60000) {
   for (size_t i = 0; i < c.n; i++)
     if (c.s[i].window == 1 && c.s[i].tid == b.tid) n2 += c.s[i].count;
   double cpu2 = n2 * (1e9 / 999);
+#ifndef __SANITIZE_THREAD__
   PT_ASSERT_MSG(cpu2 <= c.w[1].duration_ns * 1.1, "window 2: %.0f ms sampled in %.0f ms",
                 cpu2 / 1e6, c.w[1].duration_ns / 1e6);
+#else
+  /* ThreadSanitizer defers a signal to the thread's next intercepted call
+   * (docs/architecture.md, "Checked by tools"), so a SIGPROF raised in the
+   * blind period can run its handler after window 2 began: the bound holds
+   * for the real delivery only. The race checks of the dump cycle still run. */
+  (void)cpu2;
+#endif
   PT_ASSERT(strcmp(p1, p2) != 0);
   ptprof_stats st;
   ptprof_get_stats(p, &st);
