@@ -2,16 +2,17 @@
  * pd_catalog_internal.h - state shared by the catalog's units (not a public
  * interface: only src/daemon/pd_catalog*.c include it).
  *
- * The catalog is one object (struct pd_catalog) split by concept:
+ * The catalog is one object (struct pd_catalog) split by concept, listed
+ * in call order (each unit calls only those above it):
+ *   pd_catalog_hash.c  hash cache and incremental hashes of append-only files
  *   pd_catalog.c       model (entries, generation), persistence of the
  *                      generation, lifecycle, refresh begin/end (the swap),
  *                      paths beneath the state root
  *   pd_catalog_scan.c  refresh work: directory scans, snapshot names, ids,
  *                      fingerprint
- *   pd_catalog_hash.c  hash cache and incremental hashes of append-only files
  *   pd_catalog_fetch.c chunked, verified reads (block digests)
  *   pd_catalog_json.c  artifacts.* parameters and results (JSON)
- * Calls go one way: json -> scan, fetch -> catalog -> hash; scan -> hash.
+ * (pd_catalog_ipc.c, the libuv glue, is above them all.)
  * Threads and invariants: pd_catalog.h and the structs below.
  */
 #ifndef PD_CATALOG_INTERNAL_H
