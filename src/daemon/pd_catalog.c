@@ -31,7 +31,6 @@
 #include <time.h>
 #include <unistd.h>
 
-char *pd_cat_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *pd_cat_asprintf(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

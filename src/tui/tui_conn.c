@@ -33,10 +33,10 @@ void tui_conn_on_closed(pt_client *c, const pt_client_error *err, void *ud) {
   app->streaming = 0;
   if (app->screen == SCR_CONV)
     tui_note(app, 's', "Lost the connection to the daemon (%s). Press Ctrl-R to reconnect.",
-         err->message);
+             err->message);
   else
     tui_set_message(app, "Lost the connection to the daemon (%s). Press Ctrl-R to reconnect.",
-                err->message);
+                    err->message);
   tui_render_request(app);
 }
 

@@ -129,7 +129,7 @@ static void send_reply(pt_client *c, json_t *result, const pt_client_error *err,
     int back = text && tui_le_len(app->input) == 0 && tui_le_set(app->input, text) == 0;
     free(text);
     tui_note(app, 'e', "the message was not sent: %s%s", err->message,
-         back ? " (your text is back in the input line)" : "");
+             back ? " (your text is back in the input line)" : "");
     return;
   }
   free(text);
@@ -183,7 +183,7 @@ static tui_action conv_submit(tui_app *app) {
     size_t esc = js ? json_dumpb(js, NULL, 0, JSON_ENCODE_ANY | JSON_COMPACT) : 0;
     json_decref(js);
     tui_note(app, 'e',
-         "the message was not sent: JSON-escaped it takes %zu bytes (quotes and backslashes take "
+             "the message was not sent: JSON-escaped it takes %zu bytes (quotes and backslashes take "
          "two), more than one request line holds (%zu bytes); shorten it by about %zu bytes. "
          "Your text is kept.",
          esc, (size_t)PT_JSONL_MAX_LINE,
