@@ -37,6 +37,7 @@
 #include "common/pt_console_env.h"
 #include "common/pt_env.h"
 #include "common/pt_file.h"
+#include "common/pt_snapshot_names.h"
 #include "daemon/pd_daemon.h"
 #include "daemon/pd_ipc.h"
 #include "daemon/pd_log.h"
@@ -246,7 +247,7 @@ int pd_profiling_init(uv_loop_t *loop) {
   o.keep = (int)env_num("POLYTOKEN_PROFILE_KEEP", 8, 1, 100000);
   g.interval_ms = (int64_t)(env_num("POLYTOKEN_PROFILE_INTERVAL",
                                     PD_PROF_DEFAULT_INTERVAL_MS / 1000.0, 0.05, 86400) * 1000);
-  o.prefix = "daemon-profile-";
+  o.prefix = PT_SNAPSHOT_DAEMON_PREFIX;
   o.interval_ms = 0; /* the loop's timer job drives periodic dumps */
   o.log = log_from_prof;
   snprintf(g.fallback_dir, sizeof g.fallback_dir, "%s/profiling", pd_daemon_home());

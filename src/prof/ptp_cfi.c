@@ -20,6 +20,15 @@
  * loaded segments, so corrupt or unexpected data ends the FDE, never the
  * process.
  *
+ * DESIGN (why one file): one concept, the CFI table set the walker reads:
+ * a bounded reader of mapped .eh_frame bytes, the call-frame interpreter
+ * that turns an FDE into rows, the per-object table build (system objects
+ * eagerly, others lazily on the handler's request) and the publication
+ * of a new set with retirement of the old one. The four sections share
+ * the row format and the lock (cfi_mu) that orders building against
+ * publishing. The row format is in ptp_cfi.h; the handler-side lookup of
+ * a row is the walker's (ptp_unwind.c). Under 1000 lines.
+ *
  * Locking: cfi_mu guards the published pointer, the retired list, the
  * dlpi_adds/subs snapshot, the lazy-table accounting and every store into a
  * slot's tab. The handler only reads the set and CASes a slot's state from

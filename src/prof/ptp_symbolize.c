@@ -1,6 +1,19 @@
 /*
  * ptp_symbolize.c - see ptp_symbolize.h.
  *
+ * DESIGN (why one file of ~1400 lines): one concept, turning a PC of this
+ * process into its frames (function, file, line, inlined callers), with
+ * one state, struct ptp_symbolizer and its per-module data. Its sections
+ * (debuginfo lookup, ELF symbols, DWARF CU index, resolving, the glue to
+ * the persistent cache, the object list) share the sym_module struct and
+ * its lifetime rules (a module and its caches live from the refresh that
+ * finds it to the one that drops it); split apart, each would need that
+ * struct exposed in a header and the lifetime rules restated. What is
+ * separable already is separate: the on-disk cache format and its file
+ * handling (ptp_symcache.c), the address-map helpers (ptp_sym_map.h). The
+ * largest section that could still move is the persistent-cache glue
+ * (loading a module's cached frames and writing new ones, ~380 lines).
+ *
  * Structure:
  *  - refresh: dl_iterate_phdr -> list of objects (bias, name, executable
  *    segments, build id from the in-memory PT_NOTE). Objects are matched

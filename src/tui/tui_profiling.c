@@ -36,6 +36,7 @@
 #include "common/pt_env.h"
 #include "common/pt_file.h"
 #include "common/pt_logfile.h"
+#include "common/pt_snapshot_names.h"
 #include "ptprof.h"
 #include "ptprof_console.h"
 
@@ -123,7 +124,7 @@ void tui_profiling_conversation_reached(const char *session_id, const char *sess
   o.interval_ms =
       (int64_t)(env_num("POLYTOKEN_PROFILE_INTERVAL", TUI_PROF_DEFAULT_INTERVAL_S, 0.05, 86400) *
                 1000);
-  o.prefix = "tui-profile-";
+  o.prefix = PT_SNAPSHOT_TUI_PREFIX;
   o.dir = dir;
   o.log = log_from_prof;
   int rc = ptprof_new(&g.prof, &o);

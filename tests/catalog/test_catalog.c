@@ -9,6 +9,7 @@
 #include "common/pt_feedback.h"
 #include "common/pt_file.h"
 #include "common/pt_sha256.h"
+#include "common/pt_snapshot_names.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -134,7 +135,7 @@ PT_TEST(catalog_generation_tracks_snapshots) {
   uint64_t g0 = pd_catalog_generation(c);
   PT_ASSERT_UINT_EQ(count_kind(c, "cpu-profile"), 0);
 
-  char *p1 = write_profile(&f, "daemon-profile-20261129T210000Z-1.pb.gz", "hot_spin");
+  char *p1 = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210000Z-1.pb.gz", "hot_spin");
   PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
   uint64_t g1 = pd_catalog_generation(c);
   PT_ASSERT(g1 > g0);
@@ -142,7 +143,7 @@ PT_TEST(catalog_generation_tracks_snapshots) {
   PT_ASSERT(e);
   PT_ASSERT_STR_EQ(e->kind, "cpu-profile");
   PT_ASSERT_STR_EQ(e->source, "daemon");
-  PT_ASSERT_STR_EQ(e->path, "profiling/daemon-profile-20261129T210000Z-1.pb.gz");
+  PT_ASSERT_STR_EQ(e->path, "profiling/" PT_SNAPSHOT_DAEMON_PREFIX "20261129T210000Z-1.pb.gz");
   PT_ASSERT_STR_EQ(e->created, "2026-11-29T21:00:00Z");
   char hex[PT_SHA256_HEX];
   file_sha(p1, hex);
@@ -164,19 +165,19 @@ PT_TEST(catalog_generation_tracks_snapshots) {
   PT_ASSERT_STR_EQ(find_label(c, "CPU profile (pprof)")->id, id1);
 
   /* A newer snapshot takes the label; the older one keeps its time. */
-  char *p2 = write_profile(&f, "daemon-profile-20261129T210500Z-2.pb.gz", "parse_line");
+  char *p2 = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210500Z-2.pb.gz", "parse_line");
   PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
   uint64_t g2 = pd_catalog_generation(c);
   PT_ASSERT(g2 > g1);
   PT_ASSERT_UINT_EQ(count_kind(c, "cpu-profile"), 2);
   e = find_label(c, "CPU profile (pprof)");
   PT_ASSERT(e);
-  PT_ASSERT_STR_EQ(e->path, "profiling/daemon-profile-20261129T210500Z-2.pb.gz");
+  PT_ASSERT_STR_EQ(e->path, "profiling/" PT_SNAPSHOT_DAEMON_PREFIX "20261129T210500Z-2.pb.gz");
   const pd_catalog_entry *old = find_label(c, "CPU profile (pprof), 2026-11-29 21:00:00 UTC");
   PT_ASSERT(old);
   PT_ASSERT_STR_EQ(old->id, id1); /* same file, same id */
   /* Non-snapshot files and temp files are not listed. */
-  char *junk = cat3(f.pdir, "/", ".daemon-profile-20261129T211000Z-3.pb.gz.tmp");
+  char *junk = cat3(f.pdir, "/", "." PT_SNAPSHOT_DAEMON_PREFIX "20261129T211000Z-3.pb.gz.tmp");
   pt_write_file(junk, "x", 1);
   char *other = cat3(f.pdir, "/", "notes.txt");
   pt_write_file(other, "x", 1);
@@ -216,7 +217,7 @@ PT_TEST(catalog_damaged_state_never_goes_back) {
   fx_init(&f);
   pd_catalog *c = NULL;
   PT_ASSERT_INT_EQ(pd_catalog_new(&c, f.home), 0);
-  char *p = write_profile(&f, "daemon-profile-20261129T210000Z-1.pb.gz", "hot_spin");
+  char *p = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210000Z-1.pb.gz", "hot_spin");
   PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
   uint64_t g = pd_catalog_generation(c);
   pd_catalog_del(c);
@@ -238,9 +239,9 @@ PT_TEST(catalog_damaged_state_never_goes_back) {
 PT_TEST(catalog_tui_entries_follow_build) {
   fixture f;
   fx_init(&f);
-  char *d = write_profile(&f, "daemon-profile-20261129T210000Z-1.pb.gz", "hot_spin");
-  char *t1 = write_profile(&f, "tui-profile-20261129T210100Z-1.pb.gz", "tui_render");
-  char *t2 = write_profile(&f, "tui-profile-20261129T210200Z-2.pb.gz", "tui_render");
+  char *d = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210000Z-1.pb.gz", "hot_spin");
+  char *t1 = write_profile(&f, PT_SNAPSHOT_TUI_PREFIX "20261129T210100Z-1.pb.gz", "tui_render");
+  char *t2 = write_profile(&f, PT_SNAPSHOT_TUI_PREFIX "20261129T210200Z-2.pb.gz", "tui_render");
   pd_catalog *c = NULL;
   PT_ASSERT_INT_EQ(pd_catalog_new(&c, f.home), 0);
   PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
@@ -250,7 +251,7 @@ PT_TEST(catalog_tui_entries_follow_build) {
   const pd_catalog_entry *e = find_label(c, "TUI CPU profile (pprof)");
   PT_ASSERT(e);
   PT_ASSERT_STR_EQ(e->source, "tui");
-  PT_ASSERT_STR_EQ(e->path, "profiling/tui-profile-20261129T210200Z-2.pb.gz");
+  PT_ASSERT_STR_EQ(e->path, "profiling/" PT_SNAPSHOT_TUI_PREFIX "20261129T210200Z-2.pb.gz");
   PT_ASSERT(find_label(c, "TUI CPU profile (pprof), 2026-11-29 21:01:00 UTC"));
 #else
   PT_ASSERT_UINT_EQ(count_kind(c, "tui-cpu-profile"), 0);
@@ -264,7 +265,7 @@ PT_TEST(catalog_tui_entries_follow_build) {
 PT_TEST(catalog_fetch_returns_exact_bytes) {
   fixture f;
   fx_init(&f);
-  char *p = write_profile(&f, "daemon-profile-20261129T210000Z-1.pb.gz", "hot_spin");
+  char *p = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210000Z-1.pb.gz", "hot_spin");
   /* A log bigger than one chunk, to exercise chunked fetch. */
   char *logs = cat3(f.home, "/logs", "");
   PT_ASSERT(mkdir(logs, 0700) == 0);
@@ -354,7 +355,7 @@ static void expect_fetch_error(pd_catalog *c, json_t *params, const char *want_c
 PT_TEST(catalog_fetch_refuses_path_escapes) {
   fixture f;
   fx_init(&f);
-  char *p = write_profile(&f, "daemon-profile-20261129T210000Z-1.pb.gz", "hot_spin");
+  char *p = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210000Z-1.pb.gz", "hot_spin");
   /* A secret outside the catalog, next to the state root. */
   char *secret = cat3(f.home, "/secret.txt", "");
   pt_write_file(secret, "SECRET", 6);
@@ -391,7 +392,7 @@ PT_TEST(catalog_fetch_refuses_path_escapes) {
   PT_ASSERT(symlink(f.home, dlnk) == 0);
   int r = pt_open_beneath(dfd, "dirlink/secret.txt", O_RDONLY);
   PT_ASSERT_MSG(r == -ELOOP || r == -EXDEV, "dirlink: %d", r);
-  int ok = pt_open_beneath(dfd, "profiling/daemon-profile-20261129T210000Z-1.pb.gz", O_RDONLY);
+  int ok = pt_open_beneath(dfd, "profiling/" PT_SNAPSHOT_DAEMON_PREFIX "20261129T210000Z-1.pb.gz", O_RDONLY);
   PT_ASSERT(ok >= 0);
   close(ok);
   close(dfd);
@@ -445,7 +446,7 @@ PT_TEST(catalog_unknown_method_and_bad_params) {
 PT_TEST(catalog_follows_active_session_hook) {
   fixture f;
   fx_init(&f);
-  char *p = write_profile(&f, "daemon-profile-20261129T210000Z-1.pb.gz", "hot_spin");
+  char *p = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210000Z-1.pb.gz", "hot_spin");
   /* A second session, named by the daemon's hook rather than the file. */
   char *s2 = cat3(f.home, "/sessions/bbbbbbbbbbbb", "");
   PT_ASSERT(mkdir(s2, 0700) == 0);
@@ -479,7 +480,7 @@ PT_TEST(catalog_state_root_profiles_without_session) {
   PT_ASSERT(unlink(as) == 0);
   char *rootprof = cat3(f.home, "/profiling", "");
   PT_ASSERT(mkdir(rootprof, 0700) == 0);
-  char *p = cat3(rootprof, "/daemon-profile-20261129T220000Z-1.pb.gz", "");
+  char *p = cat3(rootprof, "/" PT_SNAPSHOT_DAEMON_PREFIX "20261129T220000Z-1.pb.gz", "");
   char *script = pt_source_path("tests/catalog/mkprofile.py");
   char *argv[] = {"python3", script, p, "hot_spin=5", NULL};
   PT_ASSERT_INT_EQ(pt_run(argv, NULL, 20000), 0);
@@ -489,7 +490,7 @@ PT_TEST(catalog_state_root_profiles_without_session) {
   const pd_catalog_entry *e = find_label(c, "CPU profile (pprof)");
   PT_ASSERT(e);
   PT_ASSERT_INT_EQ(e->root, PD_CATALOG_ROOT_STATE);
-  PT_ASSERT_STR_EQ(e->path, "profiling/daemon-profile-20261129T220000Z-1.pb.gz");
+  PT_ASSERT_STR_EQ(e->path, "profiling/" PT_SNAPSHOT_DAEMON_PREFIX "20261129T220000Z-1.pb.gz");
   uint8_t *d = NULL;
   size_t len = 0;
   PT_ASSERT_INT_EQ(pd_catalog_read(c, e->id, 0, PD_CATALOG_CHUNK_MAX, &d, &len), 0);

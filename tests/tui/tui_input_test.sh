@@ -11,7 +11,7 @@
 #  - the picker's name prompt says what it refused too.
 . "$(dirname "$0")/tui_lib.sh"
 
-# Must match INPUT_MAX_BYTES / PROMPT_MAX_BYTES in src/tui/tui_app.c.
+# Must match INPUT_MAX_BYTES / PROMPT_MAX_BYTES in src/tui/tui_app_internal.h.
 INPUT_MAX=$((1048576 - 256))
 PROMPT_MAX=200
 
