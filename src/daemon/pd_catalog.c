@@ -40,14 +40,6 @@ char *pd_cat_asprintf(const char *fmt, ...) {
   return r < 0 ? NULL : s;
 }
 
-int64_t pd_cat_ctime_ns(const struct stat *st) {
-  return (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
-}
-
-int64_t pd_cat_mtime_ns(const struct stat *st) {
-  return (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
-}
-
 void pd_cat_entry_free(pd_catalog_entry *e) {
   free(e->label);
   free(e->path);
