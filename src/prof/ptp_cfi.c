@@ -46,7 +46,9 @@
 
 #include "prof/ptp_cfi.h"
 #include "prof/ptp_fpdetect.h"
-#include "prof/ptp_handler.h"
+#include "prof/ptp_producer.h"
+
+_Atomic(const ptp_cfi_set *) ptp_g_cfi;
 
 /* ---- bounded reader ------------------------------------------------------ */
 

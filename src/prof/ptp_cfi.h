@@ -21,7 +21,7 @@
  * their prologues, else PTP_LIB_NOCFI (glibc objects without CFI:
  * PTP_LIB_FAILED); both without a table.
  *
- * Publication: one process-wide current set (ptp_g_cfi, see ptp_handler.h),
+ * Publication: one process-wide current set (ptp_g_cfi, below),
  * replaced atomically when objects are loaded or unloaded (dlpi_adds /
  * dlpi_subs). Tables built for a slot of the current set are stored with a
  * release store and owned by that set. A replaced set (with all its tables)
@@ -42,6 +42,11 @@
 /* Cap on the memory of the non-system tables of one set (24-byte rows:
  * ~1.4 million rows). Past it an object's slot becomes PTP_LIB_FAILED. */
 #define PTP_CFI_LAZY_CAP ((size_t)32 << 20)
+
+/* The current unwind-table set, read by the handler (ptp_handler.c), which
+ * may CAS a slot's state NONE -> WANTED in it and nothing else. Written
+ * only by this unit, replaced under the ptp_g_inside grace protocol. */
+extern _Atomic(const ptp_cfi_set *) ptp_g_cfi;
 
 /* Makes sure the published set matches the loaded objects: cheap (one
  * dl_iterate_phdr step) when nothing was loaded or unloaded since the last

@@ -33,8 +33,6 @@
 #include "prof/ptp_handler.h"
 #include "prof/ptp_threads.h"
 
-_Atomic(const ptp_cfi_set *) ptp_g_cfi;
-
 /* Which thread this signal samples, or 0 when it is not ours. */
 static uint32_t signal_tid(const ptp_shared *sh, const siginfo_t *si, uint32_t *weight,
                            ptp_thread_rec **rec_out) {

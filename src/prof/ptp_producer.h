@@ -14,7 +14,7 @@
  *                 something the handler may read first unpublishes it, then
  *                 waits until it sees ptp_g_inside == 0 (all seq_cst);
  *                 defined in ptp_producer.c;
- *   ptp_g_cfi     the unwind-table set (ptp_handler.h, ptp_cfi.h).
+ *   ptp_g_cfi     the unwind-table set (ptp_cfi.h).
  *
  * SIGNAL-SAFETY: every function declared here is async-signal-safe (atomics,
  * vDSO clock_gettime, write(2) on a non-blocking pipe) and may also be

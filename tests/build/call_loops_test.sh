@@ -8,12 +8,9 @@
 # reference to B's data or vtable). Any strongly connected component of
 # more than one file is a loop and fails the test, with the symbols that
 # close it.
-# KNOWN_LOOPS: loops outside the part already untangled, tolerated by exact
-# file set (a loop with one more or one other file fails) until their own
-# change removes them: then delete the line. Issue 10 lists this one for
-# src/prof (clock helpers and the ring producer into their own unit).
+# KNOWN_LOOPS: loops tolerated by exact file set (a loop with one more or
+# one other file fails), each with the reason; none today, keep it that way.
 KNOWN_LOOPS=(
-  "src/prof/ptp_cfi.c src/prof/ptp_handler.c src/prof/ptp_threads.c"
 )
 # Control: two throwaway objects that call each other must be reported as a
 # loop by the same detector, so a detector that sees nothing cannot pass.
