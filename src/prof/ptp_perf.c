@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <signal.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -15,16 +14,16 @@
 
 #include "prof/ptp_perf.h"
 
-/* exclude_kernel is required by perf_event_paranoid > 1 (and harmless to
- * ask for when it is not: we keep it whenever the setting is unreadable). */
-static int want_exclude_kernel(void) {
-  FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-  if (!f) return 1;
-  int v = 2;
-  if (fscanf(f, "%d", &v) != 1) v = 2;
-  fclose(f);
-  return v > 1;
-}
+/* exclude_kernel is required by perf_event_paranoid > 1 unless the process
+ * has CAP_PERFMON (or CAP_SYS_ADMIN). Asking for it costs truth: a period
+ * that ends in kernel mode then sends no signal, and that CPU shows only as
+ * [lost: kernel mode]. Without it the signal is still delivered on the
+ * thread's return to user mode, so the handler sees the user stack that
+ * entered the kernel (a syscall or a fault), the stack the thread really
+ * had, as the timer engine does for its kernel time. So the probe tries
+ * without it first and keeps it only when the kernel refuses (EACCES or
+ * EPERM), whatever the paranoid file says. */
+static _Atomic int exclude_kernel_cached = -1;
 
 static int open_event(uint32_t tid, int64_t period_ns, int exclude_kernel) {
   struct perf_event_attr a;
@@ -41,18 +40,32 @@ static int open_event(uint32_t tid, int64_t period_ns, int exclude_kernel) {
   return fd < 0 ? -errno : (int)fd;
 }
 
-static _Atomic int exclude_kernel_cached = -1;
-
-int ptp_perf_probe(void) {
-  exclude_kernel_cached = want_exclude_kernel();
-  int fd = open_event((uint32_t)gettid(), 10000000, exclude_kernel_cached);
+/* Settles exclude_kernel_cached with one event on the calling thread.
+ * Returns the open's result (0 or -errno). */
+static int probe_exclude_kernel(void) {
+  int fd = open_event((uint32_t)gettid(), 10000000, 0);
+  if (fd >= 0) {
+    exclude_kernel_cached = 0;
+    close(fd);
+    return 0;
+  }
+  if (fd != -EACCES && fd != -EPERM) {
+    exclude_kernel_cached = 1;
+    return fd;
+  }
+  exclude_kernel_cached = 1;
+  fd = open_event((uint32_t)gettid(), 10000000, 1);
   if (fd < 0) return fd;
   close(fd);
   return 0;
 }
 
+int ptp_perf_probe(void) {
+  return probe_exclude_kernel();
+}
+
 int ptp_perf_open(uint32_t tid, int64_t first_ns, int *fd_out) {
-  if (exclude_kernel_cached < 0) exclude_kernel_cached = want_exclude_kernel();
+  if (exclude_kernel_cached < 0) (void)probe_exclude_kernel();
   /* the kernel's hrtimer events never fire sooner than 10 us */
   if (first_ns < 10000) first_ns = 10000;
   int fd = open_event(tid, first_ns, exclude_kernel_cached);
@@ -75,6 +88,6 @@ int ptp_perf_enable(int fd) {
 }
 
 int ptp_perf_excludes_kernel(void) {
-  if (exclude_kernel_cached < 0) exclude_kernel_cached = want_exclude_kernel();
+  if (exclude_kernel_cached < 0) (void)probe_exclude_kernel();
   return exclude_kernel_cached;
 }

@@ -7,9 +7,11 @@
  * runs and fires at the exact CPU time a period ends (no scheduler-tick
  * granularity, unlike POSIX CPU-time timers), and a process may open it on
  * its own threads up to perf_event_paranoid 2 (with exclude_kernel when the
- * setting is above 1: then periods that end in kernel mode are not
- * sampled). Debian's default 3 forbids perf_event_open to unprivileged
- * users: the sampler then uses the timer engine.
+ * setting is above 1 and the process lacks CAP_PERFMON: then periods that
+ * end in kernel mode are not sampled; without it they are, at the user
+ * stack that entered the kernel). Debian's default 3 forbids
+ * perf_event_open to unprivileged users: the sampler then uses the timer
+ * engine.
  *
  * Threads: any thread except the signal handler (the handler only calls
  * ioctl(PERF_EVENT_IOC_PERIOD) itself, see ptp_handler.c). Errors are
@@ -37,8 +39,9 @@ int ptp_perf_open(uint32_t tid, int64_t first_ns, int *fd_out);
  * a short first period the thread would be flooded. Returns 0 or -errno. */
 int ptp_perf_enable(int fd);
 
-/* Whether events are opened with exclude_kernel (perf_event_paranoid > 1):
- * then a period that ends in kernel mode sends no signal. */
+/* Whether events are opened with exclude_kernel (decided by the first
+ * probe or open: set only when the kernel refuses events that count kernel
+ * time): then a period that ends in kernel mode sends no signal. */
 int ptp_perf_excludes_kernel(void);
 
 

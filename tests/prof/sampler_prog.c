@@ -17,6 +17,12 @@
  *                                 time, each running sh3_a, sh3_b, sh3_c once
  *                                 in that order from its start routine
  *                                 sh3_main; prints their total CPU ms
+ *   sampler_prog kernel SECONDS   a thread "kern" that spends SECONDS of
+ *                                 CPU mostly in the kernel (kern_read:
+ *                                 read(2) of /dev/zero into a 4 MiB buffer,
+ *                                 the copy is kernel time), then the same
+ *                                 in user mode (kern_user); prints the
+ *                                 thread's user and system CPU ms
  *
  * Exit status 0 on success, 2 on bad usage, 1 on a failed system call.
  */
@@ -29,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -233,6 +240,52 @@ static int run_short3(int count) {
   return 0;
 }
 
+/* kern_read: CPU spent inside read(2) (clearing user pages is kernel
+ * time). The stack the thread has meanwhile is main -> ... -> kern_main ->
+ * kern_read -> read: a profiler that samples kernel time must show it
+ * there, one that cannot must say so, never anything else. */
+__attribute__((noinline)) static int kern_read(double seconds, char *buf, size_t len) {
+  int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  double end = thread_cpu() + seconds;
+  while (thread_cpu() < end)
+    if (read(fd, buf, len) < 0) { close(fd); return -1; }
+  close(fd);
+  return 0;
+}
+
+__attribute__((noinline)) static void kern_user(double seconds) {
+  uint64_t x = 11;
+  double end = thread_cpu() + seconds;
+  while (thread_cpu() < end) SPIN(x, 20000);
+  g_sink += x;
+}
+
+static int g_kern_rc;
+
+__attribute__((noinline)) static void *kern_main(void *arg) {
+  double seconds = *(const double *)arg;
+  pthread_setname_np(pthread_self(), "kern");
+  size_t len = (size_t)4 << 20;
+  char *buf = malloc(len);
+  if (!buf || kern_read(seconds, buf, len) != 0) g_kern_rc = 1;
+  free(buf);
+  kern_user(seconds);
+  return NULL;
+}
+
+static int run_kernel(double seconds) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, kern_main, &seconds) != 0) return 1;
+  pthread_join(t, NULL);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  printf("kern user_ms %.1f sys_ms %.1f\n",
+         ru.ru_utime.tv_sec * 1e3 + ru.ru_utime.tv_usec / 1e3,
+         ru.ru_stime.tv_sec * 1e3 + ru.ru_stime.tv_usec / 1e3);
+  return g_kern_rc;
+}
+
 static int run_stress(double seconds) {
   pthread_t t[6];
   int n = 0;
@@ -256,7 +309,7 @@ static int run_stress(double seconds) {
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: %s split|fork|stress SECONDS | short3 COUNT\n", argv[0]);
+    fprintf(stderr, "usage: %s split|fork|stress|kernel SECONDS | short3 COUNT\n", argv[0]);
     return 2;
   }
   double s = atof(argv[2]);
@@ -274,6 +327,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "fork")) return run_fork(s);
   if (!strcmp(argv[1], "stress")) return run_stress(s);
   if (!strcmp(argv[1], "short3")) return run_short3((int)s);
+  if (!strcmp(argv[1], "kernel")) return run_kernel(s);
   fprintf(stderr, "unknown mode %s\n", argv[1]);
   return 2;
 }
