@@ -316,12 +316,15 @@ def make_inputs(work):
     os.makedirs(work, exist_ok=True)
     r = random.Random(1)
     vocab = ["".join(r.choice("abcdefghijklmnop") for _ in range(r.randint(2, 9))) for _ in range(5000)]
-    with open(work + "/input.txt", "w") as f:
-        n = 0
-        while n < 800000:
-            line = " ".join(r.choice(vocab) for _ in range(8)) + "\n"
-            f.write(line)
-            n += len(line)
+    # input.txt: 0.8 MB; input-2s.txt: 3.2 MB more of the same stream (xz
+    # -9 -T1 takes about 2 CPU s on it: the "preloaded 2 s program").
+    for name, size in (("input.txt", 800000), ("input-2s.txt", 3200000)):
+        with open(work + "/" + name, "w") as f:
+            n = 0
+            while n < size:
+                line = " ".join(r.choice(vocab) for _ in range(8)) + "\n"
+                f.write(line)
+                n += len(line)
     with open(work + "/gen.c", "w") as f:
         f.write("#include <string.h>\n")
         for i in range(40):
@@ -338,6 +341,8 @@ def programs(args):
     w = args.work
     return {
         "xz": {"cmd": ["xz", "-6", "-T1", "-c", w + "/input.txt"], "what": "xz -6 of 0.8 MB text"},
+        "xz 2 s": {"cmd": ["xz", "-9", "-T1", "-c", w + "/input-2s.txt"],
+                   "what": "xz -9 of 3.2 MB text (~2 CPU s)", "default": False},
         "python3.11": {"cmd": ["/usr/bin/python3.11", "-S", "-E", args.src + "/bench/real/pywork.py",
                                "2"], "what": "pure-Python workload (pywork.py)"},
         "sqlite3": {"cmd": ["sqlite3", ":memory:"], "stdin": args.src + "/bench/real/query.sql",
@@ -376,9 +381,11 @@ def main():
     ap.add_argument("--pairs", type=int, default=20)
     ap.add_argument("--programs", default="", help="comma-separated subset")
     ap.add_argument("--keep", action="store_true", help="keep the last pair's profiles")
+    ap.add_argument("--tools", default="", help="comma-separated subset of %s" % ",".join(TOOLS))
     args = ap.parse_args()
+    tools = tuple(t for t in TOOLS if t in args.tools.split(",")) if args.tools else TOOLS
 
-    if not perf_works():
+    if any(t.startswith("perf") for t in tools) and not perf_works():
         print("real.py: perf record is not permitted here", file=sys.stderr)
         return 77
     if not os.path.exists(GPERF):
@@ -387,9 +394,10 @@ def main():
     args.work = os.path.join(args.out, "inputs")
     make_inputs(args.work)
     progs = programs(args)
-    names = [p for p in args.programs.split(",") if p] or list(progs)
-    configs = ("none",) + TOOLS
-    accs = {(p, t): Acc() for p in names for t in TOOLS}
+    names = [p for p in args.programs.split(",") if p] or [p for p in progs
+                                                             if progs[p].get("default", True)]
+    configs = ("none",) + tools
+    accs = {(p, t): Acc() for p in names for t in tools}
     rng = random.Random(8)
     keep_dir = os.path.join(args.out, "last")
     for i in range(args.pairs):
@@ -405,17 +413,17 @@ def main():
                     shutil.move(d, os.path.join(keep_dir, "%s-%s" % (p.replace(" ", "_"), t)))
                 else:
                     shutil.rmtree(d, ignore_errors=True)
-            for t in TOOLS:
+            for t in tools:
                 accs[(p, t)].add(runs[t], runs["none"]["cpu"])
             accs.setdefault((p, "none"), []).append(runs["none"]["cpu"])
         sys.stderr.write("pair %d/%d done\n" % (i + 1, args.pairs))
 
     summary = {}
     for p in names:
-        pd = accs[(p, "perf-dwarf")].leaf
+        pd = accs[(p, "perf-dwarf")].leaf if "perf-dwarf" in tools else None
         base = accs[(p, "none")]
         summary[p] = {"what": progs[p]["what"], "none_cpu_s": sum(base) / len(base)}
-        for t in TOOLS:
+        for t in tools:
             summary[p][t] = accs[(p, t)].summary(pd if t != "perf-dwarf" else None)
     json.dump({"pairs": args.pairs, "hz": HZ, "summary": summary},
               open(os.path.join(args.out, "results.json"), "w"), indent=1)
@@ -426,7 +434,7 @@ def main():
     for p in names:
         s = summary[p]
         print("| %s | none: %.2f s CPU, mean of %d runs | | | | | | |" % (p, s["none_cpu_s"], args.pairs))
-        for t in TOOLS:
+        for t in tools:
             x = s[t]
             ratio = "%.3f" % x["ratio"] + (" ± %.3f" % x["ratio_ci"] if x["ratio_ci"] is not None else "")
             print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
