@@ -91,6 +91,21 @@ def final_snapshot_comments(home):
     return r.stdout.strip().splitlines() if r.returncode == 0 else ["(unreadable: %s)" % r.stderr[-200:]]
 
 
+def thread_cpu_ms(pid):
+    """CPU of each of the daemon's threads so far, summed by thread name
+    (/proc/PID/task/*/schedstat: ns on the CPU), for the breakdown."""
+    out = {}
+    base = "/proc/%d/task" % pid
+    for tid in os.listdir(base):
+        try:
+            name = open("%s/%s/comm" % (base, tid)).read().strip()
+            ns = int(open("%s/%s/schedstat" % (base, tid)).read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue   # the thread ended meanwhile
+        out[name] = out.get(name, 0) + ns / 1e6
+    return out
+
+
 def one_run(conf, args, cache_dir):
     home = tempfile.mkdtemp(dir=args.out, prefix="home-")
     env = dict(os.environ)
@@ -110,9 +125,10 @@ def one_run(conf, args, cache_dir):
             time.sleep(0.01)
         t0 = time.monotonic()
         sid = cli(args.normal, env, "new", "--name", "bench").strip()
-        for i in range(TURNS):
+        for i in range(args.turns):
             cli(args.normal, env, "send", "--session", sid, PROMPTS[i % len(PROMPTS)])
         wall = time.monotonic() - t0
+        threads = thread_cpu_ms(p.pid)
         cli(args.normal, env, "daemon", "stop")
         _, status, ru = os.wait4(p.pid, 0)
     except BaseException:
@@ -122,11 +138,12 @@ def one_run(conf, args, cache_dir):
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError("%s daemon exited %d" % (conf, os.waitstatus_to_exitcode(status)))
     ev = close_event(home)
-    if ev.get("turns_total") != TURNS:
+    if ev.get("turns_total") != args.turns:
         raise RuntimeError("%s: close event says %s turns" % (conf, ev.get("turns_total")))
     res = {"tele_ms": ev["cpu_user_ms"] + ev["cpu_sys_ms"], "user_ms": ev["cpu_user_ms"],
            "sys_ms": ev["cpu_sys_ms"], "wait4_ms": (ru.ru_utime + ru.ru_stime) * 1000,
-           "wall_s": wall, "uptime_ms": ev["uptime_ms"], "maxrss_kb": ev.get("maxrss_kb")}
+           "wall_s": wall, "uptime_ms": ev["uptime_ms"], "maxrss_kb": ev.get("maxrss_kb"),
+           "threads_before_stop_ms": threads}
     if conf != "normal":
         res["comments"] = final_snapshot_comments(home)
     if args.keep_homes:
@@ -144,6 +161,7 @@ def main():
     ap.add_argument("--pairs", type=int, default=20)
     ap.add_argument("--configs", default="normal,profiling,prof-cold")
     ap.add_argument("--keep-homes", action="store_true")
+    ap.add_argument("--turns", type=int, default=TURNS, help="turns per session (the figure: 20)")
     args = ap.parse_args()
     configs = [c for c in args.configs.split(",") if c]
     if "normal" not in configs:
@@ -166,7 +184,7 @@ def main():
                 shutil.rmtree(cache, ignore_errors=True)
         sys.stderr.write("round %d/%d: %s\n" % (i + 1, args.pairs, ", ".join(
             "%s %d ms" % (c, runs[c][-1]["tele_ms"]) for c in configs)))
-    json.dump({"pairs": args.pairs, "turns": TURNS, "runs": runs},
+    json.dump({"pairs": args.pairs, "turns": args.turns, "runs": runs},
               open(os.path.join(args.out, "results.json"), "w"), indent=1)
 
     print("| daemon | CPU, close event (mean) | ratio to normal (95 % CI) | CPU, wait4 (mean) | "
@@ -187,7 +205,15 @@ def main():
               % (c, tele, m, ci or 0, w4, m4, ci4 or 0, wall))
     print()
     print("%d rounds, %d turns per session; ratios: mean of the per-round ratios, Student t."
-          % (args.pairs, TURNS))
+          % (args.pairs, args.turns))
+    print("\nCPU by thread name before the stop request (mean ms; the final dump and"
+          " shutdown come after, on the loop thread):")
+    for c in configs:
+        tot = {}
+        for r in runs[c]:
+            for k, v in r["threads_before_stop_ms"].items():
+                tot[k] = tot.get(k, 0) + v / len(runs[c])
+        print("    %s: %s" % (c, ", ".join("%s %.1f" % kv for kv in sorted(tot.items(), key=lambda kv: -kv[1]))))
     last = runs.get("profiling") or runs.get("prof-cold")
     if last and last[-1].get("comments"):
         print("\nLast profiling run's final snapshot comments:")

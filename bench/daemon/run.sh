@@ -10,7 +10,8 @@
 # --quick: 2 rounds (a smoke run); default: 20 rounds.
 # Environment: PAIRS (overrides), CONFIGS (subset of
 # normal,profiling,prof-cold; normal is required), OUT (default
-# $TMPDIR/ptprof-daemon), KEEP_HOMES=1 keeps every state root.
+# $TMPDIR/ptprof-daemon), KEEP_HOMES=1 keeps every state root, TURNS (20;
+# 0 measures start + shutdown alone).
 # Method and last results: docs/performance.md, "Daemon overhead, 20-turn
 # session".
 set -euo pipefail
@@ -30,4 +31,5 @@ mkdir -p -m 0700 "$OUT"
 keep=()
 [ "${KEEP_HOMES:-0}" = 1 ] && keep=(--keep-homes)
 exec python3 "$SRC/bench/daemon/daemon.py" --normal "$NORMAL" --profiling "$PROF" \
-  --out "$OUT" --pairs "$pairs" --configs "${CONFIGS:-normal,profiling,prof-cold}" "${keep[@]}"
+  --out "$OUT" --pairs "$pairs" --configs "${CONFIGS:-normal,profiling,prof-cold}" \
+  --turns "${TURNS:-20}" "${keep[@]}"
