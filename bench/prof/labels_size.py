@@ -14,13 +14,18 @@ gzip'ed, and sample counts. So "with" and "without" come from the very same
 workload and the same encoder layout; only the labels differ. LABELS_SIZE_OUT=FILE also
 writes the stripped profile (check it with go tool pprof / ptprof-validate).
 
-A small protobuf wire reader/writer, enough for profile.proto as our encoder
-writes it (docs/pprof-format.md); no dependency.
+The wire reader is bench.py's; the writer here is the small inverse, enough
+for profile.proto as our encoder writes it (docs/pprof-format.md).
 """
 import gzip
 import json
+import os
+import struct
 import sys
 import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import _fields, _ints  # noqa: E402  (the wire reader bench.py already has)
 
 # profile.proto fields that hold string-table indices, per message.
 STR_FIELDS = {
@@ -32,36 +37,9 @@ STR_FIELDS = {
 }
 
 
-def varint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << s
-        s += 7
-        if c < 0x80:
-            return v, i
-
-
 def fields(b):
-    """[(field, wiretype, value)] of a message; value: int or bytes."""
-    out, i = [], 0
-    while i < len(b):
-        k, i = varint(b, i)
-        f, wt = k >> 3, k & 7
-        if wt == 0:
-            v, i = varint(b, i)
-        elif wt == 2:
-            n, i = varint(b, i)
-            v, i = b[i:i + n], i + n
-        elif wt == 1:
-            v, i = b[i:i + 8], i + 8
-        elif wt == 5:
-            v, i = b[i:i + 4], i + 4
-        else:
-            raise ValueError(f"wire type {wt}")
-        out.append((f, wt, v))
-    return out
+    """[(field, wiretype, value)] of a message (bench.py's reader)."""
+    return list(_fields(b))
 
 
 def put_varint(v):
@@ -85,16 +63,8 @@ def enc(fs):
         elif wt == 2:
             out += put_varint(len(v)) + v
         else:
-            out += v
+            out += struct.pack("<Q" if wt == 1 else "<I", v)
     return bytes(out)
-
-
-def packed(v):
-    vals, i = [], 0
-    while i < len(v):
-        x, i = varint(v, i)
-        vals.append(x)
-    return vals
 
 
 def main():
@@ -114,9 +84,9 @@ def main():
         locs, vals, labels = [], [], []
         for sf, swt, sv in fields(v):
             if sf == 1:
-                locs += packed(sv) if swt == 2 else [sv]
+                locs += _ints(swt, sv)
             elif sf == 2:
-                vals += packed(sv) if swt == 2 else [sv]
+                vals += _ints(swt, sv)
             elif sf == 3:
                 lf = fields(sv)
                 if not any(x == 1 and y in drop for x, _, y in lf):
@@ -176,7 +146,6 @@ def main():
     raw2 = enc(out)
     co = zlib.compressobj(1, zlib.DEFLATED, 31)   # gzip container, level 1 like ptp_gzip
     gz2 = co.compress(raw2) + co.flush()
-    import os
     if os.environ.get("LABELS_SIZE_OUT"):   # the stripped profile, to check it with a viewer
         with open(os.environ["LABELS_SIZE_OUT"], "wb") as fo:
             fo.write(gz2)

@@ -239,6 +239,7 @@ void ptp_labels_set_task_resolver(ptp_task_resolver_fn fn) { atomic_store(&g_res
 void ptp_labels_task_ended(uint64_t id, uint64_t seq, const char *name, const char *file,
                            uint32_t line) {
   if (!sampling()) return;
+  pthread_once(&g_once, once_init);   /* the fork handlers guard g_mu from here on */
   pthread_mutex_lock(&g_mu);
   if (g_nended == g_capended && g_capended < PTP_ENDED_TASKS_MAX) {
     size_t nc = g_capended ? g_capended * 2 : 64;

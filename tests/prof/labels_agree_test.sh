@@ -61,21 +61,14 @@ pp top_hot -tagfocus=phase=hot -top -nodefraction=0
 pp top_notask -tagignore=task_kind=. -top -nodefraction=0
 
 python3 - "$WORK" "$ID_A" "$ID_B" <<'EOF' || fail "see above"
-import json, math, re, sys
+import json, math, os, re, sys
+sys.path.insert(0, os.environ["PT_SRC"] + "/tests/prof")
+import pprof_tags
 work, id_a, id_b = sys.argv[1], sys.argv[2], sys.argv[3]
 done = json.load(open(f"{work}/done.json"))
 con = json.load(open(f"{work}/console.json"))
 def read(n): return open(f"{work}/{n}.txt").read()
-def tags(n):
-    """{key: {value: count}} from `go tool pprof -tags` output."""
-    out, key = {}, None
-    for line in read(n).splitlines():
-        m = re.match(r"^ (\S+): Total ([\d.]+)$", line)
-        if m:
-            key = m.group(1); out[key] = {}; continue
-        m = re.match(r"^\s+([\d.]+) \(\s*[\d.]+%\): (.*)$", line)
-        if m and key: out[key][m.group(2)] = float(m.group(1))
-    return out
+def tags(n): return pprof_tags.tags(read(n))
 def top_funcs(n):
     fs, hdr = set(), False
     for line in read(n).splitlines():

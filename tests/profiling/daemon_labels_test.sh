@@ -34,16 +34,11 @@ PP=(go tool pprof -sample_index=samples)
 names=$(grep -ho 'PD_TASK_START([^,]*, "[^"]*")\|pt_task_spawn([^,]*, "[^"]*"' "$PT_SRC"/src/daemon/*.c |
   sed 's/.*"\([^"]*\)".*/\1/' | sort -u | tr '\n' ' ')
 python3 - "$TMPDIR" "$sid" "$names" <<'PY' || fail "see above"
-import re, sys
+import os, re, sys
+sys.path.insert(0, os.environ["PT_SRC"] + "/tests/prof")
+import pprof_tags
 work, sid, names = sys.argv[1], sys.argv[2], set(sys.argv[3].split())
-def tags(n):
-    out, key = {}, None
-    for line in open(f"{work}/{n}.txt"):
-        m = re.match(r"^ (\S+): Total ([\d.]+)$", line)
-        if m: key = m.group(1); out[key] = {}; continue
-        m = re.match(r"^\s+([\d.]+) \(\s*[\d.]+%\): (.*)$", line)
-        if m and key: out[key][m.group(2)] = float(m.group(1))
-    return out
+def tags(n): return pprof_tags.tags(open(f"{work}/{n}.txt").read())
 bad = []
 def check(c, msg):
     print(("ok   " if c else "FAIL ") + msg)

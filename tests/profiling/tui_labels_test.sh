@@ -44,14 +44,11 @@ go tool pprof -sample_index=samples -tags "$dir"/tui-profile-*.pb.gz >"$TMPDIR/t
   { cat "$TMPDIR/tags.txt" >&2; fail "pprof -tags"; }
 names=$(grep -ho 'tui_unit_start([^,]*, *"[^"]*"' "$PT_SRC"/src/tui/*.c | sed 's/.*"\([^"]*\)"/\1/' | sort -u | tr '\n' ' ')
 python3 - "$TMPDIR/tags.txt" "$names" <<'PY' || fail "see above"
-import re, sys
+import os, re, sys
+sys.path.insert(0, os.environ["PT_SRC"] + "/tests/prof")
+import pprof_tags
 names = set(sys.argv[2].split())
-out, key = {}, None
-for line in open(sys.argv[1]):
-    m = re.match(r"^ (\S+): Total ([\d.]+)$", line)
-    if m: key = m.group(1); out[key] = {}; continue
-    m = re.match(r"^\s+([\d.]+) \(\s*[\d.]+%\): (.*)$", line)
-    if m and key: out[key][m.group(2)] = float(m.group(1))
+out = pprof_tags.tags(open(sys.argv[1]).read())
 kinds = out.get("task_kind", {})
 print("task_kind:", kinds, "task_loc:", out.get("task_loc"))
 ok = bool(kinds) and set(kinds) <= names and sum(out.get("task", {}).values()) == sum(kinds.values()) \
