@@ -3,12 +3,14 @@
 # task console's busy time, on tests/prof/labels_work (two console tasks,
 # A burning 4 ms of CPU per poll, B 2 ms, 1 ms outside any poll; sampler and
 # console in one process). Read with the real clients: `go tool pprof`
-# (-tags, -tagfocus, -focus, -tagignore) on the snapshot, and the real gRPC
+# (-tags, -tagfocus, -tagroot, -focus, -tagignore) on the snapshot, and the real gRPC
 # client tests/console/console_client.js (busy mode) on the console.
 # Asserts:
 #   - the snapshot's task labels name the console's tasks: task = the
 #     console's task.id, task_kind = task.name, task_loc = spawn file:line;
 #     -tagfocus=task=<A's id> keeps only A's samples and stacks (burn_a);
+#     -tagroot=task_kind makes labels.A and labels.B root frames holding
+#     exactly their samples;
 #   - every sample under burn_a carries task_kind labels.A (and B's under
 #     burn_b); no sample under burn_outside carries a task label; the user
 #     label phase=hot is on burn_a_hot's samples only;
@@ -59,6 +61,7 @@ pp tags_outside -focus='^burn_outside$' -tags
 pp tags_hot -tagfocus=phase=hot -tags
 pp top_hot -tagfocus=phase=hot -top -nodefraction=0
 pp top_notask -tagignore=task_kind=. -top -nodefraction=0
+pp top_root -tagroot=task_kind -top -nodefraction=0
 
 python3 - "$WORK" "$ID_A" "$ID_B" <<'EOF' || fail "see above"
 import json, math, os, re, sys
@@ -111,6 +114,14 @@ check(set(th.get("task_kind", {})) == {"labels.A"} and "burn_a_hot" in fh and "b
 fn = top_funcs("top_notask")
 check("burn_outside" in fn and not ({"burn_a", "burn_b", "burn_a_hot"} & fn),
       f"samples without a task label: {sorted(fn)}")
+
+def cum(n, name):
+    for line in read(n).splitlines():
+        f = line.split(None, 5)
+        if len(f) == 6 and f[5] == name and f[3].replace(".", "").isdigit(): return float(f[3])
+    return None
+check(cum("top_root", "labels.A") == n_a and cum("top_root", "labels.B") == n_b,
+      f"-tagroot=task_kind: root frames labels.A {cum('top_root', 'labels.A')} and labels.B {cum('top_root', 'labels.B')} hold their samples")
 
 # agreement
 N = n_a + n_b
