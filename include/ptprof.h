@@ -220,6 +220,55 @@ PTPROF_API void ptprof_get_stats(const ptprof *p, ptprof_stats *out);
  * (including plain negative errno values). Never NULL; thread-safe. */
 PTPROF_API const char *ptprof_strerror(int err);
 
+/* ---- labels ------------------------------------------------------------
+ * Key/value labels on the CPU samples of the calling thread, written as
+ * pprof Sample.label: `go tool pprof -tags`, `-tagfocus=KEY=REGEXP`,
+ * `-tagroot=KEY` (see docs/sampler.md "Labels"). Like Go's pprof.Do for a
+ * C thread: push before a piece of work, pop after it; every sample taken
+ * on this thread in between carries the label.
+ *
+ * Besides these, samples taken inside a task console poll
+ * (ptcon_task_poll_begin/_end, include/ptprof_console.h) carry the task's
+ * labels without any call: `task` (number: the console's task id),
+ * `task_kind` (the console's task name) and `task_loc` (its spawn
+ * file:line). Those keys, `thread_name` and `thread_id` are reserved.
+ *
+ * Contract:
+ *  - per thread, a stack of at most PTPROF_LABELS_MAX labels; pop removes
+ *    the most recent push. A key pushed again hides the outer value until
+ *    popped (as pprof.Do nests);
+ *  - key: 1..PTPROF_LABEL_LEN_MAX bytes of [A-Za-z0-9_.-]; value:
+ *    1..PTPROF_LABEL_LEN_MAX bytes of UTF-8 without control characters.
+ *    Both are copied (interned: the signal handler copies only their ids);
+ *  - at most PTPROF_LABEL_STRINGS_MAX distinct strings are interned at
+ *    once process-wide; a string is forgotten once no thread has it pushed
+ *    and the snapshot holding its samples is written (while no sampler
+ *    runs: at once);
+ *  - labels a thread still has pushed when it exits are popped for it;
+ *  - the calls work with or without a running sampler (and in preload
+ *    mode: they are exported by libptprof.so);
+ *  - cost: one uncontended mutex and two hash look-ups per call (figures in
+ *    docs/performance.md "Labels"); never call them from a signal handler.
+ * Errors: -EINVAL (NULL, empty, a bad character, a reserved key),
+ * PTPROF_E_LABEL_TOO_LONG, PTPROF_E_LABELS_FULL (this thread already has
+ * PTPROF_LABELS_MAX), PTPROF_E_LABEL_TABLE (too many distinct strings),
+ * PTPROF_E_LABELS_EMPTY (pop with nothing pushed). A failed push changes
+ * nothing. */
+#define PTPROF_LABELS_MAX 4
+#define PTPROF_LABEL_LEN_MAX 63
+#define PTPROF_LABEL_STRINGS_MAX 4096
+#define PTPROF_E_LABELS_FULL    (-10002) /* PTPROF_LABELS_MAX labels pushed already */
+#define PTPROF_E_LABELS_EMPTY   (-10003) /* pop without a push */
+#define PTPROF_E_LABEL_TOO_LONG (-10004) /* key or value over PTPROF_LABEL_LEN_MAX */
+#define PTPROF_E_LABEL_TABLE    (-10005) /* PTPROF_LABEL_STRINGS_MAX strings interned */
+
+/* Pushes key=value on the calling thread's label stack. Returns 0 or an
+ * error above. Any thread; not async-signal-safe. */
+PTPROF_API int ptprof_labels_push(const char *key, const char *value);
+/* Pops the calling thread's most recent label. Returns 0 or
+ * PTPROF_E_LABELS_EMPTY. Any thread; not async-signal-safe. */
+PTPROF_API int ptprof_labels_pop(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -89,7 +89,9 @@ PTCON_API uint64_t ptcon_task_spawn(const char *name, const char *kind, const ch
 
 /* Around each run of the task's callback; on the thread that runs it. Polls
  * of different tasks must not nest on one thread (a libuv loop never does);
- * a nested poll of the same task counts once (outermost). */
+ * a nested poll of the same task counts once (outermost). While a sampler
+ * runs, CPU samples taken between begin and end carry the task's labels
+ * (include/ptprof.h "labels"); a nested poll's end restores the outer task. */
 PTCON_API void ptcon_task_poll_begin(uint64_t id);
 PTCON_API void ptcon_task_poll_end(uint64_t id);
 /* The task was woken. Any thread. A wake issued from inside the task's own
@@ -99,7 +101,8 @@ PTCON_API void ptcon_task_wake(uint64_t id);
  * client shows clones - drops as the number of live wakers. Any thread. */
 PTCON_API void ptcon_task_waker_clone(uint64_t id);
 PTCON_API void ptcon_task_waker_drop(uint64_t id);
-/* The task ended; the id must not be used again. Any thread. Never lost:
+/* The task ended; the id must not be used again. Any thread. While a
+ * sampler runs it also hands the task's name to the sampler (one mutex).  Never lost:
  * recorded in the task's slot (an END event follows only as a hint for
  * prompt clean-up; if the ring drops it, the server's slot scan ends the
  * task anyway). */

@@ -9,6 +9,10 @@
  *      at its first check (wrong magic), CPU ns per signal;
  *   3. libc-leaf unwinding (CFI tables): ptp_unwind from inside a libc
  *      frame, ns per call;
+ *   2b. the same with labels (issue 11): the thread inside a console task's
+ *      poll with PTPROF_LABELS_MAX user labels pushed, measured in the same
+ *      rounds as 2 (interleaved), and the cost of one ptprof_labels_push +
+ *      ptprof_labels_pop pair;
  *   4. a dump of 10,000 distinct stacks (depth 20, PCs spread over this
  *      binary and libc): CPU ms of ptprof_dump (drain, symbolize, encode,
  *      gzip, atomic write), cold (first) and warm (same stacks again).
@@ -32,6 +36,7 @@
 #include "ptprof.h"
 #include "prof/ptp_cfi.h"
 #include "prof/ptp_handler.h"
+#include "prof/ptp_label_set.h"
 #include "prof/ptp_ring.h"
 #include "prof/ptp_threads.h"
 #include "prof/ptp_unwind.h"
@@ -49,7 +54,7 @@ static double mono_ns(void) {
 }
 
 static uintptr_t g_stack_lo, g_stack_hi;
-static double g_unwind_ns, g_handler_ns, g_reject_ns;
+static double g_unwind_ns, g_handler_ns, g_reject_ns, g_handler_labels_ns, g_push_pop_ns;
 static int g_unwind_depth;
 
 static void my_stack(void) {
@@ -103,7 +108,8 @@ __attribute__((noinline)) static void at_depth(void) {
   /* Whole handler: accepted vs rejected signals, in batches the ring holds. */
   ptp_shared *sh = atomic_load(&ptp_g_shared);
   const int B = 400, ROUNDS = 50;
-  double acc = 0, rej = 0;
+  double acc = 0, rej = 0, accl = 0;
+  static const char *const keys[] = {"k1", "k2", "k3", "k4"};
   for (int k = 0; k < ROUNDS; k++) {
     wait_drained();
     t0 = tcpu_ns();
@@ -112,9 +118,27 @@ __attribute__((noinline)) static void at_depth(void) {
     t0 = tcpu_ns();
     send_n(sh->magic ^ 0x5a5a5a5au, B);
     rej += tcpu_ns() - t0;
+    /* with labels: a task being polled and every user label slot in use */
+    wait_drained();
+    ptp_label_set_poll_begin(12345);
+    for (int i = 0; i < PTPROF_LABELS_MAX; i++) ptprof_labels_push(keys[i], "some-value");
+    t0 = tcpu_ns();
+    send_n(sh->magic, B);
+    accl += tcpu_ns() - t0;
+    for (int i = 0; i < PTPROF_LABELS_MAX; i++) ptprof_labels_pop();
+    ptp_label_set_poll_end();
   }
   g_handler_ns = (acc - rej) / (B * ROUNDS);
+  g_handler_labels_ns = (accl - rej) / (B * ROUNDS);
   g_reject_ns = rej / (B * ROUNDS);
+  wait_drained();
+  const int NP = 200000;
+  t0 = tcpu_ns();
+  for (int i = 0; i < NP; i++) {
+    ptprof_labels_push("session", "a1b2c3d4");
+    ptprof_labels_pop();
+  }
+  g_push_pop_ns = (tcpu_ns() - t0) / NP;
 }
 
 #define CHAIN(n, next) __attribute__((noinline)) static void n(void) { next(); __asm__ volatile("" ::: "memory"); }
@@ -233,10 +257,12 @@ int main(int argc, char **argv) {
   ptprof_stop(p, 0, NULL, 0);
   ptprof_del(p);
   printf("{\"unwind_depth\": %d, \"unwind_ns\": %.1f, \"handler_ns\": %.1f, \"signal_reject_ns\": %.1f, "
+         "\"handler_labels_ns\": %.1f, \"labels_push_pop_ns\": %.1f, "
          "\"libc_unwind_depth\": %d, \"libc_unwind_truncated\": %d, \"libc_unwind_ns\": %.1f, "
          "\"dump_rc\": [%d, %d], \"dump10k_cold_cpu_ms\": %.2f, \"dump10k_cold_wall_ms\": %.2f, "
          "\"dump10k_warm_cpu_ms\": %.2f, \"dump10k_warm_wall_ms\": %.2f, \"ring_full_drops\": %llu}\n",
-         g_unwind_depth, g_unwind_ns, g_handler_ns, g_reject_ns, g_libc_depth, g_libc_trunc,
+         g_unwind_depth, g_unwind_ns, g_handler_ns, g_reject_ns, g_handler_labels_ns, g_push_pop_ns,
+         g_libc_depth, g_libc_trunc,
          g_libc_unwind_ns, rc, rc2, cold_cpu / 1e6, cold_wall / 1e6, warm_cpu / 1e6, warm_wall / 1e6,
          (unsigned long long)st.drops[0]);
   return 0;

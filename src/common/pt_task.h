@@ -23,6 +23,7 @@ typedef struct pt_task {
 } pt_task;
 
 #if PT_PROFILING
+#include "ptprof.h"
 #include "ptprof_console.h"
 
 /* kind: "task", "local", "blocking" or "block_on" (the console's Kind field). */
@@ -39,6 +40,13 @@ static inline void pt_task_wake(pt_task *t) { if (t->id) ptcon_task_wake(t->id);
 static inline void pt_task_arm(pt_task *t) { if (t->id) ptcon_task_waker_clone(t->id); }
 static inline void pt_task_disarm(pt_task *t) { if (t->id) ptcon_task_waker_drop(t->id); }
 static inline void pt_task_end(pt_task *t) { if (t->id) ptcon_task_end(t->id); t->id = 0; }
+/* A user label on this thread's CPU samples until the matching pop
+ * (ptprof_labels_push, include/ptprof.h); returns 0 when pushed (pop only
+ * then). Normal builds: nothing, returns -1. */
+static inline int pt_label_push(const char *key, const char *value) {
+  return ptprof_labels_push(key, value);
+}
+static inline void pt_label_pop(void) { (void)ptprof_labels_pop(); }
 
 #else
 
@@ -49,6 +57,12 @@ static inline void pt_task_wake(pt_task *t) { (void)t; }
 static inline void pt_task_arm(pt_task *t) { (void)t; }
 static inline void pt_task_disarm(pt_task *t) { (void)t; }
 static inline void pt_task_end(pt_task *t) { (void)t; }
+static inline int pt_label_push(const char *key, const char *value) {
+  (void)key;
+  (void)value;
+  return -1;
+}
+static inline void pt_label_pop(void) {}
 
 #endif
 #endif

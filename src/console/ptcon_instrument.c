@@ -7,8 +7,16 @@
  * allocate, except the first event on a thread (one ring per thread, reused
  * after the thread exits) and the first spawn of the process (the slot table).
  * None of it is async-signal-safe.
+ *
+ * CPU per task (ptp_labels.h): the poll seam also sets the thread's current
+ * task for the sampler (ptp_label_set.h, two TLS stores); the sampler names
+ * tasks at dump time through resolve_for_sampler (registered with the first
+ * slot table) and, for a task that ended, through the copy ptcon_task_end
+ * hands it before the slot can be reused (only while a sampler runs: then
+ * an end takes the labels module's mutex once).
  */
 #include "console/ptcon_instr.h"
+#include "prof/ptp_labels.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -132,6 +140,29 @@ static __attribute__((noinline)) void ring_mark(ptcon_ring *r, uint64_t tail) {
   if (write(fd, &one, sizeof one) < 0) { /* EAGAIN: already signalled */ }
 }
 
+/* The sampler's name lookup for a live task (ptp_task_resolver_fn): a copy
+ * of the slot's names, valid when the slot still holds that generation
+ * (LIVE or ENDED, not yet reaped) after the copy: a slot is rewritten only
+ * after it went FREE, so an unchanged generation means an untorn copy. */
+static int resolve_for_sampler(uint64_t id, ptp_task_info *out) {
+  ptcon_slot *slots = atomic_load_explicit(&g_slots_pub, memory_order_acquire);
+  uint32_t idx = (uint32_t)(id & PTCON_SLOT_MASK);
+  uint64_t gen = (id & PTCON_EV_ID_MASK) >> PTCON_SLOT_BITS;
+  if (!slots || id == 0 || idx >= PTCON_MAX_LIVE_TASKS) return -ENOENT;
+  ptcon_slot *s = &slots[idx];
+  uint64_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+  if (st >> 2 != gen || (st & 3) == PTCON_SLOT_FREE) return -ENOENT;
+  out->seq = s->seq;
+  out->file = s->file;
+  out->line = s->line;
+  memcpy(out->name, s->name, sizeof out->name < sizeof s->name ? sizeof out->name : sizeof s->name);
+  out->name[sizeof out->name - 1] = 0;
+  atomic_thread_fence(memory_order_acquire);
+  uint64_t st2 = atomic_load_explicit(&s->state, memory_order_relaxed);
+  if (st2 >> 2 != gen || (st2 & 3) == PTCON_SLOT_FREE) return -EAGAIN;
+  return 0;
+}
+
 int ptcon_slots_init(void) {
   if (atomic_load_explicit(&g_slots_pub, memory_order_acquire)) return 0;
   /* mmap'd zero pages: only the slots actually used become resident. */
@@ -145,6 +176,7 @@ int ptcon_slots_init(void) {
     return 0;
   }
   ptcon_slots = p;
+  ptp_labels_set_task_resolver(resolve_for_sampler);
   return 0;
 }
 
@@ -310,9 +342,13 @@ void ptcon_task_end(uint64_t id) {
   uint64_t gen = (id & PTCON_EV_ID_MASK) >> PTCON_SLOT_BITS;
   ptcon_slot *s = &slots[idx];
   if (t_current == id) t_current = 0;
+  uint64_t expect = gen << 2 | PTCON_SLOT_LIVE;
+  /* The sampler keeps the name for samples not written yet (before the
+   * slot can be reaped and reused; a no-op while no sampler runs). */
+  if (atomic_load_explicit(&s->state, memory_order_acquire) == expect)
+    ptp_labels_task_ended(id, s->seq, s->name, s->file, s->line);
   uint64_t t = ptcon_ticks();
   atomic_store_explicit(&s->ended_ticks, t ? t : 1, memory_order_relaxed);
-  uint64_t expect = gen << 2 | PTCON_SLOT_LIVE;
   if (!atomic_compare_exchange_strong_explicit(&s->state, &expect, gen << 2 | PTCON_SLOT_ENDED,
                                                memory_order_release, memory_order_relaxed))
     return;  /* stale or double end */
@@ -328,11 +364,13 @@ void ptcon_task_end(uint64_t id) {
 
 void ptcon_task_poll_begin(uint64_t id) {
   t_current = id;
+  ptp_label_set_poll_begin(id);
   if (ACTIVE()) ring_push(PTCON_EV_POLL_BEGIN, id);
 }
 
 void ptcon_task_poll_end(uint64_t id) {
   if (t_current == id) t_current = 0;
+  ptp_label_set_poll_end();
   if (ACTIVE()) ring_push(PTCON_EV_POLL_END, id);
 }
 

@@ -50,6 +50,24 @@ static inline void pd_poll_scope_end(pd_poll_scope *s) { pt_task_poll_end(&s->t)
   __attribute__((cleanup(pd_poll_scope_end), unused)) pd_poll_scope        \
   PD_CAT(pd_poll_scope_, __LINE__) = pd_poll_scope_begin(taskp)
 
+/* PD_LABEL(key, value): a user label (e.g. the session id) on this
+ * thread's CPU samples until the end of the enclosing scope (profiling
+ * build; see docs/profiling.md "CPU per task (labels)"). Declare it after
+ * PD_POLL so it is popped before the poll ends. */
+typedef struct pd_label_scope {
+  int pushed;
+} pd_label_scope;
+static inline pd_label_scope pd_label_scope_begin(const char *key, const char *value) {
+  pd_label_scope s = {pt_label_push(key, value) == 0};
+  return s;
+}
+static inline void pd_label_scope_end(pd_label_scope *s) {
+  if (s->pushed) pt_label_pop();
+}
+#define PD_LABEL(key, value)                                               \
+  __attribute__((cleanup(pd_label_scope_end), unused)) pd_label_scope      \
+  PD_CAT(pd_label_scope_, __LINE__) = pd_label_scope_begin((key), (value))
+
 /* Starts a unit of work; keeps the caller's file:line for the console. */
 #define PD_TASK_START(taskp, name) pt_task_spawn((taskp), (name), "task")
 

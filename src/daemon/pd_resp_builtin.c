@@ -33,6 +33,7 @@ typedef struct builtin {
   char **texts;
   size_t ntexts;
   char *prompt;
+  char *session;      /* the turn's session id: a label on the model's CPU */
   uint64_t seed;
   /* outputs (written by the work thread, read after after_work) */
   char **tokens;
@@ -50,6 +51,7 @@ static void free_job(builtin *b) {
   for (size_t i = 0; i < b->ntexts; i++) free(b->texts[i]);
   free(b->texts);
   free(b->prompt);
+  free(b->session);
   pd_ngram_free_tokens(b->tokens, b->ntokens);
   free(b);
 }
@@ -74,6 +76,7 @@ static void work_cb(uv_work_t *w) {
   builtin *b = w->data;
   /* the blocking task runs on this work thread: poll it here */
   PD_POLL(&b->model_task);
+  PD_LABEL("session", b->session);
   pd_ngram *m = pd_ngram_new();
   if (!m) {
     b->err = -ENOMEM;
@@ -155,7 +158,8 @@ static int builtin_start(uv_loop_t *loop, const pd_resp_request *req, const pd_r
   size_t n = json_array_size(req->messages);
   b->texts = calloc(n + 1, sizeof *b->texts);
   b->prompt = strdup(req->text);
-  if (!b->texts || !b->prompt) goto fail;
+  b->session = strdup(req->session ? req->session : "");
+  if (!b->texts || !b->prompt || !b->session) goto fail;
   for (size_t i = 0; i < n; i++) {
     const char *t = json_string_value(json_object_get(json_array_get(req->messages, i), "text"));
     b->texts[b->ntexts] = strdup(t ? t : "");

@@ -192,6 +192,7 @@ static void finish(pd_turn *t) {
 static void async_cb(uv_async_t *a) {
   pd_turn *t = a->data;
   PD_POLL(&t->task);
+  PD_LABEL("session", t->s->id);
   if (t->finished) return;
   if (!t->started) {
     t->started = 1;

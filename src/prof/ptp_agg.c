@@ -17,6 +17,8 @@ typedef struct entry {
   size_t off;           /* into frames arena */
   uint32_t tid;
   uint16_t n, flags;
+  ptp_label_ids lb;     /* part of the key: the same stack under two tasks
+                           or label sets is two entries */
 } entry;
 
 struct ptp_agg {
@@ -35,8 +37,11 @@ static uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-static uint64_t hash_of(uint32_t tid, uint16_t flags, const uintptr_t *f, uint16_t n) {
+static uint64_t hash_of(uint32_t tid, uint16_t flags, const ptp_label_ids *lb, const uintptr_t *f,
+                        uint16_t n) {
   uint64_t h = mix(((uint64_t)tid << 32) | ((uint64_t)flags << 16) | n);
+  h = mix(h ^ lb->task) + lb->n;
+  for (uint32_t i = 0; i < 2 * lb->n; i++) h = mix(h ^ lb->kv[i]);
   for (uint16_t i = 0; i < n; i++) h = mix(h ^ (uint64_t)f[i]) + i;
   return h;
 }
@@ -84,14 +89,28 @@ static int grow_index(ptp_agg *a) {
   return 0;
 }
 
-int ptp_agg_add(ptp_agg *a, uint32_t tid, uint16_t flags, const uintptr_t *frames,
-                uint16_t n, uint64_t count) {
+static int same_labels(const ptp_label_ids *x, const ptp_label_ids *y) {
+  if (x->task != y->task || x->n != y->n) return 0;
+  for (uint32_t i = 0; i < 2 * x->n; i++)
+    if (x->kv[i] != y->kv[i]) return 0;
+  return 1;
+}
+
+int ptp_agg_add(ptp_agg *a, uint32_t tid, uint16_t flags, const ptp_label_ids *labels,
+                const uintptr_t *frames, uint16_t n, uint64_t count) {
   if (n == 0) return -EINVAL;
-  uint64_t h = hash_of(tid, flags, frames, n);
+  /* Normalized copy: ids past n are ignored, so they are zero in the key. */
+  ptp_label_ids lb = {0};
+  if (labels) {
+    lb.task = labels->task;
+    lb.n = labels->n <= PTP_LABELS_MAX ? labels->n : PTP_LABELS_MAX;
+    for (uint32_t i = 0; i < 2 * lb.n; i++) lb.kv[i] = labels->kv[i];
+  }
+  uint64_t h = hash_of(tid, flags, &lb, frames, n);
   size_t k = h & (a->capindex - 1);
   for (uint32_t v; (v = a->index[k]); k = (k + 1) & (a->capindex - 1)) {
     entry *e = &a->ents[v - 1];
-    if (e->hash == h && e->tid == tid && e->flags == flags && e->n == n &&
+    if (e->hash == h && e->tid == tid && e->flags == flags && e->n == n && same_labels(&e->lb, &lb) &&
         memcmp(a->arena + e->off, frames, n * sizeof *frames) == 0) {
       e->count += count;
       a->total += count;
@@ -121,7 +140,7 @@ int ptp_agg_add(ptp_agg *a, uint32_t tid, uint16_t flags, const uintptr_t *frame
   }
   memcpy(a->arena + a->narena, frames, n * sizeof *frames);
   a->ents[a->nents] = (entry){ .hash = h, .count = count, .off = a->narena, .tid = tid,
-                               .n = n, .flags = flags };
+                               .n = n, .flags = flags, .lb = lb };
   a->narena += n;
   a->index[k] = (uint32_t)(++a->nents);
   a->total += count;
@@ -140,7 +159,7 @@ int ptp_agg_samples(const ptp_agg *a, ptp_sample **out, size_t *n) {
   for (size_t i = 0; i < a->nents; i++) {
     const entry *e = &a->ents[i];
     s[i] = (ptp_sample){ .count = e->count, .tid = e->tid, .nframes = e->n, .flags = e->flags,
-                         .frames = a->arena + e->off };
+                         .frames = a->arena + e->off, .ids = e->lb };
   }
   *out = s;
   *n = a->nents;

@@ -4,14 +4,16 @@
  * ASYNC-SIGNAL-SAFE FILE: every function in this file may run inside a
  * signal handler and calls only: atomics, gettid(2) and ioctl(2) on our own
  * perf event (plain system calls), the producer (ptp_producer.c: vDSO
- * clock_gettime, write(2) on a non-blocking pipe) and ptp_unwind
- * (ptp_unwind.c, equally restricted). No malloc, no locks, no stdio, no
+ * clock_gettime, write(2) on a non-blocking pipe), ptp_unwind
+ * (ptp_unwind.c, equally restricted) and atomic loads of the thread's own
+ * initial-exec TLS label block (ptp_label_set.h). No malloc, no locks, no stdio, no
  * dl_iterate_phdr/dladdr, no /proc, no libc or libgcc unwinder. errno is
  * saved and restored.
  *
  * Per signal: find the running sampler (ptp_g_shared), check the signal is
  * one of its engine's, claim a ring slot, walk the interrupted stack into it,
- * publish it, and wake the consumer if the ring is filling up or the walk
+ * copy the thread's labels (the polled console task and the user labels, as
+ * ids) into it, publish it, and wake the consumer if the ring is filling up or the walk
  * asked for a new unwind table (ptp_unwind.h).
  *  - Timer engine: weight = 1 + si_overrun (expirations the kernel merged
  *    into this signal: the CPU-time timer is only checked at the tick); the
@@ -31,6 +33,7 @@
 #include <unistd.h>
 
 #include "prof/ptp_handler.h"
+#include "prof/ptp_label_set.h"
 #include "prof/ptp_threads.h"
 
 /* Which thread this signal samples, or 0 when it is not ours. */
@@ -108,6 +111,9 @@ void ptp_handler(int sig, siginfo_t *si, void *ucv) {
   slot->ts = ptp_now_mono();
   slot->nframes = (uint16_t)n;
   slot->flags = flags;
+  /* The handler runs on the sampled thread (both engines signal the thread
+   * whose CPU time expired), so its TLS labels are that thread's. */
+  ptp_label_set_copy(&slot->labels);
   /* A slot with no frame is published empty (it was claimed) and skipped by
    * the consumer; the expirations count as "no stack". */
   if (n == 0) ptp_drop(sh, PTP_DROP_NO_STACK, weight);

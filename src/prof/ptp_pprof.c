@@ -213,6 +213,9 @@ static int check_window(const ptp_window *w) {
   for (size_t i = 0; i < w->nsamples; i++) {
     const ptp_sample *sm = &w->samples[i];
     if (sm->count == 0 || sm->nframes == 0 || !sm->frames) return -EINVAL;
+    if (sm->nlabels && !sm->labels) return -EINVAL;
+    for (size_t j = 0; j < sm->nlabels; j++)
+      if (!sm->labels[j].key || !sm->labels[j].key[0]) return -EINVAL;
   }
   return 0;
 }
@@ -355,6 +358,18 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
       ptp_pb_mark lm = ptp_pb_begin(b, S_LABEL);
       ptp_pb_int64(b, L_KEY, s_tid);
       ptp_pb_int64(b, L_NUM, sm->tid);
+      ptp_pb_end(b, lm);
+    }
+    /* resolved task and user labels (ptp_labels.h): strings owned by the
+     * caller until this encode returns */
+    for (size_t j = 0; j < sm->nlabels; j++) {
+      const ptp_label *lb = &sm->labels[j];
+      int64_t ki = intern(&e, lb->key), vi = lb->str ? intern(&e, lb->str) : 0;
+      if (ki <= 0 || vi < 0) { r = ki == 0 ? -EINVAL : -ENOMEM; goto out; }
+      ptp_pb_mark lm = ptp_pb_begin(b, S_LABEL);
+      ptp_pb_int64(b, L_KEY, ki);
+      if (lb->str) ptp_pb_int64(b, L_STR, vi);
+      else ptp_pb_int64(b, L_NUM, lb->num);
       ptp_pb_end(b, lm);
     }
     ptp_pb_end(b, m);

@@ -6,7 +6,8 @@
  * What is written: sample types [samples/count, cpu/nanoseconds], period
  * type cpu/nanoseconds, period = w->period_ns, values [n, n * period],
  * labels thread_name (string; omitted when the name is unknown/empty) and
- * thread_id (number), time_nanos/duration_nanos from the window, mappings
+ * thread_id (number), then each sample's resolved labels (ptp_sample.labels:
+ * task number, task_kind, task_loc, user labels), time_nanos/duration_nanos from the window, mappings
  * (main executable first, ids 1..n), locations deduplicated by address (leaf
  * = interrupted PC as is, callers = return address - 1), functions
  * deduplicated by (name, system_name, file, start_line), a "[truncated]"

@@ -25,6 +25,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "prof/ptp_window.h"
+
 /* Deepest stack kept per sample; deeper ones get PTP_SAMPLE_DEPTH_CAP. */
 #define PTP_MAX_FRAMES 64
 
@@ -43,6 +45,7 @@ typedef struct ptp_slot {
   uint16_t nframes;         /* >= 1 */
   uint16_t flags;           /* PTP_SAMPLE_* */
   uint32_t pad_;
+  ptp_label_ids labels;     /* the thread's task and user labels when taken */
   uintptr_t frames[PTP_MAX_FRAMES];
 } ptp_slot;
 

@@ -55,7 +55,28 @@ static inline const char *ptp_lost_frame_name(int cause) {
                                         is a ptp_drop_cause; the encoder writes
                                         one pseudo-frame, ptp_lost_frame_name */
 
-/* One distinct (thread, stack) with how many timer expirations hit it. */
+/* Labels of a sample as the handler copied them (ptp_label_set.h): the
+ * console task being polled (its 64-bit console id, generation included;
+ * 0 = outside any poll, PTP_TASK_TOO_DEEP = nested deeper than the seam
+ * keeps) and n user labels as interned string ids (key, value) pairs, each
+ * >= 1. Ids only: names are resolved at dump time (ptp_labels.h). */
+#define PTP_LABELS_MAX 4u
+#define PTP_TASK_TOO_DEEP UINT64_MAX
+typedef struct ptp_label_ids {
+  uint64_t task;
+  uint32_t n;                       /* <= PTP_LABELS_MAX */
+  uint32_t kv[2 * PTP_LABELS_MAX];  /* kv[2i] key id, kv[2i+1] value id */
+} ptp_label_ids;
+
+/* One resolved label as the encoder writes it (Sample.label): a string
+ * label when str != NULL, else a numeric one (num). */
+typedef struct ptp_label {
+  const char *key;
+  const char *str;
+  int64_t num;
+} ptp_label;
+
+/* One distinct (thread, labels, stack) with how many timer expirations hit it. */
 typedef struct ptp_sample {
   uint64_t count;          /* >= 1; expirations incl. si_overrun */
   uint32_t tid;
@@ -64,6 +85,10 @@ typedef struct ptp_sample {
   const uintptr_t *frames; /* frames[0]: interrupted PC (leaf, as is);
                               frames[i > 0]: return addresses, NOT adjusted:
                               the encoder uses frames[i] - 1 for callers */
+  ptp_label_ids ids;       /* as recorded (the aggregation's key) */
+  const ptp_label *labels; /* resolved ids (ptp_labels_resolve), written after
+                              thread_name/thread_id; may be NULL */
+  size_t nlabels;
 } ptp_sample;
 
 typedef struct ptp_thread {

@@ -47,6 +47,7 @@
 #include "prof/ptp_cfi.h"
 #include "prof/ptp_handler.h"
 #include "prof/ptp_interpose.h"
+#include "prof/ptp_labels.h"
 #include "prof/ptp_perf.h"
 #include "prof/ptp_pprof.h"
 #include "prof/ptp_store.h"
@@ -120,6 +121,10 @@ const char *ptprof_strerror(int err) {
   switch (err) {
   case 0: return "success";
   case PTPROF_E_FORKED: return "this sampler belongs to the parent process (called in a forked child)";
+  case PTPROF_E_LABELS_FULL: return "this thread already has the most labels pushed (PTPROF_LABELS_MAX)";
+  case PTPROF_E_LABELS_EMPTY: return "no label pushed on this thread";
+  case PTPROF_E_LABEL_TOO_LONG: return "label key or value longer than PTPROF_LABEL_LEN_MAX";
+  case PTPROF_E_LABEL_TABLE: return "too many distinct label strings (PTPROF_LABEL_STRINGS_MAX)";
   case -EINVAL: return "invalid argument";
   case -ENOMEM: return "out of memory";
   case -EBUSY: return "another sampler is running in this process, or SIGPROF has a foreign handler";
@@ -272,11 +277,12 @@ static size_t drain_locked(ptprof *p) {
         /* A thread's exit accounting: CPU it had, stack unknown. Under its
          * own "[lost: thread exit]" pseudo-frame, and counted as a drop. */
         uintptr_t cause = s->frames[0] < PTP_DROP__COUNT ? s->frames[0] : PTP_DROP_THREAD_EXIT;
-        if (ptp_agg_add(p->agg, s->tid, PTP_SAMPLE_LOST, &cause, 1, s->weight) < 0)
+        if (ptp_agg_add(p->agg, s->tid, PTP_SAMPLE_LOST, NULL, &cause, 1, s->weight) < 0)
           atomic_fetch_add(&sh->drops[PTP_DROP_RING_FULL], s->weight);
         else
           atomic_fetch_add(&sh->drops[cause], s->weight);
-      } else if (ptp_agg_add(p->agg, s->tid, s->flags, s->frames, s->nframes, s->weight) < 0) {
+      } else if (ptp_agg_add(p->agg, s->tid, s->flags, &s->labels, s->frames, s->nframes,
+                             s->weight) < 0) {
         /* Out of memory for a new stack: no room to record it. */
         atomic_fetch_add(&sh->drops[PTP_DROP_RING_FULL], s->weight);
       } else {
@@ -383,6 +389,7 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   ptp_shared *sh = p->sh;
   atomic_store(&sh->dumping, 1);
   int64_t cut_mono = ptp_now_mono();
+  uint64_t label_epoch = ptp_labels_cut();        /* label names kept until encoded */
   wait_no_handler(50);                            /* late samples are filtered later */
 
   pthread_mutex_lock(&p->agg_mu);
@@ -409,7 +416,7 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
     size_t nu = u ? ptp_threads_collect_unsignalled(u, UCAP) : 0;
     for (size_t k = 0; k < nu && agg_rc == 0; k++) {
       uintptr_t cause = (uintptr_t)u[k].cause;
-      agg_rc = ptp_agg_add(full, u[k].tid, PTP_SAMPLE_LOST, &cause, 1, u[k].count);
+      agg_rc = ptp_agg_add(full, u[k].tid, PTP_SAMPLE_LOST, NULL, &cause, 1, u[k].count);
       if (agg_rc == 0) atomic_fetch_add(&sh->drops[u[k].cause], u[k].count);
     }
     free(u);
@@ -421,7 +428,7 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
      * pseudo-frame (thread-exit losses already are, per thread). */
     uintptr_t cause = (uintptr_t)i;
     if (i != PTP_DROP_THREAD_EXIT && i != PTP_DROP_KERNEL && w.drops[i] && agg_rc == 0)
-      agg_rc = ptp_agg_add(full, 0, PTP_SAMPLE_LOST, &cause, 1, w.drops[i]);
+      agg_rc = ptp_agg_add(full, 0, PTP_SAMPLE_LOST, NULL, &cause, 1, w.drops[i]);
   }
   ptp_threads_stats ts;
   ptp_threads_get_stats(&ts);
@@ -465,7 +472,9 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   size_t nsamples = 0, ntids = 0;
   uint8_t *buf = NULL;
   size_t len = 0;
+  ptp_labels_res *lres = NULL;
   int rc = agg_rc ? agg_rc : ptp_agg_samples(full, &samples, &nsamples);
+  if (rc == 0) rc = ptp_labels_resolve(samples, nsamples, &lres);
   if (rc == 0) rc = ptp_agg_tids(full, &tids, &ntids);
   if (rc == 0 && ntids && !(threads = calloc(ntids, sizeof *threads))) rc = -ENOMEM;
   if (rc == 0) {
@@ -484,6 +493,8 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   if (rc == 0) rc = ptp_pprof_encode(&w, p->sym, &buf, &len);
   if (rc == 0) rc = ptp_store_write(p->store, buf, len, path_out, cap);
   free(buf);
+  ptp_labels_res_free(lres);
+  ptp_labels_release(label_epoch);
   free(samples);
   free(threads);
   free(tids);
@@ -665,6 +676,7 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   if (final_dump) rc = do_dump(p, path_out, cap);
   atomic_store(&ptp_g_shared, NULL);
   wait_no_handler(0);
+  ptp_labels_release(UINT64_MAX);   /* no sample left to name */
   for (int i = 0; i < PTP_DROP__COUNT; i++)
     atomic_fetch_add(&p->st_drops[i], atomic_load(&p->sh->drops[i]));
   free_shared(p->sh);

@@ -10,6 +10,9 @@
 //   node console_client.js names ADDR NAME...         the named tasks exist
 //   node console_client.js generic ADDR [NAME...]     any console: invariants,
 //                                                      names, details, errors, pause
+//   node console_client.js busy  ADDR NAME=POLLS...   once each named task has
+//                                                      POLLS polls: prints JSON
+//                                                      {NAME: {id, polls, busy_ns}}
 //
 // Exit 0 = every assertion held; 1 = a failure (printed).
 'use strict';
@@ -625,9 +628,36 @@ async function names(addr, wanted) {
   console.log(`ok - ${wanted.length} named tasks present`);
 }
 
+// ---------------------------------------------------------------- busy ----
+// The console's own numbers for the named tasks, read once each has its
+// expected number of polls (tests/prof/labels_agree_test.sh compares them
+// with the sampler's). id is the task.id field, the number the console shows.
+async function busy(addr, wanted) {
+  const I = loadService();
+  const A = newClient(I, addr);
+  const m = new Model();
+  const u = watchUpdates(A, m, 'busy');
+  const want = wanted.map((w) => { const i = w.lastIndexOf('='); return [w.slice(0, i), Number(w.slice(i + 1))]; });
+  const polls = (n) => { const t = m.byName(n)[0]; return t && t.stats ? Number(t.stats.poll_stats.polls || 0) : -1; };
+  await waitFor(() => u.count >= 1 && want.every(([n, p]) => polls(n) >= p), 20000,
+    `the named tasks to reach their polls (${want.map(([n, p]) => `${n} ${polls(n)}/${p}`).join(', ')})`);
+  const out = {};
+  for (const [n, p] of want) {
+    const ts = m.byName(n);
+    check(ts.length === 1, `${ts.length} tasks named ${n}`);
+    const idf = field(ts[0].task, 'task.id');
+    check(idf && idf.u64_val !== undefined, `${n}: no task.id field`);
+    check(polls(n) === p, `${n}: ${polls(n)} polls, want ${p}`);
+    out[n] = { id: String(idf.u64_val), polls: polls(n), busy_ns: String(durNs(ts[0].stats.poll_stats.busy_time)) };
+  }
+  A.close();
+  console.log(JSON.stringify(out));
+}
+
 const [, , mode, addr, arg, ...rest] = process.argv;
 const run = { demo: () => demo(addr, arg), split: () => split(addr, Number(arg)),
   generic: () => generic(addr, arg ? [arg, ...rest] : []),
-  bad: () => bad(addr, arg), flood: () => flood(addr, arg, Number(rest[0] || 200)), names: () => names(addr, [arg, ...rest]) }[mode];
+  bad: () => bad(addr, arg), flood: () => flood(addr, arg, Number(rest[0] || 200)), names: () => names(addr, [arg, ...rest]),
+  busy: () => busy(addr, [arg, ...rest]) }[mode];
 if (!run) fail('usage: console_client.js demo|split|bad|flood|names|generic ADDR ...');
 run().then(() => process.exit(0), (e) => fail(e.stack || String(e)));

@@ -96,11 +96,11 @@ static void fixture_init(fixture *f) {
   /* E: malloc <- pp_alloc */
   f->fe[0] = (uintptr_t)mp + 4;
   f->fe[1] = g_ra_alloc;
-  f->samples[0] = (ptp_sample){30, TID_A, 3, 0, f->fa};
-  f->samples[1] = (ptp_sample){10, TID_B, 2, 0, f->fb};
-  f->samples[2] = (ptp_sample){5, TID_A, 1, PTP_SAMPLE_TRUNCATED, f->fc};
-  f->samples[3] = (ptp_sample){2, TID_A, 2, 0, f->fd};
-  f->samples[4] = (ptp_sample){3, TID_B, 2, 0, f->fe};
+  f->samples[0] = (ptp_sample){.count = 30, .tid = TID_A, .nframes = 3, .flags = 0, .frames = f->fa};
+  f->samples[1] = (ptp_sample){.count = 10, .tid = TID_B, .nframes = 2, .flags = 0, .frames = f->fb};
+  f->samples[2] = (ptp_sample){.count = 5, .tid = TID_A, .nframes = 1, .flags = PTP_SAMPLE_TRUNCATED, .frames = f->fc};
+  f->samples[3] = (ptp_sample){.count = 2, .tid = TID_A, .nframes = 2, .flags = 0, .frames = f->fd};
+  f->samples[4] = (ptp_sample){.count = 3, .tid = TID_B, .nframes = 2, .flags = 0, .frames = f->fe};
   f->threads[0].tid = TID_A;
   strcpy(f->threads[0].name, "worker-a");
   f->threads[1].tid = TID_B;
@@ -329,7 +329,7 @@ PT_TEST_T(prof_pprof_many_stacks_valid, 120000) {
   for (size_t i = 0; i < N; i++) {
     for (size_t d = 0; d < DEPTH; d++)
       frames[i * DEPTH + d] = d == 0 ? base + (i % 97) : g_ra_mid + ((i * 31 + d) % 64);
-    sm[i] = (ptp_sample){1 + i % 5, (uint32_t)(1000 + i % 7), DEPTH, 0, &frames[i * DEPTH]};
+    sm[i] = (ptp_sample){.count = 1 + i % 5, .tid = (uint32_t)(1000 + i % 7), .nframes = DEPTH, .flags = 0, .frames = &frames[i * DEPTH]};
   }
   f.w.samples = sm;
   f.w.nsamples = N;
