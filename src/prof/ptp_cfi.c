@@ -99,8 +99,11 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   ptp_cfi_objinfo o;
   ptp_cfi_obj_scan(info, &o);
   if (!o.ntext) return 0;
+  /* Without .eh_frame_hdr: a refresh first looks for .debug_frame (in
+   * lazy_cb, with the other tables); ptp_cfi_build decides at once. */
   uint8_t nocfi_state = PTP_LIB_NONE;
-  if (!o.hdr && !system) nocfi_state = ptp_fpdetect(info, NULL, NULL) ? PTP_LIB_FP : PTP_LIB_NOCFI;
+  if (!o.hdr && !system && b->eager_system)
+    nocfi_state = ptp_fpdetect(info, NULL, NULL) ? PTP_LIB_FP : PTP_LIB_NOCFI;
   if (b->nlibs == b->caplibs) {
     size_t ncap = b->caplibs ? b->caplibs * 2 : 32;
     ptp_cfi_lib *nl = realloc(b->libs, ncap * sizeof *nl);
@@ -282,7 +285,7 @@ static int get_tab_locked(const struct dl_phdr_info *info, const ptp_cfi_objinfo
   if (cache_on == 0) cache_on = ptp_cficache_dir(cache_dir, sizeof cache_dir) == 0 ? 1 : -1;
   char bid[PTP_CFICACHE_BID_MAX];
   uint64_t key = 0;
-  int cacheable = cache_on > 0 && o->hdr && ptp_cficache_ident(info, o, bid, &key) == 0;
+  int cacheable = cache_on > 0 && ptp_cficache_ident(info, o, bid, &key) == 0;
   if (cacheable) {
     uintptr_t hi = 0;
     for (int i = 0; i < o->ntext; i++) if (o->text[i].hi > hi) hi = o->text[i].hi;
@@ -290,7 +293,7 @@ static int get_tab_locked(const struct dl_phdr_info *info, const ptp_cfi_objinfo
     if (rc == 0) { cache_hits++; return 0; }
     if (rc == -E2BIG || rc == -ENOMEM) return rc;
   }
-  int rc = ptp_cfi_parse_eh(o, max_rows, out);
+  int rc = o->hdr ? ptp_cfi_parse_eh(o, max_rows, out) : ptp_cfi_debugframe(info, o, max_rows, out);
   if (rc == 0 && cacheable && npend < PENDING_MAX) {
     pending *e = &pend[npend++];
     e->tab = *out;
@@ -339,6 +342,11 @@ static int lazy_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     }
     atomic_store_explicit(&lib->tab, t, memory_order_release);
     atomic_store_explicit(&lib->state, PTP_LIB_READY, memory_order_release);
+  } else if (rc == -ENOENT && !o.hdr && !lib->system) {
+    /* No CFI at all: frame pointers if its code keeps them (ptp_fpdetect),
+     * else its samples stop there (truncated). */
+    atomic_store_explicit(&lib->state, ptp_fpdetect(info, NULL, NULL) ? PTP_LIB_FP : PTP_LIB_NOCFI,
+                          memory_order_release);
   } else {
     /* Over the cap, unparsable or out of memory: this object's samples stay
      * truncated (and counted as such) until the set is rebuilt. */
@@ -408,6 +416,8 @@ static void carry_over_locked(ptp_cfi_set *set) {
         if (!nl->system) lazy_bytes += t->bytes;
       } else if (atomic_load(&ol->state) == PTP_LIB_WANTED) {
         atomic_store(&nl->state, PTP_LIB_WANTED);   /* still asked for */
+      } else if (atomic_load(&ol->state) == PTP_LIB_FP || atomic_load(&ol->state) == PTP_LIB_NOCFI) {
+        atomic_store(&nl->state, atomic_load(&ol->state));   /* decided: no file opened again */
       }
       break;
     }

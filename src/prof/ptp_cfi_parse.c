@@ -125,6 +125,8 @@ typedef struct cie {
   uint64_t ra_reg;
   uint8_t fde_enc;
   int has_z;
+  uintptr_t abs_bias;    /* added to absolute (DW_EH_PE_absptr) locations:
+                          * the load bias for .debug_frame, 0 for .eh_frame */
   const uint8_t *insns, *insns_end;
 } cie;
 
@@ -234,6 +236,7 @@ static int run_cfi(const cie *c, const uint8_t *p, const uint8_t *end, cfstate *
     case DW_CFA_nop: break;
     case DW_CFA_set_loc: {
       uintptr_t nl = rd_enc(&r, c->fde_enc, 0);
+      if ((c->fde_enc & 0x70) == DW_EH_PE_absptr) nl += c->abs_bias;
       if (r.err || nl < *loc) return -1;
       if (rv) emit(rv, *loc, nl < loc_end ? nl : loc_end, st);
       *loc = nl;
@@ -351,26 +354,32 @@ static int run_cfi(const cie *c, const uint8_t *p, const uint8_t *end, cfstate *
   return r.err ? -1 : 0;
 }
 
-/* Parses the CIE at address a. */
-static int parse_cie(const ptp_cfi_objmem *m, uintptr_t a, cie *c, cfstate *init) {
+/* Parses the CIE at address a; dbg: a .debug_frame CIE (id 0xffffffff,
+ * versions 1, 3 and 4, absolute addresses relocated by bias). */
+static int parse_cie(const ptp_cfi_objmem *m, uintptr_t a, cie *c, cfstate *init, int dbg,
+                     uintptr_t bias) {
   if (!ptp_cfi_mem_ok(m, a, 4)) return -1;
   rd r = { .p = (const uint8_t *)a, .end = (const uint8_t *)a + 4 };
   uint64_t len = rd_u(&r, 4);
   if (len == 0xffffffffu || len == 0) return -1;   /* 64-bit DWARF not produced on x86-64 Linux */
   if (!ptp_cfi_mem_ok(m, a + 4, len)) return -1;
   r.end = r.p + len;
-  if (rd_u(&r, 4) != 0) return -1;                 /* CIE id in .eh_frame is 0 */
+  if (rd_u(&r, 4) != (dbg ? 0xffffffffu : 0)) return -1;   /* the CIE id */
   uint8_t version = (uint8_t)rd_u(&r, 1);
-  if (version != 1 && version != 3) return -1;
+  if (version != 1 && version != 3 && !(dbg && version == 4)) return -1;
   const char *aug = (const char *)r.p;
   size_t auglen = strnlen(aug, (size_t)(r.end - r.p));
   if (auglen == (size_t)(r.end - r.p)) return -1;
   r.p += auglen + 1;
   if (strstr(aug, "eh")) return -1;                  /* ancient GCC layout */
+  if (version == 4) {                                /* address and segment sizes */
+    if (rd_u(&r, 1) != sizeof(uintptr_t) || rd_u(&r, 1) != 0) return -1;
+  }
   c->code_align = rd_uleb(&r);
   c->data_align = rd_sleb(&r);
   c->ra_reg = version == 1 ? rd_u(&r, 1) : rd_uleb(&r);
   c->fde_enc = DW_EH_PE_absptr;
+  c->abs_bias = dbg ? bias : 0;
   c->has_z = aug[0] == 'z';
   if (c->has_z) {
     uint64_t alen = rd_uleb(&r);
@@ -404,8 +413,11 @@ typedef struct cie_cache {
   cfstate init;
 } cie_cache;
 
-/* One FDE at address a: appends its rows. */
-static void parse_fde(const ptp_cfi_objmem *m, uintptr_t a, rowvec *rv, cie_cache *cc) {
+/* One FDE at address a: appends its rows. dbg: in a .debug_frame section
+ * starting at sec (its CIE pointer is an offset from there; the CIE id
+ * 0xffffffff marks a CIE), absolute addresses relocated by bias. */
+static void parse_fde(const ptp_cfi_objmem *m, uintptr_t a, rowvec *rv, cie_cache *cc, int dbg,
+                      uintptr_t sec, uintptr_t bias) {
   if (!ptp_cfi_mem_ok(m, a, 8)) return;
   rd r = { .p = (const uint8_t *)a, .end = (const uint8_t *)a + 4 };
   uint64_t len = rd_u(&r, 4);
@@ -413,16 +425,23 @@ static void parse_fde(const ptp_cfi_objmem *m, uintptr_t a, rowvec *rv, cie_cach
   r.end = r.p + len;
   uintptr_t idfield = (uintptr_t)r.p;
   uint64_t cie_off = rd_u(&r, 4);
-  if (cie_off == 0 || cie_off > idfield) return;     /* 0 = a CIE, not an FDE */
-  uintptr_t cie_addr = idfield - cie_off;
+  uintptr_t cie_addr;
+  if (dbg) {
+    if (cie_off == 0xffffffffu) return;               /* a CIE, not an FDE */
+    cie_addr = sec + cie_off;
+  } else {
+    if (cie_off == 0 || cie_off > idfield) return;   /* 0 = a CIE, not an FDE */
+    cie_addr = idfield - cie_off;
+  }
   if (cc->addr != cie_addr) {
     cc->addr = cie_addr;
-    cc->ok = parse_cie(m, cie_addr, &cc->c, &cc->init) == 0;
+    cc->ok = parse_cie(m, cie_addr, &cc->c, &cc->init, dbg, bias) == 0;
   }
   if (!cc->ok) return;
   const cie c = cc->c;
   const cfstate init = cc->init;
   uintptr_t pc_begin = rd_enc(&r, c.fde_enc, 0);
+  if ((c.fde_enc & 0x70) == DW_EH_PE_absptr) pc_begin += c.abs_bias;
   uintptr_t pc_range = rd_enc(&r, c.fde_enc & 0x0f, 0);
   if (c.has_z) {
     uint64_t alen = rd_uleb(&r);
@@ -436,6 +455,40 @@ static void parse_fde(const ptp_cfi_objmem *m, uintptr_t a, rowvec *rv, cie_cach
   if (loc < end) emit(rv, loc, end, &st);
 }
 
+
+int ptp_cfi_build_id(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o,
+                     char bid[PTP_CFI_BID_MAX]) {
+  bid[0] = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_NOTE) continue;
+    uintptr_t a = info->dlpi_addr + ph->p_vaddr, end = a + ph->p_memsz;
+    if (end < a || !ptp_cfi_mem_ok(&o->m, a, ph->p_memsz)) continue;
+    size_t align = ph->p_align == 8 ? 8 : 4;
+    while (end - a >= sizeof(ElfW(Nhdr))) {
+      ElfW(Nhdr) nh;
+      memcpy(&nh, (const void *)a, sizeof nh);
+      size_t nsz = (nh.n_namesz + align - 1) & ~(align - 1);
+      size_t dsz = (nh.n_descsz + align - 1) & ~(align - 1);
+      uintptr_t name = a + sizeof nh, desc = name + nsz;
+      if (nsz > end - name || dsz > end - desc) break;
+      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+          memcmp((const void *)name, "GNU", 4) == 0) {
+        if (nh.n_descsz == 0 || nh.n_descsz > 32) return -ENOENT;
+        const uint8_t *d = (const uint8_t *)desc;
+        static const char hex[] = "0123456789abcdef";
+        for (uint32_t k = 0; k < nh.n_descsz; k++) {
+          bid[2 * k] = hex[d[k] >> 4];
+          bid[2 * k + 1] = hex[d[k] & 15];
+        }
+        bid[2 * nh.n_descsz] = 0;
+        return 0;
+      }
+      a = desc + dsz;
+    }
+  }
+  return -ENOENT;
+}
 
 void ptp_cfi_obj_scan(const struct dl_phdr_info *info, ptp_cfi_objinfo *o) {
   memset(o, 0, sizeof *o);
@@ -457,6 +510,8 @@ static int cmp_row(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
+static int finish_tab(rowvec *rvp, ptp_cfi_tab **out);
+
 int ptp_cfi_parse_eh(const ptp_cfi_objinfo *o, size_t max_rows, ptp_cfi_tab **out) {
   *out = NULL;
   if (!o->hdr) return -ENOENT;
@@ -473,16 +528,40 @@ int ptp_cfi_parse_eh(const ptp_cfi_objinfo *o, size_t max_rows, ptp_cfi_tab **ou
     (void)rd_enc(&r, tenc, o->hdr);                   /* initial location */
     uintptr_t fde = rd_enc(&r, tenc, o->hdr);
     if (r.err) break;
-    parse_fde(&o->m, fde, &rv, &cc);
+    parse_fde(&o->m, fde, &rv, &cc, 0, 0, 0);
   }
+  return finish_tab(&rv, out);
+}
+
+int ptp_cfi_parse_debug_frame(const uint8_t *sec, size_t len, uintptr_t bias, size_t max_rows,
+                              ptp_cfi_tab **out) {
+  *out = NULL;
+  ptp_cfi_objmem m = { .segs = { { (uintptr_t)sec, (uintptr_t)sec + len } }, .nsegs = 1 };
+  rowvec rv = { .max = max_rows };
+  cie_cache cc = { .addr = 0 };
+  /* No index: walk every entry in order (CIEs are skipped by parse_fde). */
+  uintptr_t a = (uintptr_t)sec, end = (uintptr_t)sec + len;
+  while (end - a >= 4 && !rv.oom) {
+    uint32_t elen;
+    memcpy(&elen, (const void *)a, 4);
+    if (elen == 0xffffffffu || elen > end - a - 4) break;  /* 64-bit DWARF, or cut */
+    if (elen >= 4) parse_fde(&m, a, &rv, &cc, 1, (uintptr_t)sec, bias);
+    a += 4 + (uintptr_t)elen;
+  }
+  return finish_tab(&rv, out);
+}
+
+/* Sorts, clips and copies the rows of rv into one table; frees rv. */
+static int finish_tab(rowvec *rvp, ptp_cfi_tab **out) {
+  rowvec rv = *rvp;
   if (rv.oom) {
     int big = rv.n == rv.max;
     free(rv.v);
     return big ? -E2BIG : -ENOMEM;
   }
-  /* The .eh_frame_hdr table lists FDEs by start address, so the rows come
+  /* The .eh_frame_hdr table lists FDEs by start address, so its rows come
    * out sorted already (checked: sorting 500k rows was most of cc1's
-   * build time); sort only when they are not. */
+   * build time); sort only when they are not (.debug_frame has no index). */
   int sorted = 1;
   for (size_t i = 1; i < rv.n && sorted; i++) sorted = rv.v[i - 1].start <= rv.v[i].start;
   if (!sorted) qsort(rv.v, rv.n, sizeof *rv.v, cmp_row);

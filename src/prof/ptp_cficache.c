@@ -109,31 +109,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
 
 int ptp_cficache_ident(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o,
                        char bid[PTP_CFICACHE_BID_MAX], uint64_t *key) {
-  bid[0] = 0;
-  for (int i = 0; i < info->dlpi_phnum && !bid[0]; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_NOTE) continue;
-    uintptr_t a = info->dlpi_addr + ph->p_vaddr, end = a + ph->p_memsz;
-    if (end < a || !ptp_cfi_mem_ok(&o->m, a, ph->p_memsz)) continue;
-    size_t align = ph->p_align == 8 ? 8 : 4;
-    while (end - a >= sizeof(ElfW(Nhdr))) {
-      ElfW(Nhdr) nh;
-      memcpy(&nh, (const void *)a, sizeof nh);
-      size_t nsz = (nh.n_namesz + align - 1) & ~(align - 1);
-      size_t dsz = (nh.n_descsz + align - 1) & ~(align - 1);
-      uintptr_t name = a + sizeof nh, desc = name + nsz;
-      if (nsz > end - name || dsz > end - desc) break;
-      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-          memcmp((const void *)name, "GNU", 4) == 0) {
-        if (nh.n_descsz == 0 || nh.n_descsz > 32) return -ENOENT;
-        const uint8_t *d = (const uint8_t *)desc;
-        for (uint32_t k = 0; k < nh.n_descsz; k++) snprintf(bid + 2 * k, 3, "%02x", d[k]);
-        break;
-      }
-      a = desc + dsz;
-    }
-  }
-  if (!bid[0]) return -ENOENT;
+  if (ptp_cfi_build_id(info, o, bid) < 0) return -ENOENT;
   uint64_t h = 0xcbf29ce484222325ull ^ PTP_CFICACHE_VERSION;
   for (int i = 0; i < o->ntext; i++) {
     uint64_t rel[2] = { o->text[i].lo - info->dlpi_addr, o->text[i].hi - info->dlpi_addr };

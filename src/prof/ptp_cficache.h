@@ -43,7 +43,7 @@
 #define PTP_CFICACHE_VERSION 1u
 #define PTP_CFICACHE_FILE_MAX ((size_t)64 << 20)
 #define PTP_CFICACHE_DIR_MAX (256ull << 20)
-#define PTP_CFICACHE_BID_MAX 66          /* hex of a build id up to 32 bytes, NUL */
+#define PTP_CFICACHE_BID_MAX PTP_CFI_BID_MAX
 
 /* The cache directory: ptp_symcache_default_dir() + "/unwind". Returns 0,
  * -ENOENT (cache off, or no home), -ENAMETOOLONG. */

@@ -16,6 +16,7 @@
 # Before the interposer, the first samples in each library (until the
 # consumer thread had rebuilt the table set) were cut at the library.
 source "$(dirname "${BASH_SOURCE[0]}")/prof_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/sampler_nofp_records.sh"
 prof_require nofp_dlopen
 LIBDIR="$PT_BUILD_PROF/tests/prof"
 for k in 0 1 2 3; do [ -f "$LIBDIR/libptt_nofp_dl$k.so" ] || fail "no $LIBDIR/libptt_nofp_dl$k.so"; done
@@ -30,18 +31,7 @@ prof=$(ls "$WORK/out"/nofpdl-*.pb.gz 2>/dev/null | head -1)
 go tool pprof -symbolize=none -traces "$prof" >"$WORK/traces.txt" 2>&1 ||
   { cat "$WORK/traces.txt" >&2; fail "go tool pprof rejected $prof"; }
 
-# One line per sample record: value in ms, then its frames, leaf first, each
-# followed by ';'.
-awk '
-  function flush() { if (have) print v "\t" fr ";"; have = 0; fr = "" }
-  /^-+\+-+/ { flush(); inrec = 1; next }
-  inrec && /^ *thread_name:/ { next }
-  inrec && !have && $1 ~ /^[0-9.]+(ms|s|us)$/ {
-    v = $1; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v)
-    v = (u == "s") ? v * 1000 : (u == "us") ? v / 1000 : v; have = 1
-    $1 = ""; sub(/^ +/, ""); fr = $0; next }
-  have { sub(/^ +/, ""); fr = fr ";" $0 }
-  END { flush() }' "$WORK/traces.txt" >"$WORK/records.tsv"
+nofp_records "$WORK/traces.txt" "$WORK/records.tsv"
 [ -s "$WORK/records.tsv" ] || { head -40 "$WORK/traces.txt" >&2; fail "no samples in the profile"; }
 
 sum_ms() { awk -F'\t' '{ s += $1 } END { printf "%.1f\n", s }'; }
