@@ -12,8 +12,6 @@
  *
  * Threads: no state; any thread. Not for signal handlers.
  */
-#include <dirent.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -22,11 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <nmmintrin.h>
 
+#include "prof/ptp_cachefile.h"
 #include "prof/ptp_cficache.h"
 #include "prof/ptp_symcache.h"
 
@@ -241,104 +239,13 @@ int ptp_cficache_image(const char *bid, uint64_t key, uintptr_t bias, const ptp_
   return 0;
 }
 
-static int write_all(int fd, const void *p, size_t n) {
-  const uint8_t *b = p;
-  while (n) {
-    ssize_t w = write(fd, b, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return w < 0 ? -errno : -EIO;
-    b += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Removes stale temp files, then the oldest .cfi files (never keep) while
- * the directory holds more than PTP_CFICACHE_DIR_MAX bytes of them. Best
- * effort: what cannot be listed or removed stays. */
-static void bound_dir(int dfd, const char *keep) {
-  int fd2 = dup(dfd);
-  DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
-  if (!d) {
-    if (fd2 >= 0) close(fd2);
-    return;
-  }
-  typedef struct ent { char name[NAME_MAX + 1]; int64_t mt; uint64_t size; } ent;
-  ent *v = NULL;
-  size_t n = 0, cap = 0;
-  uint64_t total = 0;
-  time_t now = time(NULL);
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
-    const char *nm = de->d_name;
-    size_t l = strlen(nm);
-    struct stat st;
-    if (fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (nm[0] == '.' && l > 4 && !strcmp(nm + l - 4, ".tmp")) {
-      if (now - st.st_mtime > CFC_TMP_AGE_S) unlinkat(dfd, nm, 0);
-      continue;
-    }
-    if (l <= strlen(CFC_SUFFIX) || strcmp(nm + l - strlen(CFC_SUFFIX), CFC_SUFFIX) != 0) continue;
-    total += (uint64_t)st.st_size;
-    if (n == cap) {
-      size_t nc = cap ? cap * 2 : 64;
-      ent *nv = realloc(v, nc * sizeof *nv);
-      if (!nv) break;
-      v = nv;
-      cap = nc;
-    }
-    snprintf(v[n].name, sizeof v[n].name, "%s", nm);
-    v[n].mt = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-    v[n].size = (uint64_t)st.st_size;
-    n++;
-  }
-  while (total > PTP_CFICACHE_DIR_MAX) {
-    size_t oldest = n;
-    for (size_t i = 0; i < n; i++)
-      if (v[i].size && strcmp(v[i].name, keep) != 0 && (oldest == n || v[i].mt < v[oldest].mt))
-        oldest = i;
-    if (oldest == n) break;
-    unlinkat(dfd, v[oldest].name, 0);
-    total -= v[oldest].size;
-    v[oldest].size = 0;
-  }
-  free(v);
-  closedir(d);
-}
-
 int ptp_cficache_write(const char *dir, const char *bid, const void *img, size_t len) {
   if (!bid_ok(bid) || len < sizeof(cfc_header) || len > PTP_CFICACHE_FILE_MAX) return -EINVAL;
   int r = ptp_symcache_prepare_dir(dir);
   if (r < 0) return r;
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (dfd < 0) return -errno;
-  char name[PTP_CFICACHE_BID_MAX + 8], tmp[PTP_CFICACHE_BID_MAX + 64];
+  char name[PTP_CFICACHE_BID_MAX + 8];
   snprintf(name, sizeof name, "%s" CFC_SUFFIX, bid);
-  static _Atomic unsigned seq;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-    snprintf(tmp, sizeof tmp, ".%s.%d.%u.tmp", bid, (int)getpid(), (unsigned)seq++);
-    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) { r = -errno; goto fail_dfd; }
-  /* 0600 whatever the umask (it can only remove bits, but say it). */
-  if (fchmod(fd, 0600) != 0 || (r = write_all(fd, img, len)) != 0 || fsync(fd) != 0) {
-    if (!r) r = -errno;
-    goto fail_tmp;
-  }
-  if (close(fd) != 0) { fd = -1; r = -errno; goto fail_tmp; }
-  fd = -1;
-  if (renameat(dfd, tmp, dfd, name) != 0) { r = -errno; goto fail_tmp; }
-  (void)fsync(dfd);
-  bound_dir(dfd, name);
-  close(dfd);
+  if ((r = ptp_cachefile_write(dir, name, img, len)) < 0) return r;
+  ptp_cachefile_bound(dir, CFC_SUFFIX, PTP_CFICACHE_DIR_MAX, name, CFC_TMP_AGE_S);
   return 0;
-
-fail_tmp:
-  if (fd >= 0) close(fd);
-  unlinkat(dfd, tmp, 0);
-fail_dfd:
-  close(dfd);
-  return r;
 }

@@ -64,15 +64,20 @@
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
-static _Atomic(create_fn) real_create;
-
-static create_fn get_real(void) {
-  create_fn f = atomic_load_explicit(&real_create, memory_order_acquire);
+/* The next definition of name after ours (libc's), looked up once. */
+static void *real_fn(_Atomic(void *) *slot, const char *name) {
+  void *f = atomic_load_explicit(slot, memory_order_acquire);
   if (!f) {
-    f = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
-    if (f) atomic_store_explicit(&real_create, f, memory_order_release);
+    f = dlsym(RTLD_NEXT, name);
+    if (f) atomic_store_explicit(slot, f, memory_order_release);
   }
   return f;
+}
+
+static _Atomic(void *) real_create;
+
+static create_fn get_real(void) {
+  return (create_fn)real_fn(&real_create, "pthread_create");
 }
 
 typedef struct tramp {
@@ -116,26 +121,10 @@ typedef void *(*dlopen_fn)(const char *, int);
 typedef void *(*dlmopen_fn)(Lmid_t, const char *, int);
 typedef void (*route_fn)(void);
 
-static _Atomic(dlopen_fn) real_dlopen;
-static _Atomic(dlmopen_fn) real_dlmopen;
+static _Atomic(void *) real_dlopen, real_dlmopen;
 
-static dlopen_fn get_real_dlopen(void) {
-  dlopen_fn f = atomic_load_explicit(&real_dlopen, memory_order_acquire);
-  if (!f) {
-    f = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
-    if (f) atomic_store_explicit(&real_dlopen, f, memory_order_release);
-  }
-  return f;
-}
-
-static dlmopen_fn get_real_dlmopen(void) {
-  dlmopen_fn f = atomic_load_explicit(&real_dlmopen, memory_order_acquire);
-  if (!f) {
-    f = (dlmopen_fn)dlsym(RTLD_NEXT, "dlmopen");
-    if (f) atomic_store_explicit(&real_dlmopen, f, memory_order_release);
-  }
-  return f;
-}
+static dlopen_fn get_real_dlopen(void) { return (dlopen_fn)real_fn(&real_dlopen, "dlopen"); }
+static dlmopen_fn get_real_dlmopen(void) { return (dlmopen_fn)real_fn(&real_dlmopen, "dlmopen"); }
 
 /* Set while this thread refreshes the tables: a dlopen from inside the
  * refresh goes straight to libc (no recursion into the table mutex). */
