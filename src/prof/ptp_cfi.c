@@ -1,467 +1,31 @@
 /*
- * ptp_cfi.c - builds the walker's unwind tables (system objects with the set,
- * every other object with CFI before the set is published, the main program
- * included) from their .eh_frame, with our own
- * CFA-rule interpreter, outside the signal handler, and publishes them (see
- * ptp_cfi.h).
- *
- * Source of the data: each loaded object's PT_GNU_EH_FRAME segment
- * (.eh_frame_hdr), which is mapped in memory: its binary-search table lists
- * every FDE with its start address. We parse each FDE and its CIE and run
- * the DWARF call-frame instructions, keeping of each row only what the
- * x86-64 walker needs: how to get the CFA (rsp or rbp + offset), where the
- * return address is (CFA + ra_off), and where the caller's rbp is (CFA +
- * rbp_off, or unchanged). Rows with other rules (DWARF expressions: PLT
- * entries, signal trampolines) become PTP_CFI_NORULE (the walk stops there,
- * truncated); an undefined return address (the outermost frames: _start,
- * clone) becomes PTP_CFI_END.
- *
- * Every read of the object's memory is bounds-checked against that object's
- * loaded segments, so corrupt or unexpected data ends the FDE, never the
- * process.
- *
- * DESIGN (why one file): one concept, the CFI table set the walker reads:
- * a bounded reader of mapped .eh_frame bytes, the call-frame interpreter
- * that turns an FDE into rows, the per-object table build (system objects
- * eagerly, others lazily on the handler's request) and the publication
- * of a new set with retirement of the old one. The four sections share
- * the row format and the lock (cfi_mu) that orders building against
- * publishing. The row format is in ptp_cfi.h; the handler-side lookup of
- * a row is the walker's (ptp_unwind.c). Under 1000 lines.
+ * ptp_cfi.c - the walker's unwind-table sets: which object gets what, the
+ * tables built (by ptp_cfi_parse.c) or read from the persistent cache
+ * (ptp_cficache.c) outside the signal handler, publication of a new set and
+ * retirement of the old one (see ptp_cfi.h; the module's units are listed
+ * in ptp_cfi_internal.h).
  *
  * Locking: cfi_mu guards the published pointer, the retired list, the
  * dlpi_adds/subs snapshot, the lazy-table accounting and every store into a
  * slot's tab. The handler only reads the set and CASes a slot's state from
  * NONE to WANTED. Not for signal handlers.
  */
-#include <dwarf.h>
-#include <elf.h>
 #include <errno.h>
 #include <link.h>
 #include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <time.h>
 
 #include "prof/ptp_cfi.h"
+#include "prof/ptp_cfi_internal.h"
+#include "prof/ptp_cficache.h"
 #include "prof/ptp_fpdetect.h"
 #include "prof/ptp_producer.h"
 
 _Atomic(const ptp_cfi_set *) ptp_g_cfi;
-
-/* ---- bounded reader ------------------------------------------------------ */
-
-typedef struct seg { uintptr_t lo, hi; } seg;
-
-typedef struct rd {
-  const uint8_t *p, *end;  /* current position, end of the current record */
-  int err;
-} rd;
-
-typedef struct objmem {
-  seg segs[16];            /* readable PT_LOAD ranges (runtime addresses) */
-  int nsegs;
-} objmem;
-
-static int mem_ok(const objmem *m, uintptr_t a, size_t n) {
-  for (int i = 0; i < m->nsegs; i++)
-    if (a >= m->segs[i].lo && a <= m->segs[i].hi && n <= m->segs[i].hi - a) return 1;
-  return 0;
-}
-
-static uint64_t rd_u(rd *r, int n) {
-  if (r->err || r->end - r->p < n) { r->err = 1; return 0; }
-  uint64_t v = 0;
-  for (int i = 0; i < n; i++) v |= (uint64_t)r->p[i] << (8 * i);
-  r->p += n;
-  return v;
-}
-
-static uint64_t rd_uleb(rd *r) {
-  uint64_t v = 0;
-  for (int shift = 0; ; shift += 7) {
-    if (r->err || r->p >= r->end || shift > 63) { r->err = 1; return 0; }
-    uint8_t b = *r->p++;
-    v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) return v;
-  }
-}
-
-static int64_t rd_sleb(rd *r) {
-  int64_t v = 0;
-  int shift = 0;
-  uint8_t b;
-  do {
-    if (r->err || r->p >= r->end || shift > 63) { r->err = 1; return 0; }
-    b = *r->p++;
-    v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
-    shift += 7;
-  } while (b & 0x80);
-  if (shift < 64 && (b & 0x40)) v |= (int64_t)(~(uint64_t)0 << shift);
-  return v;
-}
-
-/* Reads a DW_EH_PE_* encoded pointer. datarel is relative to data_base
- * (.eh_frame_hdr start, the only user). Indirect pointers are refused. */
-static uintptr_t rd_enc(rd *r, uint8_t enc, uintptr_t data_base) {
-  if (enc == DW_EH_PE_omit) return 0;
-  uintptr_t field = (uintptr_t)r->p;
-  uint64_t v;
-  switch (enc & 0x0f) {
-  case DW_EH_PE_absptr: v = rd_u(r, 8); break;
-  case DW_EH_PE_uleb128: v = rd_uleb(r); break;
-  case DW_EH_PE_udata2: v = rd_u(r, 2); break;
-  case DW_EH_PE_udata4: v = rd_u(r, 4); break;
-  case DW_EH_PE_udata8: v = rd_u(r, 8); break;
-  case DW_EH_PE_sleb128: v = (uint64_t)rd_sleb(r); break;
-  case DW_EH_PE_sdata2: v = (uint64_t)(int64_t)(int16_t)rd_u(r, 2); break;
-  case DW_EH_PE_sdata4: v = (uint64_t)(int64_t)(int32_t)rd_u(r, 4); break;
-  case DW_EH_PE_sdata8: v = rd_u(r, 8); break;
-  default: r->err = 1; return 0;
-  }
-  switch (enc & 0x70) {
-  case DW_EH_PE_absptr: break;
-  case DW_EH_PE_pcrel: v += field; break;
-  case DW_EH_PE_datarel: v += data_base; break;
-  default: r->err = 1; return 0;     /* textrel/funcrel/aligned: unused on x86-64 Linux */
-  }
-  if (enc & DW_EH_PE_indirect) { r->err = 1; return 0; }
-  return (uintptr_t)v;
-}
-
-/* ---- CFI interpreter -------------------------------------------------- */
-
-enum { R_NONE = 0, R_UNDEF, R_SAME, R_OFFSET, R_OTHER };
-typedef struct rule { uint8_t type; int64_t off; } rule;
-
-typedef struct cfstate {
-  int cfa_reg;          /* DWARF register number, -1 = expression */
-  int64_t cfa_off;
-  rule ra, rbp;
-} cfstate;
-
-#define DW_RBP 6
-#define DW_RSP 7
-#define DW_RA 16
-#define REMEMBER_MAX 8
-
-typedef struct cie {
-  uint64_t code_align;
-  int64_t data_align;
-  uint64_t ra_reg;
-  uint8_t fde_enc;
-  int has_z;
-  const uint8_t *insns, *insns_end;
-} cie;
-
-typedef struct rowvec {
-  ptp_cfi_row *v;
-  size_t n, cap;
-  size_t max;            /* row limit (memory cap); reaching it sets oom */
-  size_t norule;
-  int oom;
-} rowvec;
-
-#define CFA_PLT (-2)   /* cfa_reg value: the PLT expression, cfa_off = threshold */
-
-static void emit(rowvec *rv, uintptr_t start, uintptr_t end, const cfstate *st) {
-  if (end <= start || rv->oom) return;
-  if (st->cfa_reg == CFA_PLT) {
-    /* CFA = rsp + 8, or rsp + 16 from byte `threshold` of each 16-byte PLT
-     * entry on (after its push): exactly what the expression computes. */
-    cfstate s8 = *st, s16 = *st;
-    s8.cfa_reg = s16.cfa_reg = DW_RSP;
-    s8.cfa_off = 8;
-    s16.cfa_off = 16;
-    for (uintptr_t b = start & ~(uintptr_t)15; b < end && !rv->oom; b += 16) {
-      uintptr_t cut = b + (uintptr_t)st->cfa_off;
-      uintptr_t a0 = b < start ? start : b, a1 = cut < end ? cut : end;
-      if (a1 > a0) emit(rv, a0, a1, &s8);
-      uintptr_t c0 = cut < start ? start : cut, c1 = b + 16 < end ? b + 16 : end;
-      if (c1 > c0) emit(rv, c0, c1, &s16);
-    }
-    return;
-  }
-  ptp_cfi_row row = { .start = start, .len = (uint32_t)(end - start) };
-  if (end - start > UINT32_MAX) return;
-  row.kind = PTP_CFI_NORULE;
-  row.rbp_off = PTP_RBP_UNKNOWN;
-  if (st->ra.type == R_UNDEF) {
-    row.kind = PTP_CFI_END;
-  } else if (st->ra.type == R_OFFSET && st->ra.off >= INT8_MIN && st->ra.off <= INT8_MAX &&
-             (st->cfa_reg == DW_RSP || st->cfa_reg == DW_RBP) &&
-             st->cfa_off >= INT32_MIN && st->cfa_off <= INT32_MAX) {
-    row.kind = st->cfa_reg == DW_RSP ? PTP_CFI_RSP : PTP_CFI_RBP;
-    row.cfa_off = (int32_t)st->cfa_off;
-    row.ra_off = (int8_t)st->ra.off;
-    if (st->rbp.type == R_NONE || st->rbp.type == R_SAME)
-      row.rbp_off = PTP_RBP_SAME;
-    else if (st->rbp.type == R_OFFSET && st->rbp.off > INT16_MIN && st->rbp.off < PTP_RBP_UNKNOWN)
-      row.rbp_off = (int16_t)st->rbp.off;
-    else
-      row.rbp_off = PTP_RBP_UNKNOWN;
-  }
-  if (row.kind == PTP_CFI_NORULE) rv->norule++;
-  /* Merge with the previous row when contiguous and identical. */
-  if (rv->n) {
-    ptp_cfi_row *p = &rv->v[rv->n - 1];
-    if (p->start + p->len == start && p->kind == row.kind && p->cfa_off == row.cfa_off &&
-        p->rbp_off == row.rbp_off && p->ra_off == row.ra_off &&
-        (uint64_t)p->len + row.len <= UINT32_MAX) {
-      p->len += row.len;
-      return;
-    }
-  }
-  if (rv->n == rv->max) { rv->oom = 1; return; }
-  if (rv->n == rv->cap) {
-    size_t ncap = rv->cap ? rv->cap * 2 : 1024;
-    if (ncap > rv->max) ncap = rv->max;
-    ptp_cfi_row *nv = realloc(rv->v, ncap * sizeof *nv);
-    if (!nv) { rv->oom = 1; return; }
-    rv->v = nv;
-    rv->cap = ncap;
-  }
-  rv->v[rv->n++] = row;
-}
-
-static rule *rule_of(cfstate *st, uint64_t reg) {
-  if (reg == DW_RA) return &st->ra;
-  if (reg == DW_RBP) return &st->rbp;
-  return NULL;              /* registers the walker does not track */
-}
-
-/* Runs instructions [p, end). With rv == NULL it only sets up the initial
- * state (CIE instructions: no rows). Returns 0, or -1 when it met something
- * it cannot follow (the rest of the FDE is then left uncovered). */
-static int run_cfi(const cie *c, const uint8_t *p, const uint8_t *end, cfstate *st,
-                   const cfstate *init, uintptr_t *loc, uintptr_t loc_end, rowvec *rv) {
-  cfstate stack[REMEMBER_MAX];
-  int depth = 0;
-  rd r = { .p = p, .end = end };
-  while (r.p < r.end && !r.err) {
-    uint8_t op = *r.p++;
-    uint8_t hi = op & 0xc0, low = op & 0x3f;
-    uint64_t reg = 0, adv = 0;
-    int64_t off = 0;
-    rule *ru;
-    if (hi == DW_CFA_advance_loc) {
-      adv = low * c->code_align;
-      goto advance;
-    } else if (hi == DW_CFA_offset) {
-      off = (int64_t)rd_uleb(&r) * c->data_align;
-      if ((ru = rule_of(st, low))) { ru->type = R_OFFSET; ru->off = off; }
-      continue;
-    } else if (hi == DW_CFA_restore) {
-      if (!init) return -1;
-      if ((ru = rule_of(st, low))) *ru = *rule_of((cfstate *)init, low);
-      continue;
-    }
-    switch (op) {
-    case DW_CFA_nop: break;
-    case DW_CFA_set_loc: {
-      uintptr_t nl = rd_enc(&r, c->fde_enc, 0);
-      if (r.err || nl < *loc) return -1;
-      if (rv) emit(rv, *loc, nl < loc_end ? nl : loc_end, st);
-      *loc = nl;
-      break;
-    }
-    case DW_CFA_advance_loc1: adv = rd_u(&r, 1) * c->code_align; goto advance;
-    case DW_CFA_advance_loc2: adv = rd_u(&r, 2) * c->code_align; goto advance;
-    case DW_CFA_advance_loc4: adv = rd_u(&r, 4) * c->code_align; goto advance;
-    case DW_CFA_offset_extended:
-      reg = rd_uleb(&r); off = (int64_t)rd_uleb(&r) * c->data_align;
-      if ((ru = rule_of(st, reg))) { ru->type = R_OFFSET; ru->off = off; }
-      break;
-    case DW_CFA_offset_extended_sf:
-      reg = rd_uleb(&r); off = rd_sleb(&r) * c->data_align;
-      if ((ru = rule_of(st, reg))) { ru->type = R_OFFSET; ru->off = off; }
-      break;
-    case DW_CFA_GNU_negative_offset_extended:
-      reg = rd_uleb(&r); off = -(int64_t)rd_uleb(&r) * c->data_align;
-      if ((ru = rule_of(st, reg))) { ru->type = R_OFFSET; ru->off = off; }
-      break;
-    case DW_CFA_restore_extended:
-      reg = rd_uleb(&r);
-      if (!init) return -1;
-      if ((ru = rule_of(st, reg))) *ru = *rule_of((cfstate *)init, reg);
-      break;
-    case DW_CFA_undefined:
-      reg = rd_uleb(&r);
-      if ((ru = rule_of(st, reg))) ru->type = R_UNDEF;
-      break;
-    case DW_CFA_same_value:
-      reg = rd_uleb(&r);
-      if ((ru = rule_of(st, reg))) ru->type = R_SAME;
-      break;
-    case DW_CFA_register:
-      reg = rd_uleb(&r); (void)rd_uleb(&r);
-      if ((ru = rule_of(st, reg))) ru->type = R_OTHER;
-      break;
-    case DW_CFA_remember_state:
-      if (depth == REMEMBER_MAX) return -1;
-      stack[depth++] = *st;
-      break;
-    case DW_CFA_restore_state:
-      if (depth == 0) return -1;
-      /* Pops every rule, the CFA rule included (what GCC's epilogue
-       * annotations rely on, and what libgcc's unwinder does). */
-      *st = stack[--depth];
-      break;
-    case DW_CFA_def_cfa:
-      st->cfa_reg = (int)rd_uleb(&r); st->cfa_off = (int64_t)rd_uleb(&r);
-      break;
-    case DW_CFA_def_cfa_sf:
-      st->cfa_reg = (int)rd_uleb(&r); st->cfa_off = rd_sleb(&r) * c->data_align;
-      break;
-    case DW_CFA_def_cfa_register:
-      st->cfa_reg = (int)rd_uleb(&r);
-      break;
-    case DW_CFA_def_cfa_offset:
-      st->cfa_off = (int64_t)rd_uleb(&r);
-      if (st->cfa_reg < 0) st->cfa_reg = -1;         /* offset of an expression */
-      break;
-    case DW_CFA_def_cfa_offset_sf:
-      st->cfa_off = rd_sleb(&r) * c->data_align;
-      if (st->cfa_reg < 0) st->cfa_reg = -1;
-      break;
-    case DW_CFA_def_cfa_expression: {
-      uint64_t len = rd_uleb(&r);
-      if (r.err || (uint64_t)(r.end - r.p) < len) return -1;
-      /* The one expression we understand: the lazy-binding PLT's
-       * "rsp + 8 + ((rip & 15) >= N) * 8" (GNU ld, N = 11 or 10). */
-      static const uint8_t plt[] = { DW_OP_breg7, 8, DW_OP_breg16, 0, DW_OP_lit15, DW_OP_and,
-                                     0, DW_OP_ge, DW_OP_lit3, DW_OP_shl, DW_OP_plus };
-      st->cfa_reg = -1;
-      if (len == sizeof plt && memcmp(r.p, plt, 6) == 0 && memcmp(r.p + 7, plt + 7, 4) == 0 &&
-          (r.p[6] == DW_OP_lit11 || r.p[6] == DW_OP_lit10)) {
-        st->cfa_reg = CFA_PLT;
-        st->cfa_off = r.p[6] - DW_OP_lit0;
-      }
-      r.p += len;
-      break;
-    }
-    case DW_CFA_expression:
-    case DW_CFA_val_expression: {
-      reg = rd_uleb(&r);
-      uint64_t len = rd_uleb(&r);
-      if (r.err || (uint64_t)(r.end - r.p) < len) return -1;
-      r.p += len;
-      if ((ru = rule_of(st, reg))) ru->type = R_OTHER;
-      break;
-    }
-    case DW_CFA_val_offset:
-      reg = rd_uleb(&r); (void)rd_uleb(&r);
-      if ((ru = rule_of(st, reg))) ru->type = R_OTHER;
-      break;
-    case DW_CFA_val_offset_sf:
-      reg = rd_uleb(&r); (void)rd_sleb(&r);
-      if ((ru = rule_of(st, reg))) ru->type = R_OTHER;
-      break;
-    case DW_CFA_GNU_args_size:
-      (void)rd_uleb(&r);
-      break;
-    default:
-      return -1;                 /* unknown opcode: cannot continue safely */
-    }
-    continue;
-  advance:
-    if (r.err) return -1;
-    if (rv) {
-      uintptr_t nl = *loc + adv;
-      emit(rv, *loc, nl < loc_end ? nl : loc_end, st);
-      *loc = nl;
-    } else {
-      return -1;                 /* CIE instructions never advance */
-    }
-  }
-  return r.err ? -1 : 0;
-}
-
-/* Parses the CIE at address a. */
-static int parse_cie(const objmem *m, uintptr_t a, cie *c, cfstate *init) {
-  if (!mem_ok(m, a, 4)) return -1;
-  rd r = { .p = (const uint8_t *)a, .end = (const uint8_t *)a + 4 };
-  uint64_t len = rd_u(&r, 4);
-  if (len == 0xffffffffu || len == 0) return -1;   /* 64-bit DWARF not produced on x86-64 Linux */
-  if (!mem_ok(m, a + 4, len)) return -1;
-  r.end = r.p + len;
-  if (rd_u(&r, 4) != 0) return -1;                 /* CIE id in .eh_frame is 0 */
-  uint8_t version = (uint8_t)rd_u(&r, 1);
-  if (version != 1 && version != 3) return -1;
-  const char *aug = (const char *)r.p;
-  size_t auglen = strnlen(aug, (size_t)(r.end - r.p));
-  if (auglen == (size_t)(r.end - r.p)) return -1;
-  r.p += auglen + 1;
-  if (strstr(aug, "eh")) return -1;                  /* ancient GCC layout */
-  c->code_align = rd_uleb(&r);
-  c->data_align = rd_sleb(&r);
-  c->ra_reg = version == 1 ? rd_u(&r, 1) : rd_uleb(&r);
-  c->fde_enc = DW_EH_PE_absptr;
-  c->has_z = aug[0] == 'z';
-  if (c->has_z) {
-    uint64_t alen = rd_uleb(&r);
-    if (r.err || (uint64_t)(r.end - r.p) < alen) return -1;
-    const uint8_t *aend = r.p + alen;
-    for (const char *s = aug + 1; *s; s++) {
-      if (*s == 'R') c->fde_enc = (uint8_t)rd_u(&r, 1);
-      else if (*s == 'L') (void)rd_u(&r, 1);
-      else if (*s == 'P') { uint8_t pe = (uint8_t)rd_u(&r, 1); (void)rd_enc(&r, pe & 0x7f, 0); }
-      else if (*s == 'S' || *s == 'B') continue;
-      else break;                                    /* unknown: skip via aug length */
-    }
-    r.p = aend;
-  }
-  if (r.err || c->ra_reg != DW_RA || c->code_align == 0) return -1;
-  c->insns = r.p;
-  c->insns_end = r.end;
-  memset(init, 0, sizeof *init);
-  init->cfa_reg = DW_RSP;
-  init->cfa_off = 8;
-  uintptr_t loc = 0;
-  if (run_cfi(c, c->insns, c->insns_end, init, NULL, &loc, 0, NULL) < 0) return -1;
-  return 0;
-}
-
-/* The last CIE parsed: consecutive FDEs almost always share one. */
-typedef struct cie_cache {
-  uintptr_t addr;         /* 0 = empty */
-  int ok;
-  cie c;
-  cfstate init;
-} cie_cache;
-
-/* One FDE at address a: appends its rows. */
-static void parse_fde(const objmem *m, uintptr_t a, rowvec *rv, cie_cache *cc) {
-  if (!mem_ok(m, a, 8)) return;
-  rd r = { .p = (const uint8_t *)a, .end = (const uint8_t *)a + 4 };
-  uint64_t len = rd_u(&r, 4);
-  if (len == 0xffffffffu || len < 4 || !mem_ok(m, a + 4, len)) return;
-  r.end = r.p + len;
-  uintptr_t idfield = (uintptr_t)r.p;
-  uint64_t cie_off = rd_u(&r, 4);
-  if (cie_off == 0 || cie_off > idfield) return;     /* 0 = a CIE, not an FDE */
-  uintptr_t cie_addr = idfield - cie_off;
-  if (cc->addr != cie_addr) {
-    cc->addr = cie_addr;
-    cc->ok = parse_cie(m, cie_addr, &cc->c, &cc->init) == 0;
-  }
-  if (!cc->ok) return;
-  const cie c = cc->c;
-  const cfstate init = cc->init;
-  uintptr_t pc_begin = rd_enc(&r, c.fde_enc, 0);
-  uintptr_t pc_range = rd_enc(&r, c.fde_enc & 0x0f, 0);
-  if (c.has_z) {
-    uint64_t alen = rd_uleb(&r);
-    if (r.err || (uint64_t)(r.end - r.p) < alen) return;
-    r.p += alen;
-  }
-  if (r.err || pc_range == 0 || pc_begin + pc_range < pc_begin) return;
-  cfstate st = init;
-  uintptr_t loc = pc_begin, end = pc_begin + pc_range;
-  if (run_cfi(&c, r.p, r.end, &st, &init, &loc, end, rv) < 0) return;
-  if (loc < end) emit(rv, loc, end, &st);
-}
 
 /* ---- objects ----------------------------------------------------------- */
 
@@ -480,32 +44,6 @@ int ptp_cfi_is_system_name(const char *path) {
   return 0;
 }
 
-/* What the walker and the table builder need to know of one loaded object. */
-typedef struct objinfo {
-  objmem m;                /* readable segments: every read is checked */
-  seg text[8];             /* executable segments */
-  int ntext;
-  uintptr_t text_lo;       /* lowest executable address (identity) */
-  uintptr_t hdr;           /* PT_GNU_EH_FRAME, 0 if none */
-  size_t hdrsz;
-} objinfo;
-
-static void obj_scan(const struct dl_phdr_info *info, objinfo *o) {
-  memset(o, 0, sizeof *o);
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && o->m.nsegs < 16)
-      o->m.segs[o->m.nsegs++] = (seg){ lo, hi };
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && hi > lo && o->ntext < 8) {
-      o->text[o->ntext++] = (seg){ lo, hi };
-      if (!o->text_lo || lo < o->text_lo) o->text_lo = lo;
-    }
-    if (ph->p_type == PT_GNU_EH_FRAME) { o->hdr = lo; o->hdrsz = ph->p_memsz; }
-  }
-  if (o->hdr && (o->hdrsz < 4 || !mem_ok(&o->m, o->hdr, o->hdrsz))) o->hdr = 0;
-}
-
 /* FNV-1a over bytes. */
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   const uint8_t *b = p;
@@ -518,74 +56,13 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
  * function's start address and FDE offset). An object replaced by another
  * at the same address (dlclose + dlopen) differs in at least one of them
  * unless it is the same code with the same unwind index. */
-static uint64_t obj_id(const struct dl_phdr_info *info, const objinfo *o) {
+static uint64_t obj_id(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o) {
   uint64_t h = 0xcbf29ce484222325ull;
   if (info->dlpi_name) h = fnv(h, info->dlpi_name, strlen(info->dlpi_name));
   h = fnv(h, &info->dlpi_addr, sizeof info->dlpi_addr);
   h = fnv(h, o->text, (size_t)o->ntext * sizeof o->text[0]);
   if (o->hdr) h = fnv(h, (const void *)o->hdr, o->hdrsz);
   return h;
-}
-
-static int cmp_row(const void *a, const void *b) {
-  const ptp_cfi_row *x = a, *y = b;
-  return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Builds the table of one object from its .eh_frame, at most max_rows rows.
- * Must run inside a dl_iterate_phdr callback for that object (the loader's
- * lock keeps it mapped). Returns 0, -ENOENT (no usable .eh_frame_hdr),
- * -E2BIG (more than max_rows rows) or -ENOMEM. */
-static int build_tab(const objinfo *o, size_t max_rows, ptp_cfi_tab **out) {
-  *out = NULL;
-  if (!o->hdr) return -ENOENT;
-  const uint8_t *h = (const uint8_t *)o->hdr;
-  if (h[0] != 1) return -ENOENT;
-  rd r = { .p = h + 4, .end = h + o->hdrsz };
-  (void)rd_enc(&r, h[1], o->hdr);                     /* eh_frame_ptr: unused */
-  uint64_t count = rd_enc(&r, h[2], o->hdr);
-  uint8_t tenc = h[3];
-  if (r.err || tenc == DW_EH_PE_omit) return -ENOENT;
-  rowvec rv = { .max = max_rows };
-  cie_cache cc = { .addr = 0 };
-  for (uint64_t i = 0; i < count && !r.err && !rv.oom; i++) {
-    (void)rd_enc(&r, tenc, o->hdr);                   /* initial location */
-    uintptr_t fde = rd_enc(&r, tenc, o->hdr);
-    if (r.err) break;
-    parse_fde(&o->m, fde, &rv, &cc);
-  }
-  if (rv.oom) {
-    int big = rv.n == rv.max;
-    free(rv.v);
-    return big ? -E2BIG : -ENOMEM;
-  }
-  /* The .eh_frame_hdr table lists FDEs by start address, so the rows come
-   * out sorted already (checked: sorting 500k rows was most of cc1's
-   * build time); sort only when they are not. */
-  int sorted = 1;
-  for (size_t i = 1; i < rv.n && sorted; i++) sorted = rv.v[i - 1].start <= rv.v[i].start;
-  if (!sorted) qsort(rv.v, rv.n, sizeof *rv.v, cmp_row);
-  /* Overlapping FDEs should not exist; if they do, clip so binary search
-   * stays correct. */
-  size_t w = 0;
-  for (size_t i = 0; i < rv.n; i++) {
-    ptp_cfi_row row = rv.v[i];
-    if (w) {
-      ptp_cfi_row *p = &rv.v[w - 1];
-      if (p->start + p->len > row.start) p->len = (uint32_t)(row.start - p->start);
-      if (p->len == 0) w--;
-    }
-    rv.v[w++] = row;
-  }
-  size_t bytes = sizeof(ptp_cfi_tab) + w * sizeof(ptp_cfi_row);
-  ptp_cfi_tab *t = malloc(bytes);
-  if (!t) { free(rv.v); return -ENOMEM; }
-  t->nrows = w;
-  t->bytes = bytes;
-  if (w) memcpy(t->rows, rv.v, w * sizeof *rv.v);
-  free(rv.v);
-  *out = t;
-  return 0;
 }
 
 #define SYSTEM_MAX_ROWS ((size_t)1 << 22)   /* sanity bound, not a policy */
@@ -597,6 +74,7 @@ typedef struct build_ctx {
   size_t nlibs, caplibs;
   int have_gen;
   unsigned long long adds, subs;
+  int eager_system;        /* build system tables here (ptp_cfi_build only) */
   int oom;
 } build_ctx;
 
@@ -618,11 +96,14 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
    * a PC in none of them is unknown. glibc's objects are never walked with
    * frame pointers, even without .eh_frame_hdr (then truncated). */
   int system = ptp_cfi_is_system_name(info->dlpi_name);
-  objinfo o;
-  obj_scan(info, &o);
+  ptp_cfi_objinfo o;
+  ptp_cfi_obj_scan(info, &o);
   if (!o.ntext) return 0;
+  /* Without .eh_frame_hdr: a refresh first looks for .debug_frame (in
+   * lazy_cb, with the other tables); ptp_cfi_build decides at once. */
   uint8_t nocfi_state = PTP_LIB_NONE;
-  if (!o.hdr && !system) nocfi_state = ptp_fpdetect(info, NULL, NULL) ? PTP_LIB_FP : PTP_LIB_NOCFI;
+  if (!o.hdr && !system && b->eager_system)
+    nocfi_state = ptp_fpdetect(info, NULL, NULL) ? PTP_LIB_FP : PTP_LIB_NOCFI;
   if (b->nlibs == b->caplibs) {
     size_t ncap = b->caplibs ? b->caplibs * 2 : 32;
     ptp_cfi_lib *nl = realloc(b->libs, ncap * sizeof *nl);
@@ -649,9 +130,9 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   atomic_init(&lib->state, PTP_LIB_NONE);
   if (nocfi_state != PTP_LIB_NONE) {
     atomic_init(&lib->state, nocfi_state);
-  } else if (system) {
+  } else if (system && b->eager_system) {
     ptp_cfi_tab *t = NULL;
-    int rc = build_tab(&o, SYSTEM_MAX_ROWS, &t);
+    int rc = ptp_cfi_parse_eh(&o, SYSTEM_MAX_ROWS, &t);
     if (rc == -ENOMEM) { b->oom = 1; return 1; }
     atomic_init(&lib->tab, t);
     atomic_init(&lib->state, t ? PTP_LIB_READY : PTP_LIB_FAILED);
@@ -674,9 +155,11 @@ static void free_libs(ptp_cfi_lib *libs, size_t n) {
 }
 
 /* Builds a set; stores in *adds and *subs the loader generation it describes. */
-static int build_set(ptp_cfi_set **out, unsigned long long *adds, unsigned long long *subs) {
+static int build_set(ptp_cfi_set **out, unsigned long long *adds, unsigned long long *subs,
+                     int eager_system) {
   build_ctx b;
   memset(&b, 0, sizeof b);
+  b.eager_system = eager_system;
   dl_iterate_phdr(build_cb, &b);
   ptp_cfi_set *set = calloc(1, sizeof *set);
   if (b.oom || !set) {
@@ -704,7 +187,7 @@ static int build_set(ptp_cfi_set **out, unsigned long long *adds, unsigned long 
 }
 
 int ptp_cfi_build(ptp_cfi_set **out) {
-  return build_set(out, NULL, NULL);
+  return build_set(out, NULL, NULL, 1);
 }
 
 void ptp_cfi_free(ptp_cfi_set *set) {
@@ -731,6 +214,24 @@ static size_t lazy_cap = PTP_CFI_LAZY_CAP;
 static size_t lazy_bytes;                        /* lazy tables of the current set */
 static unsigned long long lazy_built, lazy_refused;
 static unsigned long long build_ns;              /* thread CPU time in build_wanted_in_locked */
+static unsigned long long cache_hits, cache_saved;
+
+/* The persistent table cache (ptp_cficache.c): its directory, looked up at
+ * the first table build (0 = not yet, 1 = usable, -1 = off), and the tables
+ * built since the last ptp_cfi_save_pending, to be written there. A pending
+ * entry points at a table owned by a set; an entry whose table is freed
+ * (its set retired) is dropped first (drop_pending_locked). */
+static int cache_on;
+static char cache_dir[PATH_MAX];
+typedef struct pending {
+  const ptp_cfi_tab *tab;
+  uintptr_t bias;
+  uint64_t key;
+  char bid[PTP_CFICACHE_BID_MAX];
+} pending;
+#define PENDING_MAX 256                  /* objects per process between saves */
+static pending pend[PENDING_MAX];
+static size_t npend;
 
 typedef struct count_ctx { unsigned long long adds, subs; } count_ctx;
 
@@ -743,6 +244,18 @@ static int count_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   return 1;                                           /* the first entry is enough */
 }
 
+/* Forgets pending saves of the tables set owns (it is about to be freed). */
+static void drop_pending_locked(const ptp_cfi_set *set) {
+  size_t w = 0;
+  for (size_t i = 0; i < npend; i++) {
+    int owned = 0;
+    for (size_t k = 0; k < set->nlibs && !owned; k++)
+      owned = set->libs[k].owns_tab && atomic_load(&set->libs[k].tab) == pend[i].tab;
+    if (!owned) pend[w++] = pend[i];
+  }
+  npend = w;
+}
+
 static void reclaim_locked(void) {
   if (!retired_list) return;
   /* Every retired set was unpublished before it was put on the list; a
@@ -751,6 +264,7 @@ static void reclaim_locked(void) {
   while (retired_list) {
     retired *r = retired_list;
     retired_list = r->next;
+    drop_pending_locked(r->set);
     ptp_cfi_free(r->set);
     free(r);
   }
@@ -761,6 +275,34 @@ typedef struct lazy_ctx {
   unsigned long long adds, subs;   /* loader generation the set describes */
   int stale;                /* the loader's generation moved: set is outdated */
 } lazy_ctx;
+
+/* One object's table: from the persistent cache when it holds a valid one
+ * for this object, else built from its .eh_frame (and queued for saving).
+ * Under cfi_mu, inside dl_iterate_phdr for that object. Same returns as
+ * ptp_cfi_parse_eh. */
+static int get_tab_locked(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o,
+                          size_t max_rows, ptp_cfi_tab **out) {
+  if (cache_on == 0) cache_on = ptp_cficache_dir(cache_dir, sizeof cache_dir) == 0 ? 1 : -1;
+  char bid[PTP_CFICACHE_BID_MAX];
+  uint64_t key = 0;
+  int cacheable = cache_on > 0 && ptp_cficache_ident(info, o, bid, &key) == 0;
+  if (cacheable) {
+    uintptr_t hi = 0;
+    for (int i = 0; i < o->ntext; i++) if (o->text[i].hi > hi) hi = o->text[i].hi;
+    int rc = ptp_cficache_load(cache_dir, bid, key, info->dlpi_addr, o->text_lo, hi, max_rows, out);
+    if (rc == 0) { cache_hits++; return 0; }
+    if (rc == -E2BIG || rc == -ENOMEM) return rc;
+  }
+  int rc = o->hdr ? ptp_cfi_parse_eh(o, max_rows, out) : ptp_cfi_debugframe(info, o, max_rows, out);
+  if (rc == 0 && cacheable && npend < PENDING_MAX) {
+    pending *e = &pend[npend++];
+    e->tab = *out;
+    e->bias = info->dlpi_addr;
+    e->key = key;
+    memcpy(e->bid, bid, sizeof e->bid);
+  }
+  return rc;
+}
 
 /* Under cfi_mu, inside dl_iterate_phdr: builds the tables of c->set's
  * objects marked WANTED (the current set, or a rebuilt one before it is
@@ -783,18 +325,28 @@ static int lazy_cb(struct dl_phdr_info *info, size_t size, void *arg) {
       break;
     }
   if (!lib) return 0;
-  objinfo o;
-  obj_scan(info, &o);
+  ptp_cfi_objinfo o;
+  ptp_cfi_obj_scan(info, &o);
   if (o.text_lo != lib->text_lo || obj_id(info, &o) != lib->id) return 0;
-  size_t room = lazy_cap > lazy_bytes ? lazy_cap - lazy_bytes : 0;
-  size_t max_rows = room > sizeof(ptp_cfi_tab) ? (room - sizeof(ptp_cfi_tab)) / sizeof(ptp_cfi_row) : 0;
+  size_t max_rows = SYSTEM_MAX_ROWS;
+  if (!lib->system) {
+    size_t room = lazy_cap > lazy_bytes ? lazy_cap - lazy_bytes : 0;
+    max_rows = room > sizeof(ptp_cfi_tab) ? (room - sizeof(ptp_cfi_tab)) / sizeof(ptp_cfi_row) : 0;
+  }
   ptp_cfi_tab *t = NULL;
-  int rc = max_rows ? build_tab(&o, max_rows, &t) : -E2BIG;
+  int rc = max_rows ? get_tab_locked(info, &o, max_rows, &t) : -E2BIG;
   if (rc == 0) {
-    lazy_bytes += t->bytes;
-    lazy_built++;
+    if (!lib->system) {
+      lazy_bytes += t->bytes;
+      lazy_built++;
+    }
     atomic_store_explicit(&lib->tab, t, memory_order_release);
     atomic_store_explicit(&lib->state, PTP_LIB_READY, memory_order_release);
+  } else if (rc == -ENOENT && !o.hdr && !lib->system) {
+    /* No CFI at all: frame pointers if its code keeps them (ptp_fpdetect),
+     * else its samples stop there (truncated). */
+    atomic_store_explicit(&lib->state, ptp_fpdetect(info, NULL, NULL) ? PTP_LIB_FP : PTP_LIB_NOCFI,
+                          memory_order_release);
   } else {
     /* Over the cap, unparsable or out of memory: this object's samples stay
      * truncated (and counted as such) until the set is rebuilt. */
@@ -836,8 +388,7 @@ static void build_wanted_locked(void) {
  * applies: what does not fit stays PTP_LIB_FAILED (truncated). */
 static void want_all_locked(ptp_cfi_set *set) {
   for (size_t i = 0; i < set->nlibs; i++)
-    if (!set->libs[i].system &&
-        atomic_load_explicit(&set->libs[i].state, memory_order_relaxed) == PTP_LIB_NONE)
+    if (atomic_load_explicit(&set->libs[i].state, memory_order_relaxed) == PTP_LIB_NONE)
       atomic_store_explicit(&set->libs[i].state, PTP_LIB_WANTED, memory_order_relaxed);
 }
 
@@ -854,7 +405,6 @@ static void carry_over_locked(ptp_cfi_set *set) {
   if (!cur) return;
   for (size_t i = 0; i < set->nlibs; i++) {
     ptp_cfi_lib *nl = &set->libs[i];
-    if (nl->system) continue;
     for (size_t k = 0; k < cur->nlibs; k++) {
       ptp_cfi_lib *ol = &cur->libs[k];
       if (ol->base != nl->base || ol->text_lo != nl->text_lo || ol->id != nl->id) continue;
@@ -863,9 +413,11 @@ static void carry_over_locked(ptp_cfi_set *set) {
         atomic_store(&nl->tab, t);
         atomic_store(&nl->state, PTP_LIB_READY);
         ol->owns_tab = 0;
-        lazy_bytes += t->bytes;
+        if (!nl->system) lazy_bytes += t->bytes;
       } else if (atomic_load(&ol->state) == PTP_LIB_WANTED) {
         atomic_store(&nl->state, PTP_LIB_WANTED);   /* still asked for */
+      } else if (atomic_load(&ol->state) == PTP_LIB_FP || atomic_load(&ol->state) == PTP_LIB_NOCFI) {
+        atomic_store(&nl->state, atomic_load(&ol->state));   /* decided: no file opened again */
       }
       break;
     }
@@ -880,7 +432,7 @@ int ptp_cfi_refresh(void) {
   if (!have_seen || cc.adds != seen_adds || cc.subs != seen_subs) {
     ptp_cfi_set *set = NULL;
     unsigned long long adds = 0, subs = 0;
-    rc = build_set(&set, &adds, &subs);
+    rc = build_set(&set, &adds, &subs, 0);
     if (rc == 0) {
       retired *node = malloc(sizeof *node);
       if (!node) {
@@ -939,6 +491,8 @@ void ptp_cfi_get_info(ptp_cfi_info *out) {
   out->lazy_refused = lazy_refused;
   out->build_ns = build_ns;
   out->builds = builds;
+  out->cache_hits = cache_hits;
+  out->cache_saved = cache_saved;
   pthread_mutex_unlock(&cfi_mu);
 }
 
@@ -959,6 +513,37 @@ size_t ptp_cfi_set_lazy_cap(size_t bytes) {
   return old;
 }
 
+int ptp_cfi_save_pending(void) {
+  /* The file images are made under the mutex (the tables stay alive), the
+   * files written after it, so no dlopen waits for the disk. */
+  pending todo[PENDING_MAX];
+  void *img[PENDING_MAX];
+  size_t len[PENDING_MAX], n = 0;
+  pthread_mutex_lock(&cfi_mu);
+  for (size_t i = 0; i < npend; i++) {
+    if (ptp_cficache_image(pend[i].bid, pend[i].key, pend[i].bias, pend[i].tab, &img[n], &len[n]) == 0)
+      todo[n++] = pend[i];
+  }
+  npend = 0;
+  char dir[PATH_MAX];
+  memcpy(dir, cache_dir, sizeof dir);
+  pthread_mutex_unlock(&cfi_mu);
+  int rc = 0, saved = 0;
+  for (size_t i = 0; i < n; i++) {
+    int r = ptp_cficache_write(dir, todo[i].bid, img[i], len[i]);
+    if (r == 0) saved++;
+    else if (rc == 0) rc = r;
+    free(img[i]);
+  }
+  if (saved) {
+    pthread_mutex_lock(&cfi_mu);
+    cache_saved += (unsigned long long)saved;
+    pthread_mutex_unlock(&cfi_mu);
+  }
+  return rc;
+}
+
 void ptp_cfi_atfork_prepare(void) { pthread_mutex_lock(&cfi_mu); }
 void ptp_cfi_atfork_parent(void) { pthread_mutex_unlock(&cfi_mu); }
 void ptp_cfi_atfork_child(void) { pthread_mutex_unlock(&cfi_mu); }
+

@@ -7,14 +7,20 @@
  * Which objects get what: every loaded object with executable segments has
  * a slot. Objects with an .eh_frame_hdr ("CFI objects": the main program,
  * the object holding libptprof and every shared object; frame pointers are
- * never assumed) get a table: the system objects (glibc's libraries, ld.so,
- * libgcc_s, the vDSO; ptp_cfi_is_system_name) when the set is built, every
- * other one before the set is published (ptp_cfi_refresh: at ptprof_start
- * for the objects loaded then, in the consumer thread after dlopen), so the
- * first samples are complete. A slot that still has no table when the
+ * never assumed) get a table before the set is published (ptp_cfi_refresh:
+ * at ptprof_start for the objects loaded then, in the thread that called
+ * dlopen right after it returns (ptp_interpose.c), else in the consumer
+ * thread), so the first samples are complete. A table comes from the
+ * persistent table cache when it holds one for the object's build id
+ * (ptp_cficache.h), else it is built from the object's .eh_frame and saved
+ * there later by ptp_cfi_save_pending. Tables of objects still loaded and
+ * identical are carried into a rebuilt set, so a dlopen costs the new
+ * object's table only. A slot that still has no table when the
  * walker meets it (the eager pass raced with dlopen) is marked
  * PTP_LIB_WANTED and built at the next refresh. The non-system tables of
- * one set together stay below a cap (PTP_CFI_LAZY_CAP): an object whose
+ * one set together stay below a cap (PTP_CFI_LAZY_CAP; system objects:
+ * the glibc libraries, ld.so, libgcc_s, the vDSO, ptp_cfi_is_system_name,
+ * are not counted): an object whose
  * table would exceed it is marked PTP_LIB_FAILED and its samples stay
  * truncated (counted in the profile's truncated samples). Objects without
  * .eh_frame_hdr get PTP_LIB_FP when ptp_fpdetect sees frame pointers in
@@ -56,6 +62,13 @@ extern _Atomic(const ptp_cfi_set *) ptp_g_cfi;
  * grace period is over. Returns 0 or -ENOMEM (the previous set stays). */
 int ptp_cfi_refresh(void);
 
+/* Writes the tables built (not read from the cache) since the last call to
+ * the persistent table cache (ptp_cficache.h). Does file I/O (fsync): the
+ * consumer thread and ptprof_stop call it, never the synchronous refreshes
+ * (start, dlopen). Returns 0 or the first write's error (best effort: a
+ * table not saved is built again by the next process). */
+int ptp_cfi_save_pending(void);
+
 /* Builds a fresh set for the process as it is now (not published; system
  * tables built, the others' slots empty). Caller owns it (ptp_cfi_free).
  * Returns 0 or -ENOMEM. */
@@ -79,9 +92,11 @@ typedef struct ptp_cfi_info {
   size_t lazy_bytes, lazy_cap;        /* lazy table memory of the current set */
   unsigned long long lazy_built;      /* lazy tables built so far (process) */
   unsigned long long lazy_refused;    /* refused by the cap so far */
-  unsigned long long build_ns;        /* CPU time spent building the non-system
-                                       * tables so far (process) */
+  unsigned long long build_ns;        /* CPU time spent getting the tables
+                                       * (built or read from the cache) so far */
   unsigned builds;                    /* sets built and published so far */
+  unsigned long long cache_hits;      /* tables read from the persistent cache */
+  unsigned long long cache_saved;     /* tables written to it (process) */
 } ptp_cfi_info;
 void ptp_cfi_get_info(ptp_cfi_info *out);
 

@@ -1,39 +1,83 @@
 /*
- * ptp_interpose.c - pthread_create interposition: every thread created
- * through pthread_create (by the program or any library, e.g. libuv's thread
- * pool) starts in ptp_thread_trampoline, which registers the thread (stack
- * bounds; a timer when a sampler runs) before the real start routine runs.
+ * ptp_interpose.c - interposition of the libc entry points the sampler must
+ * follow in the calling thread:
  *
- * How it binds: the symbol is exported with default visibility. Linked
- * statically into an executable, it takes precedence over libc's for the
+ *  - pthread_create: every thread created through it (by the program or any
+ *    library, e.g. libuv's thread pool) starts in ptp_thread_trampoline,
+ *    which registers the thread (stack bounds; a timer when a sampler runs)
+ *    before the real start routine runs.
+ *  - dlopen, dlmopen: after the real call returned a handle, while a sampler
+ *    runs, the unwind-table set is refreshed synchronously in the calling
+ *    thread (ptp_cfi_refresh: the new object's table is built and the set
+ *    published before the caller can run its code), so the first samples
+ *    in a library used at once are complete (python importing an extension
+ *    module and calling it). The loader lock is no longer held then; the
+ *    refresh takes only the table mutex and dl_iterate_phdr's lock, never a
+ *    lock of the caller. Code the new object runs inside dlopen (its
+ *    constructors) still meets no table: those samples are truncated and
+ *    the consumer thread builds the table as before.
+ *
+ * dlopen's caller matters: glibc looks at dlopen's return address to pick
+ * the calling object, whose DT_RPATH/DT_RUNPATH and $ORIGIN it uses for a
+ * name without '/' or with '$', and whose namespace receives the object. A
+ * wrapper that calls the real dlopen makes libptprof the caller (the known
+ * bug of sanitizer and other dlopen interposers). So the exported dlopen and
+ * dlmopen are assembly stubs that ask route_dlopen where to go and then
+ * JUMP there with the caller's arguments and return address untouched:
+ * when the answer could depend on the caller (name without '/', a '$', a
+ * caller in another namespace than ours, or no sampler running) to the real
+ * function, exactly as if nothing were interposed (the consumer thread
+ * then notices the new object as before); otherwise to ptp_dlopen_sync /
+ * ptp_dlmopen_sync, which call the real function (caller libptprof: same
+ * result, glibc's dl_open_worker reads the caller only in those cases) and
+ * refresh. Recursion: a dlopen made by the refresh itself (none today) would
+ * skip the refresh (per-thread flag); libdw's own dlopen calls go through
+ * the stubs like any other and only cost a cheap refresh. Fork: the table
+ * mutex is kept consistent by ptp_cfi_atfork_*; a forked child runs no
+ * sampler (ptp_g_shared is cleared there), so its dlopen calls go straight
+ * to libc.
+ *
+ * How it binds: the symbols are exported with default visibility. Linked
+ * statically into an executable, they take precedence over libc's for the
  * executable and every shared library (the executable comes first in the
- * global lookup scope). In libptprof.so used with LD_PRELOAD it precedes
- * libc the same way. The real function is found with dlsym(RTLD_NEXT).
+ * global lookup scope). In libptprof.so used with LD_PRELOAD they precede
+ * libc the same way. The real functions are found with dlsym(RTLD_NEXT).
  *
- * Cost while no sampler runs: one malloc/free of 16 bytes and the
- * registration (pthread_getattr_np, a mutex) per thread creation.
+ * Cost while no sampler runs: pthread_create: one malloc/free of 16 bytes
+ * and the registration (pthread_getattr_np, a mutex) per thread creation;
+ * dlopen/dlmopen: one atomic load and a jump.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ptprof.h"
+#include "prof/ptp_cfi.h"
 #include "prof/ptp_interpose.h"
+#include "prof/ptp_producer.h"
 #include "prof/ptp_threads.h"
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
-static _Atomic(create_fn) real_create;
-
-static create_fn get_real(void) {
-  create_fn f = atomic_load_explicit(&real_create, memory_order_acquire);
+/* The next definition of name after ours (libc's), looked up once. */
+static void *real_fn(_Atomic(void *) *slot, const char *name) {
+  void *f = atomic_load_explicit(slot, memory_order_acquire);
   if (!f) {
-    f = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
-    if (f) atomic_store_explicit(&real_create, f, memory_order_release);
+    f = dlsym(RTLD_NEXT, name);
+    if (f) atomic_store_explicit(slot, f, memory_order_release);
   }
   return f;
+}
+
+static _Atomic(void *) real_create;
+
+static create_fn get_real(void) {
+  return (create_fn)real_fn(&real_create, "pthread_create");
 }
 
 typedef struct tramp {
@@ -70,5 +114,161 @@ int ptp_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
   create_fn real = get_real();
   return real ? real(thread, attr, start, arg) : EAGAIN;
 }
+
+/* ---- dlopen, dlmopen ------------------------------------------------------ */
+
+typedef void *(*dlopen_fn)(const char *, int);
+typedef void *(*dlmopen_fn)(Lmid_t, const char *, int);
+typedef void (*route_fn)(void);
+
+static _Atomic(void *) real_dlopen, real_dlmopen;
+
+static dlopen_fn get_real_dlopen(void) { return (dlopen_fn)real_fn(&real_dlopen, "dlopen"); }
+static dlmopen_fn get_real_dlmopen(void) { return (dlmopen_fn)real_fn(&real_dlmopen, "dlmopen"); }
+
+/* Set while this thread refreshes the tables: a dlopen from inside the
+ * refresh goes straight to libc (no recursion into the table mutex). */
+static __thread int in_refresh;
+
+/* After a successful load, in the calling thread: publish the tables of
+ * what was loaded. errno is kept as the real call left it. */
+static void after_load(void) {
+  if (in_refresh || !atomic_load_explicit(&ptp_g_shared, memory_order_acquire)) return;
+  int saved = errno;
+  in_refresh = 1;
+  (void)ptp_cfi_refresh();   /* -ENOMEM: the consumer retries at its next pass */
+  in_refresh = 0;
+  errno = saved;
+}
+
+static void *ptp_dlopen_sync(const char *file, int mode) {
+  dlopen_fn real = get_real_dlopen();
+  void *h = real ? real(file, mode) : NULL;
+  if (h) after_load();
+  return h;
+}
+
+static void *ptp_dlmopen_sync(Lmid_t lmid, const char *file, int mode) {
+  dlmopen_fn real = get_real_dlmopen();
+  void *h = real ? real(lmid, file, mode) : NULL;
+  if (h) after_load();
+  return h;
+}
+
+/* Namespace of the object holding addr; LM_ID_BASE when addr is in no
+ * object (glibc then takes the main program as the caller). */
+static Lmid_t lmid_of(const void *addr) {
+  Dl_info info;
+  struct link_map *lm = NULL;
+  Lmid_t id = LM_ID_BASE;
+  if (dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm) {
+    if (dlinfo(lm, RTLD_DI_LMID, &id) != 0) id = -1;   /* unknown: treat as foreign */
+  }
+  return id;
+}
+
+/* Nonzero when glibc's result does not depend on who calls: a path with
+ * '/' and no dynamic string token, and (dlopen only: its namespace is the
+ * caller's) a caller in our own namespace. */
+static int caller_free(const char *file, const void *caller, int check_ns) {
+  if (!file || !strchr(file, '/') || strchr(file, '$')) return 0;
+  if (!check_ns) return 1;
+  static _Atomic long our_ns = -2;                    /* -2: not looked up yet */
+  long ours = atomic_load_explicit(&our_ns, memory_order_relaxed);
+  if (ours == -2) {
+    ours = (long)lmid_of((const void *)&caller_free);
+    atomic_store_explicit(&our_ns, ours, memory_order_relaxed);
+  }
+  return ours >= 0 && (long)lmid_of(caller) == ours;
+}
+
+/* The routers, called only by the stubs below (hence extern, hidden by the
+ * library's default visibility). */
+route_fn ptp_route_dlopen(const char *file, int mode, const void *caller);
+route_fn ptp_route_dlmopen(Lmid_t lmid, const char *file, int mode, const void *caller);
+
+/* Called by the dlopen stub with its arguments and the caller's return
+ * address; returns the function the stub jumps to. */
+route_fn ptp_route_dlopen(const char *file, int mode, const void *caller) {
+  (void)mode;
+  if (atomic_load_explicit(&ptp_g_shared, memory_order_relaxed) && !in_refresh &&
+      caller_free(file, caller, 1))
+    return (route_fn)ptp_dlopen_sync;
+  dlopen_fn real = get_real_dlopen();
+  return real ? (route_fn)real : (route_fn)ptp_dlopen_sync;   /* sync: NULL, dlerror set */
+}
+
+/* Same for dlmopen (namespace given explicitly: only the name matters). */
+route_fn ptp_route_dlmopen(Lmid_t lmid, const char *file, int mode, const void *caller) {
+  (void)lmid, (void)mode;
+  if (atomic_load_explicit(&ptp_g_shared, memory_order_relaxed) && !in_refresh &&
+      caller_free(file, caller, 0))
+    return (route_fn)ptp_dlmopen_sync;
+  dlmopen_fn real = get_real_dlmopen();
+  return real ? (route_fn)real : (route_fn)ptp_dlmopen_sync;
+}
+
+/* The stubs. Argument registers are saved around the call to the router
+ * and restored for the jump; the caller's return address stays where glibc
+ * reads it. Stack: entry rsp = 8 mod 16, three pushes/subs of 8 realign it
+ * for the call. The CFI directives let any unwinder (ours included) walk
+ * through a sample taken in the stub. */
+#if defined(__x86_64__)
+#ifdef __CET__
+#define PTP_ENDBR "endbr64\n"
+#else
+#define PTP_ENDBR ""
+#endif
+__asm__(
+    ".text\n"
+    ".globl dlopen\n"
+    ".type dlopen, @function\n"
+    ".p2align 4\n"
+    "dlopen:\n"
+    ".cfi_startproc\n"
+    PTP_ENDBR
+    "  pushq %rdi\n"
+    "  .cfi_adjust_cfa_offset 8\n"
+    "  pushq %rsi\n"
+    "  .cfi_adjust_cfa_offset 8\n"
+    "  subq $8, %rsp\n"
+    "  .cfi_adjust_cfa_offset 8\n"
+    "  movq 24(%rsp), %rdx\n"             /* (file, mode, caller) */
+    "  call ptp_route_dlopen\n"
+    "  addq $8, %rsp\n"
+    "  .cfi_adjust_cfa_offset -8\n"
+    "  popq %rsi\n"
+    "  .cfi_adjust_cfa_offset -8\n"
+    "  popq %rdi\n"
+    "  .cfi_adjust_cfa_offset -8\n"
+    "  jmp *%rax\n"
+    ".cfi_endproc\n"
+    ".size dlopen, .-dlopen\n"
+    ".globl dlmopen\n"
+    ".type dlmopen, @function\n"
+    ".p2align 4\n"
+    "dlmopen:\n"
+    ".cfi_startproc\n"
+    PTP_ENDBR
+    "  pushq %rdi\n"
+    "  .cfi_adjust_cfa_offset 8\n"
+    "  pushq %rsi\n"
+    "  .cfi_adjust_cfa_offset 8\n"
+    "  pushq %rdx\n"
+    "  .cfi_adjust_cfa_offset 8\n"
+    "  movq 24(%rsp), %rcx\n"             /* (lmid, file, mode, caller) */
+    "  call ptp_route_dlmopen\n"
+    "  popq %rdx\n"
+    "  .cfi_adjust_cfa_offset -8\n"
+    "  popq %rsi\n"
+    "  .cfi_adjust_cfa_offset -8\n"
+    "  popq %rdi\n"
+    "  .cfi_adjust_cfa_offset -8\n"
+    "  jmp *%rax\n"
+    ".cfi_endproc\n"
+    ".size dlmopen, .-dlmopen\n");
+#else
+#error "ptp_interpose.c: the dlopen stubs are written for x86-64 only"
+#endif
 
 void ptp_interpose_link(void) {}

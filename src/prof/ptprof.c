@@ -356,6 +356,7 @@ static void *consumer_main(void *arg) {
      * through a new library are truncated. Cheap when there is nothing to
      * do (one dl_iterate_phdr step, a scan of the slots). */
     ptp_cfi_refresh();
+    ptp_cfi_save_pending();   /* new tables to the persistent cache (I/O here, not at start) */
     now = ptp_now_mono();
     int dump_due = now >= due && !atomic_load(&p->consumer_stop);
     /* Threads made without pthread_create (raw clone, libc helpers) are only
@@ -454,14 +455,15 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
    * memory cap keeps its samples truncated, and this line says so. */
   ptp_cfi_info ci;
   ptp_cfi_get_info(&ci);
-  char c1[320];
+  char c1[384];
   snprintf(c1, sizeof c1,
            "unwind tables: %zu objects walked with CFI, %zu tables built for non-system objects "
-           "(%zu KiB of %zu KiB cap, %.1f ms CPU), %zu pending, %zu failed (%llu refused by the "
-           "cap); without CFI: %zu walked with frame pointers, %zu not walked",
+           "(%zu KiB of %zu KiB cap, %.1f ms CPU for all tables, %llu read from the table "
+           "cache), %zu pending, %zu failed (%llu refused by the cap); without CFI: %zu walked "
+           "with frame pointers, %zu not walked",
            ci.nlibs, ci.lazy_ready, ci.lazy_bytes >> 10, ci.lazy_cap >> 10,
-           (double)ci.build_ns / 1e6, ci.lazy_wanted, ci.lazy_failed, ci.lazy_refused, ci.nfp,
-           ci.nnocfi);
+           (double)ci.build_ns / 1e6, ci.cache_hits, ci.lazy_wanted, ci.lazy_failed,
+           ci.lazy_refused, ci.nfp, ci.nnocfi);
   const char *comments[2] = { c0, c1 };
   w.comments = comments;
   w.ncomments = 2;
@@ -672,6 +674,7 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   { char c = 1; ssize_t w = write(p->wake_wr, &c, 1); (void)w; }
   pthread_join(p->consumer, NULL);
   ptp_threads_deactivate();
+  ptp_cfi_save_pending();
   int rc = 0;
   if (final_dump) rc = do_dump(p, path_out, cap);
   atomic_store(&ptp_g_shared, NULL);

@@ -1,0 +1,114 @@
+/*
+ * ptp_cachefile.c - atomic cache-file writes and cache-directory bounds (see
+ * ptp_cachefile.h). Used by the unwind-table cache (ptp_cficache.c).
+ *
+ * Threads: a temp-name counter (atomic) only. Not for signal handlers.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prof/ptp_cachefile.h"
+
+static int write_all(int fd, const void *p, size_t n) {
+  const unsigned char *b = p;
+  while (n) {
+    ssize_t w = write(fd, b, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? -errno : -EIO;
+    b += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+int ptp_cachefile_write(const char *dir, const char *name, const void *buf, size_t len) {
+  if (!name[0] || strchr(name, '/') || strlen(name) > NAME_MAX - 32) return -EINVAL;
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (dfd < 0) return -errno;
+  static _Atomic unsigned seq;
+  char tmp[NAME_MAX + 1];
+  int r = 0, fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+    snprintf(tmp, sizeof tmp, ".%s.%d.%u.tmp", name, (int)getpid(), (unsigned)seq++);
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) { r = -errno; goto fail_dfd; }
+  /* 0600 whatever the umask (it can only remove bits, but say it). */
+  if (fchmod(fd, 0600) != 0 || (r = write_all(fd, buf, len)) != 0 || fsync(fd) != 0) {
+    if (!r) r = -errno;
+    goto fail_tmp;
+  }
+  if (close(fd) != 0) { fd = -1; r = -errno; goto fail_tmp; }
+  fd = -1;
+  if (renameat(dfd, tmp, dfd, name) != 0) { r = -errno; goto fail_tmp; }
+  (void)fsync(dfd);
+  close(dfd);
+  return 0;
+
+fail_tmp:
+  if (fd >= 0) close(fd);
+  unlinkat(dfd, tmp, 0);
+fail_dfd:
+  close(dfd);
+  return r;
+}
+
+typedef struct ent { char name[NAME_MAX + 1]; int64_t mt; uint64_t size; } ent;
+
+void ptp_cachefile_bound(const char *dir, const char *suffix, uint64_t max_bytes,
+                         const char *keep, int tmp_age_s) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  int dfd = dirfd(d);
+  ent *v = NULL;
+  size_t n = 0, cap = 0, sl = strlen(suffix);
+  uint64_t total = 0;
+  time_t now = time(NULL);
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    const char *nm = de->d_name;
+    size_t l = strlen(nm);
+    struct stat st;
+    if (fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (nm[0] == '.' && l > 4 && !strcmp(nm + l - 4, ".tmp")) {
+      if (now - st.st_mtime > tmp_age_s) unlinkat(dfd, nm, 0);
+      continue;
+    }
+    if (l <= sl || strcmp(nm + l - sl, suffix) != 0) continue;
+    total += (uint64_t)st.st_size;
+    if (n == cap) {
+      size_t nc = cap ? cap * 2 : 64;
+      ent *nv = realloc(v, nc * sizeof *nv);
+      if (!nv) break;
+      v = nv;
+      cap = nc;
+    }
+    snprintf(v[n].name, sizeof v[n].name, "%s", nm);
+    v[n].mt = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    v[n].size = (uint64_t)st.st_size;
+    n++;
+  }
+  /* Oldest first, one scan per removal: directories hold few files. */
+  while (total > max_bytes) {
+    size_t oldest = n;
+    for (size_t i = 0; i < n; i++)
+      if (v[i].size && strcmp(v[i].name, keep) != 0 && (oldest == n || v[i].mt < v[oldest].mt))
+        oldest = i;
+    if (oldest == n) break;
+    unlinkat(dfd, v[oldest].name, 0);
+    total -= v[oldest].size;
+    v[oldest].size = 0;
+  }
+  free(v);
+  closedir(d);
+}

@@ -1,0 +1,296 @@
+/*
+ * test_cficache.c - the persistent unwind-table cache (ptp_cficache) with
+ * real files, and its identity of real loaded objects:
+ *   - miss (no file), then save, then hit: the rows read back, relocated to
+ *     another load bias, equal the saved ones field by field;
+ *   - an object of another build id misses and leaves the file alone; the
+ *     same build id with another content key is stale;
+ *   - a corrupt byte, a truncated file, rows out of order or outside the
+ *     object (with a valid checksum), a file others may write and a symlink
+ *     are all refused, and a save replaces the bad file;
+ *   - two processes saving the same build id at once while a third reads:
+ *     every read is a whole table of one of the two writers, never torn,
+ *     and no temp file is left;
+ *   - files 0600 in a directory made 0700, under umask 000;
+ *   - libc's build id (from its PT_NOTE in memory) and key are found and
+ *     stable, and libc's real table survives a round trip.
+ */
+#include "pt_test.h"
+#include "prof/ptp_cficache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BID_A "0123456789abcdef0123456789abcdef01234567"
+#define BID_B "fedcba9876543210fedcba9876543210fedcba98"
+
+/* A table of n rows from base, each 16 bytes, kinds cycling; variant
+ * changes every cfa_off (so two writers' tables differ). */
+static ptp_cfi_tab *mk_tab(uintptr_t base, size_t n, int variant) {
+  ptp_cfi_tab *t = malloc(sizeof *t + n * sizeof(ptp_cfi_row));
+  PT_ASSERT(t);
+  t->nrows = n;
+  t->bytes = sizeof *t + n * sizeof(ptp_cfi_row);
+  for (size_t i = 0; i < n; i++) {
+    t->rows[i] = (ptp_cfi_row){ .start = base + 0x1000 + 16 * i, .len = 16,
+                                .cfa_off = (int32_t)(8 + 8 * (i % 5) + 1000 * variant),
+                                .rbp_off = (int16_t)(i % 3 ? -16 : PTP_RBP_SAME),
+                                .ra_off = -8, .kind = (uint8_t)(i % 4) };
+  }
+  return t;
+}
+
+static void save(const char *dir, const char *bid, uint64_t key, uintptr_t bias,
+                 const ptp_cfi_tab *t) {
+  void *img;
+  size_t len;
+  PT_ASSERT_INT_EQ(ptp_cficache_image(bid, key, bias, t, &img, &len), 0);
+  PT_ASSERT_INT_EQ(ptp_cficache_write(dir, bid, img, len), 0);
+  free(img);
+}
+
+/* Loads (bid, key) at bias with the object range [bias, bias + 1 MiB). */
+static int load(const char *dir, const char *bid, uint64_t key, uintptr_t bias, ptp_cfi_tab **out) {
+  return ptp_cficache_load(dir, bid, key, bias, bias, bias + (1u << 20), 1u << 20, out);
+}
+
+static void same_rows(const ptp_cfi_tab *a, uintptr_t abase, const ptp_cfi_tab *b,
+                      uintptr_t bbase) {
+  PT_ASSERT_UINT_EQ(a->nrows, b->nrows);
+  for (size_t i = 0; i < a->nrows; i++) {
+    PT_ASSERT_UINT_EQ(a->rows[i].start - abase, b->rows[i].start - bbase);
+    PT_ASSERT_UINT_EQ(a->rows[i].len, b->rows[i].len);
+    PT_ASSERT_INT_EQ(a->rows[i].cfa_off, b->rows[i].cfa_off);
+    PT_ASSERT_INT_EQ(a->rows[i].rbp_off, b->rows[i].rbp_off);
+    PT_ASSERT_INT_EQ(a->rows[i].ra_off, b->rows[i].ra_off);
+    PT_ASSERT_INT_EQ(a->rows[i].kind, b->rows[i].kind);
+  }
+}
+
+static void file_of(char *buf, size_t cap, const char *dir, const char *bid) {
+  int n = snprintf(buf, cap, "%s/%s.cfi", dir, bid);
+  PT_ASSERT(n > 0 && (size_t)n < cap);
+}
+
+PT_TEST(prof_cficache_miss_hit_bid) {
+  char *root = pt_tmpdir("cficache");
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/a/unwind", root);
+  mode_t old = umask(0);
+  ptp_cfi_tab *got = NULL;
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 42, 0x10000000, &got), -ENOENT);
+  ptp_cfi_tab *t = mk_tab(0x10000000, 5000, 0);
+  save(dir, BID_A, 42, 0x10000000, t);
+  umask(old);
+  /* Hit at another bias (ASLR): same rows, relocated. */
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 42, 0x7f0000000000, &got), 0);
+  same_rows(t, 0x10000000, got, 0x7f0000000000);
+  free(got);
+  /* Modes: file 0600, created directory 0700, though umask was 0. */
+  char path[PATH_MAX];
+  struct stat st;
+  file_of(path, sizeof path, dir, BID_A);
+  PT_ASSERT_INT_EQ(stat(path, &st), 0);
+  PT_ASSERT_INT_EQ(st.st_mode & 07777, 0600);
+  PT_ASSERT_INT_EQ(stat(dir, &st), 0);
+  PT_ASSERT_INT_EQ(st.st_mode & 07777, 0700);
+  /* Another build id misses, and the first file stays. */
+  PT_ASSERT_INT_EQ(load(dir, BID_B, 42, 0x10000000, &got), -ENOENT);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 42, 0x10000000, &got), 0);
+  free(got);
+  /* Same build id, other content (key): stale, not used. */
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 43, 0x10000000, &got), -ESTALE);
+  PT_ASSERT(got == NULL);
+  /* More rows than the caller may take: refused as too big. */
+  PT_ASSERT_INT_EQ(ptp_cficache_load(dir, BID_A, 42, 0x10000000, 0x10000000, 0x10100000, 100, &got),
+                   -E2BIG);
+  /* Not hex: refused before any file access. */
+  PT_ASSERT_INT_EQ(load(dir, "../../etc", 42, 0, &got), -EINVAL);
+  free(t);
+}
+
+PT_TEST(prof_cficache_corrupt) {
+  char *root = pt_tmpdir("cficache-bad");
+  char dir[PATH_MAX], path[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/unwind", root);
+  file_of(path, sizeof path, dir, BID_A);
+  const uintptr_t bias = 0x40000000;
+  ptp_cfi_tab *t = mk_tab(bias, 3000, 0), *got = NULL;
+  save(dir, BID_A, 7, bias, t);
+  /* One flipped byte in the rows: the checksum refuses it. */
+  int fd = open(path, O_RDWR);
+  PT_ASSERT(fd >= 0);
+  off_t off = (off_t)lseek(fd, 0, SEEK_END) - 100;
+  unsigned char c;
+  PT_ASSERT_INT_EQ(pread(fd, &c, 1, off), 1);
+  c ^= 0x40;
+  PT_ASSERT_INT_EQ(pwrite(fd, &c, 1, off), 1);
+  close(fd);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
+  /* A save replaces it. */
+  save(dir, BID_A, 7, bias, t);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), 0);
+  free(got);
+  /* Truncated mid-row, and cut to half the header. */
+  PT_ASSERT_INT_EQ(truncate(path, 24 * 1000 + 130), 0);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
+  PT_ASSERT_INT_EQ(truncate(path, 20), 0);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
+  /* Rows out of order, with a valid checksum (the writer is trusted for
+   * nothing): refused. */
+  ptp_cfi_tab *bad = mk_tab(bias, 10, 0);
+  ptp_cfi_row tmp = bad->rows[3];
+  bad->rows[3] = bad->rows[4];
+  bad->rows[4] = tmp;
+  save(dir, BID_A, 7, bias, bad);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
+  /* A row outside the object's range: refused. */
+  free(bad);
+  bad = mk_tab(bias, 10, 0);
+  bad->rows[9].start = bias + (2u << 20);
+  save(dir, BID_A, 7, bias, bad);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
+  /* A bad row kind: refused. */
+  free(bad);
+  bad = mk_tab(bias, 10, 0);
+  bad->rows[2].kind = 9;
+  save(dir, BID_A, 7, bias, bad);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
+  /* A valid file others may write: refused (planted rows would lie). */
+  save(dir, BID_A, 7, bias, t);
+  PT_ASSERT_INT_EQ(chmod(path, 0622), 0);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
+  /* A symlink at the file's name, to a valid file: not followed. */
+  char other[PATH_MAX];
+  snprintf(other, sizeof other, "%s/elsewhere.cfi", root);
+  PT_ASSERT_INT_EQ(rename(path, other), 0);
+  PT_ASSERT_INT_EQ(chmod(other, 0600), 0);
+  PT_ASSERT_INT_EQ(symlink(other, path), 0);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
+  /* A save replaces the link with a file (rename over the name). */
+  save(dir, BID_A, 7, bias, t);
+  struct stat st;
+  PT_ASSERT_INT_EQ(lstat(path, &st), 0);
+  PT_ASSERT(S_ISREG(st.st_mode));
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), 0);
+  same_rows(t, bias, got, bias);
+  free(got);
+  free(bad);
+  free(t);
+}
+
+PT_TEST_T(prof_cficache_two_writers, 60000) {
+  char *root = pt_tmpdir("cficache-two");
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/unwind", root);
+  const uintptr_t bias = 0x50000000;
+  ptp_cfi_tab *t[2] = { mk_tab(bias, 20000, 1), mk_tab(bias, 20000, 2) };
+  pid_t kids[2];
+  for (int k = 0; k < 2; k++) {
+    kids[k] = fork();
+    PT_ASSERT(kids[k] >= 0);
+    if (kids[k] == 0) {
+      for (int i = 0; i < 60; i++) {
+        void *img;
+        size_t len;
+        if (ptp_cficache_image(BID_A, 9, bias, t[k], &img, &len) != 0) _exit(2);
+        if (ptp_cficache_write(dir, BID_A, img, len) != 0) _exit(3);
+        free(img);
+      }
+      _exit(0);
+    }
+  }
+  /* Read while both write (and at least 200 times): a miss only before the
+   * first rename, else a whole table. */
+  int hits = 0, misses = 0, alive = 2;
+  int st[2] = { 0, 0 };
+  for (int i = 0; alive > 0 || i < 200; i++) {
+    ptp_cfi_tab *got = NULL;
+    int rc = load(dir, BID_A, 9, bias, &got);
+    PT_ASSERT_MSG(rc == 0 || (rc == -ENOENT && hits == 0), "read %d: %d", i, rc);
+    if (rc == 0) {
+      hits++;
+      /* Whole, and one writer's: variant 1 or 2 in every row alike. */
+      int v = got->rows[0].cfa_off / 1000;
+      PT_ASSERT(v == 1 || v == 2);
+      same_rows(t[v - 1], bias, got, bias);
+      free(got);
+    } else {
+      misses++;
+    }
+    for (int k = 0; k < 2; k++)
+      if (kids[k] > 0 && waitpid(kids[k], &st[k], WNOHANG) == kids[k]) {
+        kids[k] = 0;
+        alive--;
+      }
+  }
+  for (int k = 0; k < 2; k++)
+    PT_ASSERT_MSG(WIFEXITED(st[k]) && WEXITSTATUS(st[k]) == 0, "writer %d: status %#x", k, st[k]);
+  ptp_cfi_tab *got = NULL;
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 9, bias, &got), 0);
+  free(got);
+  PT_ASSERT_MSG(hits > 0, "%d hits, %d misses", hits, misses);
+  /* No temp file left, one cache file. */
+  DIR *d = opendir(dir);
+  PT_ASSERT(d);
+  int files = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, ".."))) continue;
+    PT_ASSERT_MSG(de->d_name[0] != '.', "temp file left: %s", de->d_name);
+    files++;
+  }
+  closedir(d);
+  PT_ASSERT_INT_EQ(files, 1);
+  free(t[0]);
+  free(t[1]);
+}
+
+typedef struct find_libc { int done; int rc; char bid[PTP_CFICACHE_BID_MAX]; uint64_t key;
+                           uintptr_t bias; ptp_cfi_tab *tab; } find_libc;
+
+static int libc_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  find_libc *f = arg;
+  if (!info->dlpi_name || !strstr(info->dlpi_name, "libc.so.6")) return 0;
+  ptp_cfi_objinfo o;
+  ptp_cfi_obj_scan(info, &o);
+  f->rc = ptp_cficache_ident(info, &o, f->bid, &f->key);
+  f->bias = info->dlpi_addr;
+  if (f->rc == 0 && ptp_cfi_parse_eh(&o, 1u << 22, &f->tab) != 0) f->tab = NULL;
+  f->done = 1;
+  return 1;
+}
+
+PT_TEST(prof_cficache_libc_roundtrip) {
+  find_libc a = { 0 }, b = { 0 };
+  dl_iterate_phdr(libc_cb, &a);
+  if (!a.done) PT_SKIP("libc.so.6 not found among the loaded objects");
+  PT_ASSERT_INT_EQ(a.rc, 0);
+  PT_ASSERT_INT_EQ(strlen(a.bid), 40);             /* a SHA-1 build id, as Debian links */
+  PT_ASSERT(a.tab && a.tab->nrows > 1000);
+  dl_iterate_phdr(libc_cb, &b);
+  PT_ASSERT_STR_EQ(a.bid, b.bid);
+  PT_ASSERT_UINT_EQ(a.key, b.key);
+  char *root = pt_tmpdir("cficache-libc");
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/unwind", root);
+  save(dir, a.bid, a.key, a.bias, a.tab);
+  ptp_cfi_tab *got = NULL;
+  uintptr_t lo = a.tab->rows[0].start, hi = a.tab->rows[a.tab->nrows - 1].start +
+                                            a.tab->rows[a.tab->nrows - 1].len;
+  PT_ASSERT_INT_EQ(ptp_cficache_load(dir, a.bid, a.key, a.bias, lo, hi, 1u << 22, &got), 0);
+  same_rows(a.tab, a.bias, got, a.bias);
+  free(got);
+  free(a.tab);
+  free(b.tab);
+}
