@@ -757,9 +757,9 @@ PT_TEST_T(prof_sampler_dump_files, 60000) {
 }
 
 typedef struct logcap { int n; char last[512]; } logcap;
-static void log_cb(int level, const char *msg, void *ctx) {
+static void log_cb(int level, const char *msg, void *user_data) {
   (void)level;
-  logcap *l = ctx;
+  logcap *l = user_data;
   l->n++;
   snprintf(l->last, sizeof l->last, "%s", msg);
 }
@@ -774,7 +774,7 @@ PT_TEST_T(prof_sampler_write_error, 60000) {
   ptprof_options_init(&o);
   o.dir = sub;
   o.log = log_cb;
-  o.log_ctx = &lc;
+  o.log_user_data = &lc;
   ptprof *p;
   PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
   PT_ASSERT_INT_EQ(ptprof_start(p), 0);
