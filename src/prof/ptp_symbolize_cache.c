@@ -64,6 +64,24 @@ static int u64_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Sorts a->v and drops repeated values. */
+static void u64vec_sort_unique(u64vec *a) {
+  qsort(a->v, a->n, sizeof *a->v, u64_cmp);
+  size_t k = 0;
+  for (size_t i = 0; i < a->n; i++)
+    if (!k || a->v[i] != a->v[k - 1]) a->v[k++] = a->v[i];
+  a->n = k;
+}
+
+/* Pushes the start, and the end where the size is known, of m's ELF
+ * symbols syms[from..] that start below `below`. */
+static void push_sym_bounds(u64vec *pts, const sym_module *m, size_t from, uint64_t below) {
+  for (size_t i = from; i < m->nsyms && m->syms[i].addr < below; i++) {
+    u64vec_push(pts, m->syms[i].addr);
+    if (m->syms[i].size) u64vec_push(pts, m->syms[i].addr + m->syms[i].size);
+  }
+}
+
 #define SYM_FILL_MAX_POINTS (1u << 18)   /* a CU with more boundaries is cached per PC */
 
 /* Every address of [lo, hi) resolves alike when no line-table row, function
@@ -112,17 +130,11 @@ static int cu_bounds(sym_module *m, Dwarf_Die *cudie, Dwarf_Addr cubias, cu_inde
     if (m->syms[mid].addr < minlo) lo = mid + 1; else hi = mid;
   }
   if (lo > 0) lo--;   /* a symbol starting before the CU may end inside it */
-  for (size_t i = lo; i < m->nsyms && m->syms[i].addr < maxhi; i++) {
-    u64vec_push(&pts, m->syms[i].addr);
-    if (m->syms[i].size) u64vec_push(&pts, m->syms[i].addr + m->syms[i].size);
-  }
+  push_sym_bounds(&pts, m, lo, maxhi);
   if (pts.err || pts.n > SYM_FILL_MAX_POINTS) goto fail;
-  qsort(pts.v, pts.n, sizeof *pts.v, u64_cmp);
-  size_t k = 0;
-  for (size_t i = 0; i < pts.n; i++)
-    if (!k || pts.v[i] != pts.v[k - 1]) pts.v[k++] = pts.v[i];
+  u64vec_sort_unique(&pts);
   cu->pts = pts.v;
-  cu->npts = k;
+  cu->npts = pts.n;
   cu->rs = rs.v;
   cu->nrs = rs.n;
   cu->bounds_failed = false;
@@ -199,24 +211,12 @@ static void cache_fill_syms(ptp_symbolizer *s, sym_module *m) {
     u64vec_push(&pts, m->seg_start[i]);
     u64vec_push(&pts, m->seg_limit[i]);
   }
-  for (size_t i = 0; i < m->nsyms; i++) {
-    u64vec_push(&pts, m->syms[i].addr);
-    if (m->syms[i].size) u64vec_push(&pts, m->syms[i].addr + m->syms[i].size);
-  }
+  push_sym_bounds(&pts, m, 0, UINT64_MAX);
   if (pts.err || pts.n > SYM_FILL_MAX_POINTS) goto out;
-  qsort(pts.v, pts.n, sizeof *pts.v, u64_cmp);
-  size_t k = 0;
-  for (size_t i = 0; i < pts.n; i++)
-    if (!k || pts.v[i] != pts.v[k - 1]) pts.v[k++] = pts.v[i];
-  pts.n = k;
+  u64vec_sort_unique(&pts);
   for (int sg = 0; sg < m->nsegs; sg++) {
     uint64_t slo = m->seg_start[sg], shi = m->seg_limit[sg];
-    size_t a = 0, b = pts.n;
-    while (a < b) {
-      size_t mid = a + (b - a) / 2;
-      if (pts.v[mid] < slo) a = mid + 1; else b = mid;
-    }
-    for (size_t i = a; i < pts.n && pts.v[i] < shi; i++) {
+    for (size_t i = u64_lower(pts.v, pts.n, slo); i < pts.n && pts.v[i] < shi; i++) {
       uint64_t p = pts.v[i], q = i + 1 < pts.n && pts.v[i + 1] < shi ? pts.v[i + 1] : shi;
       size_t f0 = s->nframes;
       if (ptp_symbolize_module_resolve(s, m, p)) { s->nframes = f0; goto out; }
