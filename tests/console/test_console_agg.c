@@ -132,23 +132,19 @@ static int count_new_tasks(upd *u, int i) {
   return n;
 }
 
-/* A producer on the test's own clock, so durations are exact: a ring linked
- * into the process's ring list the way a thread's is (marked owned, so no
- * new thread adopts it), whose events carry the ticks the test chooses.
- * With the tick source forced to CLOCK_MONOTONIC (ptcon_clock_force(0),
- * before anything is spawned), ticks are nanoseconds on the aggregator's
- * clock. The aggregator under test is the real one; only the moments are
- * made up. The ring lives until the test's process exits. */
-static ptcon_ring *synth_ring(void) {
-  ptcon_ring *r = aligned_alloc(64, sizeof *r);
-  PT_ASSERT(r != NULL);
-  memset(r, 0, offsetof(ptcon_ring, ev));
-  atomic_store_explicit(&r->owned, 1, memory_order_relaxed);
-  ptcon_ring *head = atomic_load_explicit(&ptcon_rings, memory_order_relaxed);
-  do {
-    r->next = head;
-  } while (!atomic_compare_exchange_weak_explicit(&ptcon_rings, &head, r, memory_order_release,
-                                                  memory_order_relaxed));
+/* Events on the test's own clock, so durations are exact: the test writes
+ * them, as the producer it is, into its own thread's ring (registered by
+ * its first real instrumentation call; the only ring of this process, so
+ * it is the list's one entry), with the ticks it chooses. With the tick
+ * source forced to CLOCK_MONOTONIC (ptcon_clock_force(0), before anything
+ * is spawned), ticks are nanoseconds on the aggregator's clock. The
+ * aggregator under test is the real one; only the moments are made up. */
+static ptcon_ring *this_thread_ring(void) {
+  ptcon_instrument_stats is;
+  ptcon_instrument_get_stats(&is);
+  PT_ASSERT_UINT_EQ(is.threads, 1);
+  ptcon_ring *r = atomic_load_explicit(&ptcon_rings, memory_order_acquire);
+  PT_ASSERT(r != NULL && r->next == NULL);
   return r;
 }
 
@@ -164,7 +160,7 @@ static void synth_push(ptcon_ring *r, unsigned type, uint64_t id, uint64_t ns) {
 #define US 1000u
 
 PT_TEST(console_agg_stats_and_update) {
-  PT_ASSERT_INT_EQ(ptcon_clock_force(0), 0);   /* ticks = CLOCK_MONOTONIC ns (synth_ring) */
+  PT_ASSERT_INT_EQ(ptcon_clock_force(0), 0);   /* ticks = CLOCK_MONOTONIC ns (this_thread_ring) */
   ptcon_field f[1] = {{.name = "peer", .type = PTCON_FIELD_STR, .v.str = "x"}};
   uint64_t early = ptcon_task_spawn("early", NULL, "a.c", 10, f, 1);  /* before any consumer */
   PT_ASSERT(early != 0);
@@ -186,7 +182,7 @@ PT_TEST(console_agg_stats_and_update) {
   /* Durations on made-up moments: 4 wakes, each polled 100/200/300/400 us
    * later for 1/2/3/4 ms. */
   uint64_t timed = ptcon_task_spawn("timed", "task", "b.c", 30, NULL, 0);
-  ptcon_ring *ring = synth_ring();
+  ptcon_ring *ring = this_thread_ring();
   uint64_t base = ptcon_mono_ns() + MS;   /* after the spawn's created time */
   for (uint64_t i = 0; i < 4; i++) {
     uint64_t w = base + i * 10 * MS, b = w + (i + 1) * 100 * US;
