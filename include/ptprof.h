@@ -136,7 +136,7 @@ typedef struct ptprof_options {
                               base and every "<base>pid<N>-" prefix) keeps
                               at most keep_total snapshots in the directory,
                               oldest first removed (preload mode uses it) */
-  int keep_total;          /* >= 1 when family_prefix is set (0 = none) */
+  int keep_total;          /* >= 1 when family_prefix is set; else unused */
   int engine;              /* PTPROF_ENGINE_*; 0 = AUTO */
 } ptprof_options;
 
