@@ -38,6 +38,10 @@ T send-keys Enter
 wait_for 30 bash -c "ls '$dir' | grep -q '^tui-profile-.*\.pb\.gz$'" ||
   fail "no periodic TUI snapshot in $dir: $(ls "$dir")"
 sig_caught "$tpid" 27 || fail "the TUI samples without a SIGPROF handler?"
+# The daemon's periodic snapshots of the (now active) session land here too
+# (waited for: nothing else paces this test).
+wait_for 30 bash -c "ls '$dir' | grep -q '^daemon-profile-'" ||
+  fail "no daemon snapshots beside the TUI's: $(ls "$dir")"
 first=$(ls "$dir" | grep '^tui-profile-' | sort | head -1)
 python3 - "$dir/$first" "$picker_left_ns" <<'PY' || fail "TUI window starts in the picker"
 import os, sys
