@@ -726,25 +726,37 @@ PT_TEST_T(prof_sampler_dump_drops, 60000) {
                 (unsigned long long)c.w[1].drops[PTP_DROP_DUMPING]);
   PT_ASSERT(c.w[1].start_ns >= c.w[0].start_ns + c.w[0].duration_ns + c.w[1].blind_ns - 1000000);
   /* Nothing from the blind period was rolled into window 2: the burner's
-   * samples there fit the CPU it used from the end of the blind period to
-   * the second dump (its clock), up to a few expirations at each edge
-   * (timer engine: the tick merges up to ~4), far below the ~300 of the
-   * blind period. */
-  uint64_t n2 = 0;
+   * samples under real stacks there fit the CPU it used from the end of the
+   * blind period to the second dump (its clock), up to a few expirations at
+   * each edge (timer engine: the tick merges up to ~4), far below the ~300
+   * of the blind period. Samples under "[lost: ...]" are owed periods the
+   * dump adds from the thread's CPU time; on a loaded machine some of the
+   * blind period's periods that were never signalled (so not counted as
+   * dropped) show up there (seen: ~25), so all samples together get the
+   * looser bound of less than half the blind period's expirations. */
+  uint64_t n2 = 0, lost2 = 0;
   for (size_t i = 0; i < c.n; i++)
-    if (c.s[i].window == 1 && c.s[i].tid == b.tid) n2 += c.s[i].count;
-  double allowed = win2_cpu / period * 1.05 + 10;
-  printf("# window 2: %llu burner expirations, at most %.0f allowed\n", (unsigned long long)n2,
-         allowed);
+    if (c.s[i].window == 1 && c.s[i].tid == b.tid) {
+      n2 += c.s[i].count;
+      if (c.s[i].flags & PTP_SAMPLE_LOST) lost2 += c.s[i].count;
+    }
+  double allowed_real = win2_cpu / period * 1.05 + 10;
+  double allowed_all = allowed_real + blind_cpu / period / 2;
+  printf("# window 2: %llu burner expirations (%llu lost), at most %.0f under real stacks, %.0f "
+         "in all\n", (unsigned long long)n2, (unsigned long long)lost2, allowed_real, allowed_all);
 #ifndef __SANITIZE_THREAD__
-  PT_ASSERT_MSG(n2 <= allowed, "window 2: %llu burner expirations for at most %.0f ms of its CPU",
+  PT_ASSERT_MSG(n2 - lost2 <= allowed_real,
+                "window 2: %llu burner expirations under real stacks for at most %.0f ms of its CPU",
+                (unsigned long long)(n2 - lost2), win2_cpu / 1e6);
+  PT_ASSERT_MSG(n2 <= allowed_all, "window 2: %llu burner expirations for at most %.0f ms of its CPU",
                 (unsigned long long)n2, win2_cpu / 1e6);
 #else
   /* ThreadSanitizer defers a signal to the thread's next intercepted call
    * (docs/architecture.md, "Checked by tools"), so a SIGPROF raised in the
-   * blind period can run its handler after window 2 began: the bound holds
+   * blind period can run its handler after window 2 began: the bounds hold
    * for the real delivery only. The race checks of the dump cycle still run. */
-  (void)allowed;
+  (void)allowed_real;
+  (void)allowed_all;
 #endif
   PT_ASSERT(strcmp(p1, p2) != 0);
   ptprof_stats st;
