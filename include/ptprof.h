@@ -102,17 +102,24 @@ typedef struct ptprof ptprof;
  * (-ENOSPC, -EROFS, -ENOENT, -EACCES, -EIO, ...). */
 #define PTPROF_E_FORKED   (-10001) /* called in a forked child on the parent's sampler */
 
-/* Log levels passed to the log callback. */
+/* Log levels passed to the log callback (the same values as PTCON_LOG_*
+ * in ptprof_console.h). */
 #define PTPROF_LOG_ERROR 0
 #define PTPROF_LOG_WARN  1
 #define PTPROF_LOG_INFO  2
 
-/* Called for one-time messages (the first snapshot write error after a good
- * one, a failed timer, ...), never from the signal handler. It may run on the
- * consumer thread or on the thread calling ptprof_dump/ptprof_stop; it must
- * not call back into this ptprof. msg is valid only during the call. */
-typedef void (*ptprof_log_fn)(int level, const char *msg, void *ctx);
+/* The log callback; ptcon_log_fn (ptprof_console.h) has the same shape, so
+ * one function can serve both. level: PTPROF_LOG_*; msg: one complete line,
+ * no trailing newline, valid only during the call; user_data: the options'
+ * log_user_data. Called for one-time messages (the first snapshot write
+ * error after a good one, a failed timer, ...), never from the signal
+ * handler. It may run on the consumer thread or on the thread calling
+ * ptprof_dump/ptprof_stop; it must not call back into this ptprof. */
+typedef void (*ptprof_log_fn)(int level, const char *msg, void *user_data);
 
+/* Options of ptprof_new. Fill with ptprof_options_init first: every field
+ * is then 0 or NULL, which means the default stated beside it (so a field
+ * added later gets its default in code that does not know it). */
 typedef struct ptprof_options {
   int hz;                  /* 1..10000; 0 = default 99 */
   const char *dir;         /* snapshot directory (copied); NULL = none yet:
@@ -122,14 +129,14 @@ typedef struct ptprof_options {
                               must not contain '/' */
   int keep;                /* newest snapshots kept; 0 = default 8 */
   int64_t interval_ms;     /* periodic snapshot interval; 0 = none */
-  ptprof_log_fn log;       /* may be NULL (messages are then dropped) */
-  void *log_ctx;
+  ptprof_log_fn log;       /* NULL = messages are dropped */
+  void *log_user_data;     /* passed to log as is */
   const char *family_prefix; /* NULL = none; else a prefix of `prefix`
                               (copied): after each write the family (this
                               base and every "<base>pid<N>-" prefix) keeps
                               at most keep_total snapshots in the directory,
                               oldest first removed (preload mode uses it) */
-  int keep_total;          /* >= 1 when family_prefix is set */
+  int keep_total;          /* >= 1 when family_prefix is set; else unused */
   int engine;              /* PTPROF_ENGINE_*; 0 = AUTO */
 } ptprof_options;
 
@@ -160,8 +167,9 @@ typedef struct ptprof_stats {
   int      engine;         /* PTPROF_ENGINE_PERF/TIMER of the last start; 0 */
 } ptprof_stats;
 
-/* Fills *opt with the defaults (hz 99, prefix "profile-", keep 8, no
- * interval, no dir, no log). */
+/* Zero-fills *opt: every field 0 or NULL, which ptprof_new reads as its
+ * default (hz 99, prefix "profile-", keep 8, no interval, no dir, no log,
+ * no family, engine AUTO). Any thread; cannot fail. */
 PTPROF_API void ptprof_options_init(ptprof_options *opt);
 
 /* Creates a sampler (not started). opt may be NULL (defaults). Copies what

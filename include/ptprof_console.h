@@ -132,10 +132,26 @@ PTCON_API int ptcon_bind_parse(const char *bind, int allow_non_loopback,
 
 typedef struct ptcon_server ptcon_server;
 
-/* One complete log line (no trailing newline), called on the server thread
- * or in ptcon_server_new's caller. Must not call back into ptcon_server_ functions. */
-typedef void (*ptcon_log_fn)(void *ud, const char *line);
+/* Log levels passed to the log callback (the same values as PTPROF_LOG_*
+ * in ptprof.h). ERROR: there is no console (ptcon_server_new failed);
+ * WARN: a setting was refused, or the server shed load (accept failures,
+ * evictions, calls ended over the budget); INFO: the rest (listening,
+ * connections closed, rate-limit summaries, which keep their cause's
+ * level). */
+#define PTCON_LOG_ERROR 0
+#define PTCON_LOG_WARN  1
+#define PTCON_LOG_INFO  2
 
+/* The log callback; the same shape as ptprof_log_fn (ptprof.h), so one
+ * function can serve both. level: PTCON_LOG_*; msg: one complete line, no
+ * trailing newline, valid only during the call; user_data: the options'
+ * log_user_data. Called on the server thread or in ptcon_server_new's
+ * caller; must not call back into ptcon_server_ functions. */
+typedef void (*ptcon_log_fn)(int level, const char *msg, void *user_data);
+
+/* Options of ptcon_server_new. Fill with ptcon_server_options_init first:
+ * every field is then 0 or NULL, which means the default stated beside it
+ * (bind has none: it must be set). */
 typedef struct ptcon_server_options {
   const char *bind;              /* required, see ptcon_bind_parse */
   int allow_non_loopback;        /* 0 = loopback only */
@@ -156,11 +172,12 @@ typedef struct ptcon_server_options {
                                     closed; 0 = 30000 */
   uint32_t idle_timeout_ms;      /* a connection with no open call for this
                                     long is closed; 0 = 30000 */
-  ptcon_log_fn log;              /* NULL = silent */
-  void *log_ud;
+  ptcon_log_fn log;              /* NULL = messages are dropped */
+  void *log_user_data;           /* passed to log as is */
 } ptcon_server_options;
 
-/* Fills defaults (bind NULL; everything else 0 = default). */
+/* Zero-fills *opt: every field 0 or NULL, which ptcon_server_new reads as
+ * its default (bind NULL must still be set). Any thread; cannot fail. */
 PTCON_API void ptcon_server_options_init(ptcon_server_options *opt);
 
 /* Binds, listens and starts the server thread. On success *out owns the

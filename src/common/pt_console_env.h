@@ -39,25 +39,27 @@ static inline void pt_console_options_from_env(ptcon_server_options *o, const ch
 /* Starts a server from the environment. On success the server logs
  * "task console listening on ..." and 0 is returned; on failure exactly one
  * line ("task console disabled: <bind>: <reason>") is logged and the error
- * returned: the caller runs on without a console. log may be NULL. */
+ * returned at PTCON_LOG_ERROR: the caller runs on without a console. A
+ * refused setting is one PTCON_LOG_WARN line. log may be NULL. */
 static inline int pt_console_start(ptcon_server **out, const char *bind_env,
-                                   const char *default_bind, ptcon_log_fn log, void *log_ud) {
+                                   const char *default_bind, ptcon_log_fn log,
+                                   void *log_user_data) {
   ptcon_server_options o;
   char err[192];
   pt_console_options_from_env(&o, bind_env, default_bind, err, sizeof err);
   if (err[0] && log) {
     char line[256];
     snprintf(line, sizeof line, "task console: %s", err);
-    log(log_ud, line);
+    log(PTCON_LOG_WARN, line, log_user_data);
   }
   o.log = log;
-  o.log_ud = log_ud;
+  o.log_user_data = log_user_data;
   int rc = ptcon_server_new(out, &o);
   if (rc && log) {
     char line[256];
     snprintf(line, sizeof line, "task console disabled: %s: %s", o.bind ? o.bind : "(no address)",
              ptcon_strerror(rc));
-    log(log_ud, line);
+    log(PTCON_LOG_ERROR, line, log_user_data);
   }
   return rc;
 }

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-void ptcon_ratelog_init(ptcon_ratelog *rl, ptcon_log_fn log, void *ud, uint64_t window_ns) {
+void ptcon_ratelog_init(ptcon_ratelog *rl, ptcon_log_fn log, void *user_data, uint64_t window_ns) {
   memset(rl, 0, sizeof *rl);
   rl->log = log;
-  rl->ud = ud;
+  rl->user_data = user_data;
   rl->window_ns = window_ns ? window_ns : 10000000000u;
 }
 
@@ -28,12 +28,12 @@ static void summary(ptcon_ratelog *rl, uint32_t i) {
   snprintf(line, sizeof line, "task console: %llu more %s (%s) in the last %llu s",
            (unsigned long long)rl->c[i].suppressed, rl->c[i].what, rl->c[i].why,
            (unsigned long long)(rl->window_ns / 1000000000u));
-  rl->log(rl->ud, line);
+  rl->log(rl->c[i].level, line, rl->user_data);
   rl->c[i].suppressed = 0;
 }
 
-void ptcon_ratelog_event(ptcon_ratelog *rl, uint64_t now, const char *what, const char *why,
-                         const char *fmt, ...) {
+void ptcon_ratelog_event(ptcon_ratelog *rl, uint64_t now, int level, const char *what,
+                         const char *why, const char *fmt, ...) {
   if (!rl->log) return;
   uint32_t i = slot_for(rl, what, why);
   if (rl->c[i].window_end && now < rl->c[i].window_end) {
@@ -41,13 +41,14 @@ void ptcon_ratelog_event(ptcon_ratelog *rl, uint64_t now, const char *what, cons
     return;
   }
   if (rl->c[i].suppressed) summary(rl, i);
+  rl->c[i].level = level;
   rl->c[i].window_end = now + rl->window_ns;
   char line[256];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  rl->log(rl->ud, line);
+  rl->log(level, line, rl->user_data);
 }
 
 void ptcon_ratelog_flush(ptcon_ratelog *rl, uint64_t now) {

@@ -43,6 +43,12 @@
 #include "console/ptcon_agg.h"
 #include "console/ptcon_grpc.h"
 #include "console/ptcon_ratelog.h"
+#include "ptprof.h"
+
+/* One log shape across the library: a program passes one callback to both. */
+_Static_assert(PTCON_LOG_ERROR == PTPROF_LOG_ERROR && PTCON_LOG_WARN == PTPROF_LOG_WARN &&
+                   PTCON_LOG_INFO == PTPROF_LOG_INFO,
+               "ptcon and ptprof log levels differ");
 
 #define OUT_HIGH_WATER (256u * 1024u)    /* stop pulling from nghttp2 above this */
 #define ACCEPT_PAUSE_NS 100000000u       /* listener out of epoll after EMFILE */
@@ -141,7 +147,7 @@ static int conn_flush(ptcon_server *s, sconn *c, uint64_t now) {
   if (why == ptcon_gconn_ended) {
     if (c->outoff == c->outlen) return -1;
   } else if (why) {
-    ptcon_ratelog_event(&s->rl, now, "connections closed", why,
+    ptcon_ratelog_event(&s->rl, now, PTCON_LOG_INFO, "connections closed", why,
                         "task console: closing connection: %s", why);
     return -1;
   }
@@ -176,7 +182,7 @@ static void conn_accept(ptcon_server *s, uint64_t now) {
         /* The pending connection stays queued and the level-triggered
          * listener would fire again at once: take it out of epoll for
          * 100 ms instead of spinning (and logging) in a loop. */
-        ptcon_ratelog_event(&s->rl, now, "accept failures", "out of resources",
+        ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "accept failures", "out of resources",
                             "task console: accept: %s (pausing accepts for 100 ms at a time)",
                             strerror(errno));
         epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lfd, NULL);
@@ -188,7 +194,7 @@ static void conn_accept(ptcon_server *s, uint64_t now) {
       /* Full: the newcomer may be the real client an attacker locks out;
        * make room by closing the connection idle longest. */
       ptcon_gconn *v = ptcon_grpc_evict_candidate(s->grpc);
-      ptcon_ratelog_event(&s->rl, now, "connections evicted", "table full",
+      ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "connections evicted", "table full",
                           "task console: %u connections: closing the one idle longest for a "
                           "newcomer", (unsigned)s->opt.max_connections);
       if (v) conn_close(s, ptcon_gconn_ud(v));
@@ -267,7 +273,8 @@ static void *server_main(void *arg) {
     ptcon_grpc_stats gs;
     ptcon_grpc_get_stats(s->grpc, &gs);
     if (gs.streams_dropped != s->drops_logged) {
-      ptcon_ratelog_event(&s->rl, now, "budget drops", "unsent messages over the total budget",
+      ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "budget drops",
+                          "unsent messages over the total budget",
                           "task console: ended %llu calls of the slowest clients with "
                           "RESOURCE_EXHAUSTED (unsent messages over the total budget)",
                           (unsigned long long)(gs.streams_dropped - s->drops_logged));
@@ -309,7 +316,7 @@ int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt) {
   s->opt.bind = NULL;   /* not kept: the caller owns the string */
   s->wfd = wfd;
   if (!s->opt.max_connections) s->opt.max_connections = 128;
-  ptcon_ratelog_init(&s->rl, opt->log, opt->log_ud, 0);
+  ptcon_ratelog_init(&s->rl, opt->log, opt->log_user_data, 0);
   s->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s->lfd < 0) {
     rc = -errno;
@@ -373,7 +380,7 @@ int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt) {
     char line[256];
     snprintf(line, sizeof line, "task console listening on %s (port %u)", opt->bind,
              (unsigned)s->port);
-    opt->log(opt->log_ud, line);
+    opt->log(PTCON_LOG_INFO, line, opt->log_user_data);
   }
   *out = s;
   return 0;

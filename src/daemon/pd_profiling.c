@@ -23,8 +23,8 @@
  *    PD_SHUTDOWN_STATE, after the final profile.
  *
  * Threads: everything here runs on the loop thread except writer_work (uv
- * threadpool) and log_from_prof (sampler's consumer thread or the caller of
- * ptprof_dump). ptprof_* calls are thread-safe (ptprof.h).
+ * threadpool) and log_from_lib (sampler's consumer thread or the caller of
+ * ptprof_dump; the console's server thread). ptprof_* calls are thread-safe (ptprof.h).
  */
 #include "daemon/pd_profiling.h"
 
@@ -76,16 +76,14 @@ static double env_num(const char *name, double def, double min, double max) {
   return v;
 }
 
-static void log_from_prof(int level, const char *msg, void *ctx) {
-  (void)ctx;
+/* The log callback of the sampler and of the console (one shape and one
+ * level scale, ptprof.h): user_data is the line's prefix. */
+static char log_prefix_prof[] = "profiling", log_prefix_console[] = "console";
+
+static void log_from_lib(int level, const char *msg, void *user_data) {
   pd_log(level == PTPROF_LOG_ERROR ? PD_LOG_ERROR
          : level == PTPROF_LOG_WARN ? PD_LOG_WARN : PD_LOG_INFO,
-         "profiling: %s", msg);
-}
-
-static void log_from_console(void *ud, const char *line) {
-  (void)ud;
-  pd_info("console: %s", line);
+         "%s: %s", (const char *)user_data, msg);
 }
 
 /* ---- snapshot writer (uv threadpool) ---- */
@@ -232,11 +230,11 @@ static void release_step(void *ctx) {
 
 /* POLYTOKEN_CONSOLE_DAEMON_BIND (and the retention and remote-override
  * knobs) become the console's options in pt_console_env.h; on failure one
- * line goes through log_from_console and the daemon runs on without a
+ * line goes through log_from_lib and the daemon runs on without a
  * console. */
 static void console_start(void) {
   if (pt_console_start(&g.console, "POLYTOKEN_CONSOLE_DAEMON_BIND",
-                       PD_CONSOLE_DEFAULT_BIND, log_from_console, NULL) != 0)
+                       PD_CONSOLE_DEFAULT_BIND, log_from_lib, log_prefix_console) != 0)
     g.console = NULL;
 }
 
@@ -249,7 +247,8 @@ int pd_profiling_init(uv_loop_t *loop) {
                                     PD_PROF_DEFAULT_INTERVAL_MS / 1000.0, 0.05, 86400) * 1000);
   o.prefix = PT_SNAPSHOT_DAEMON_PREFIX;
   o.interval_ms = 0; /* the loop's timer job drives periodic dumps */
-  o.log = log_from_prof;
+  o.log = log_from_lib;
+  o.log_user_data = log_prefix_prof;
   snprintf(g.fallback_dir, sizeof g.fallback_dir, "%s/profiling", pd_daemon_home());
   /* Private state: created here 0700 whatever the umask, before the
    * sampler would create it on its first dump. */

@@ -4,13 +4,14 @@
  * In memory: one vector of intervals (loaded ones first, added ones
  * appended; sorted and de-overlapped lazily before a lookup), one vector of
  * frames they index, and the strings: the loaded file's string table (one
- * heap buffer, never moved) plus interned copies of added strings in chunks
- * that never move. So a frame's string pointers stay valid until del while
- * the vectors grow.
+ * heap buffer, never moved) plus interned copies of added strings in a
+ * ptp_strarena (chunks that never move). So a frame's string pointers stay
+ * valid until del while the vectors grow.
  */
 #include "prof/ptp_symcache.h"
 #include "prof/ptp_sym_map.h"
 #include "prof/ptp_store.h"
+#include "prof/ptp_strarena.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,12 +45,6 @@ typedef struct sc_frame_disk { uint32_t name, sys, file, start_line, line, colum
 
 typedef struct sc_ival { uint64_t lo, hi; uint32_t first, n; } sc_ival;
 
-typedef struct sc_chunk {
-  struct sc_chunk *next;
-  size_t used, cap;
-  char data[];
-} sc_chunk;
-
 struct ptp_symcache {
   char *dir;
   char build_id[SC_BID_MAX + 1];
@@ -62,7 +57,7 @@ struct ptp_symcache {
   ptp_sym_frame *fr;
   size_t nfr, capfr;
   char *file_strs;              /* the loaded string table */
-  sc_chunk *chunks;             /* interned copies of added strings */
+  ptp_strarena strs;            /* interned copies of added strings */
   ptp_u64map intern;            /* hash -> index into interned */
   const char **interned;
   size_t ninterned, capinterned;
@@ -107,18 +102,8 @@ static const char *sc_intern(ptp_symcache *c, const char *s) {
   uint64_t h = ptp_hash_bytes(s, len, 0x5c) | 1;
   uint32_t idx;
   if (ptp_u64map_get(&c->intern, h, &idx) && strcmp(c->interned[idx], s) == 0) return c->interned[idx];
-  if (!c->chunks || c->chunks->cap - c->chunks->used < len + 1) {
-    size_t cap = len + 1 > 16384 ? len + 1 : 16384;
-    sc_chunk *k = malloc(sizeof *k + cap);
-    if (!k) return NULL;
-    k->next = c->chunks;
-    k->used = 0;
-    k->cap = cap;
-    c->chunks = k;
-  }
-  char *p = c->chunks->data + c->chunks->used;
-  memcpy(p, s, len + 1);
-  c->chunks->used += len + 1;
+  char *p = ptp_strarena_dup_n(&c->strs, s, len);
+  if (!p) return NULL;
   if (c->ninterned == c->capinterned) {
     size_t nc = c->capinterned ? c->capinterned * 2 : 256;
     const char **ni = realloc(c->interned, nc * sizeof *ni);
@@ -318,6 +303,7 @@ int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id)
   if (!c->dir) { free(c); return -ENOMEM; }
   snprintf(c->build_id, sizeof c->build_id, "%s", build_id);
   c->sorted = true;
+  ptp_strarena_init(&c->strs, 16384);
   c->bytes = sizeof(sc_header);
   uint8_t *buf = NULL;
   size_t len = 0;
@@ -349,11 +335,7 @@ void ptp_symcache_del(ptp_symcache *c) {
   free(c->iv);
   free(c->fr);
   free(c->file_strs);
-  while (c->chunks) {
-    sc_chunk *n = c->chunks->next;
-    free(c->chunks);
-    c->chunks = n;
-  }
+  ptp_strarena_free(&c->strs);
   ptp_u64map_free(&c->intern);
   free(c->interned);
   free(c);

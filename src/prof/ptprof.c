@@ -70,7 +70,7 @@ struct ptprof {
   char family[PTP_STORE_PREFIX_MAX + 1];   /* "" or opt->family_prefix */
   int keep_total;
   ptprof_log_fn log;
-  void *log_ctx;
+  void *log_user_data;
   pid_t pid;                   /* creating process: a forked child is refused */
   int engine_opt;              /* PTPROF_ENGINE_* asked for */
   _Atomic int engine;          /* chosen at the last start (PTP_ENGINE_*) */
@@ -114,7 +114,7 @@ static void logf_(ptprof *p, int level, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  p->log(level, buf, p->log_ctx);
+  p->log(level, buf, p->log_user_data);
 }
 
 const char *ptprof_strerror(int err) {
@@ -147,13 +147,8 @@ const char *ptprof_strerror(int err) {
   }
 }
 
-void ptprof_options_init(ptprof_options *opt) {
-  memset(opt, 0, sizeof *opt);
-  opt->hz = 99;
-  opt->prefix = "profile-";
-  opt->keep = 8;
-  opt->engine = PTPROF_ENGINE_AUTO;
-}
+/* All-zero is the defaults (ptprof.h); ptprof_new resolves each 0. */
+void ptprof_options_init(ptprof_options *opt) { memset(opt, 0, sizeof *opt); }
 
 static int valid_prefix(const char *s) {
   size_t n = strlen(s);
@@ -186,7 +181,7 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   p->keep_total = opt->keep_total;
   p->interval_ns = opt->interval_ms * 1000000LL;
   p->log = opt->log;
-  p->log_ctx = opt->log_ctx;
+  p->log_user_data = opt->log_user_data;
   p->pid = getpid();
   p->engine_opt = opt->engine;
   p->wake_rd = p->wake_wr = -1;

@@ -67,16 +67,14 @@ static void tui_prof_log(const char *fmt, ...) {
   pthread_mutex_unlock(&g.log_lock);
 }
 
-static void log_from_prof(int level, const char *msg, void *ctx) {
-  (void)ctx;
-  tui_prof_log("%s profiling: %s",
-               level == PTPROF_LOG_ERROR ? "ERROR" : level == PTPROF_LOG_WARN ? "WARN" : "INFO",
-               msg);
-}
+/* The log callback of the sampler and of the console (one shape and one
+ * level scale, ptprof.h): user_data is the line's prefix. */
+static char log_prefix_prof[] = "profiling", log_prefix_console[] = "console";
 
-static void log_from_console(void *ud, const char *line) {
-  (void)ud;
-  tui_prof_log("INFO console: %s", line);
+static void log_from_lib(int level, const char *msg, void *user_data) {
+  tui_prof_log("%s %s: %s",
+               level == PTPROF_LOG_ERROR ? "ERROR" : level == PTPROF_LOG_WARN ? "WARN" : "INFO",
+               (const char *)user_data, msg);
 }
 
 static double env_num(const char *name, double def, double min, double max) {
@@ -104,7 +102,7 @@ int tui_profiling_init(uv_loop_t *loop) {
    * pt_console_env.h; on failure one line goes to tui.log and the TUI runs
    * on without a console: CPU profiling still works. */
   if (pt_console_start(&g.console, "POLYTOKEN_CONSOLE_TUI_BIND", TUI_CONSOLE_DEFAULT_BIND,
-                       log_from_console, NULL) != 0)
+                       log_from_lib, log_prefix_console) != 0)
     g.console = NULL;
   return 0;
 }
@@ -126,7 +124,8 @@ void tui_profiling_conversation_reached(const char *session_id, const char *sess
                 1000);
   o.prefix = PT_SNAPSHOT_TUI_PREFIX;
   o.dir = dir;
-  o.log = log_from_prof;
+  o.log = log_from_lib;
+  o.log_user_data = log_prefix_prof;
   int rc = ptprof_new(&g.prof, &o);
   if (rc == 0) rc = ptprof_start(g.prof);
   if (rc != 0) {

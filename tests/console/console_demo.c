@@ -58,8 +58,9 @@ static void sleep_ms(int ms) {
   }
 }
 
-static void logline(void *ud, const char *line) {
-  (void)ud;
+static void logline(int level, const char *line, void *user_data) {
+  (void)level;
+  (void)user_data;
   fprintf(stderr, "console_demo: %s\n", line);
 }
 

@@ -342,12 +342,14 @@ PT_TEST(console_grpc_gives_memory_back_after_a_burst) {
 
 typedef struct lines {
   int n;
+  int last_level;
   char last[256];
 } lines;
 
-static void keep_line(void *ud, const char *line) {
-  lines *l = ud;
+static void keep_line(int level, const char *line, void *user_data) {
+  lines *l = user_data;
   l->n++;
+  l->last_level = level;
   snprintf(l->last, sizeof l->last, "%s", line);
 }
 
@@ -357,18 +359,21 @@ PT_TEST(console_ratelog_one_line_per_cause_then_summary) {
   ptcon_ratelog_init(&rl, keep_line, &l, 10 * SEC);
   uint64_t t0 = 5 * SEC;
   for (int i = 0; i < 1000; i++)
-    ptcon_ratelog_event(&rl, t0 + (uint64_t)i * 1000000u, "connections closed", "idle",
-                        "closed %d", i);
-  ptcon_ratelog_event(&rl, t0, "connections closed", "no HTTP/2 preface", "other");
+    ptcon_ratelog_event(&rl, t0 + (uint64_t)i * 1000000u, PTCON_LOG_WARN, "connections closed",
+                        "idle", "closed %d", i);
+  ptcon_ratelog_event(&rl, t0, PTCON_LOG_INFO, "connections closed", "no HTTP/2 preface", "other");
   PT_ASSERT_INT_EQ(l.n, 2);   /* one line per cause */
+  PT_ASSERT_INT_EQ(l.last_level, PTCON_LOG_INFO);
   PT_ASSERT_UINT_EQ(ptcon_ratelog_next_due(&rl), t0 + 10 * SEC);
   ptcon_ratelog_flush(&rl, t0 + 10 * SEC - 1);
   PT_ASSERT_INT_EQ(l.n, 2);
   ptcon_ratelog_flush(&rl, t0 + 10 * SEC);
   PT_ASSERT_INT_EQ(l.n, 3);   /* the preface cause had nothing suppressed */
   PT_ASSERT_STR_EQ(l.last, "task console: 999 more connections closed (idle) in the last 10 s");
+  PT_ASSERT_INT_EQ(l.last_level, PTCON_LOG_WARN);   /* the summary has its cause's level */
   PT_ASSERT_UINT_EQ(ptcon_ratelog_next_due(&rl), UINT64_MAX);
-  ptcon_ratelog_event(&rl, t0 + 11 * SEC, "connections closed", "idle", "closed again");
+  ptcon_ratelog_event(&rl, t0 + 11 * SEC, PTCON_LOG_WARN, "connections closed", "idle",
+                      "closed again");
   PT_ASSERT_INT_EQ(l.n, 4);
   PT_ASSERT_STR_EQ(l.last, "closed again");
 }

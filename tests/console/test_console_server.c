@@ -15,12 +15,14 @@
 
 typedef struct logcap {
   int n;
+  int last_level;
   char last[256];
 } logcap;
 
-static void cap_log(void *ud, const char *line) {
-  logcap *c = ud;
+static void cap_log(int level, const char *line, void *user_data) {
+  logcap *c = user_data;
   c->n++;
+  c->last_level = level;
   snprintf(c->last, sizeof c->last, "%s", line);
 }
 
@@ -48,6 +50,7 @@ PT_TEST(console_server_port_taken_logs_one_line) {
   PT_ASSERT(s == NULL);
   PT_ASSERT_INT_EQ(c.n, 1);
   PT_ASSERT(strstr(c.last, "task console disabled") != NULL);
+  PT_ASSERT_INT_EQ(c.last_level, PTCON_LOG_ERROR);
   PT_ASSERT(strstr(c.last, bind) != NULL);
   PT_ASSERT(strstr(c.last, "in use") != NULL);
   /* The instrumentation keeps working without a server. */
@@ -81,6 +84,7 @@ PT_TEST(console_server_one_per_process_and_restart) {
   PT_ASSERT_INT_EQ(pt_console_start(&s, "PTCON_TEST_BIND", "127.0.0.1:0", cap_log, &c), 0);
   PT_ASSERT(ptcon_server_port(s) != 0);
   PT_ASSERT(strstr(c.last, "listening") != NULL);
+  PT_ASSERT_INT_EQ(c.last_level, PTCON_LOG_INFO);
   PT_ASSERT_INT_EQ(pt_console_start(&s2, "PTCON_TEST_BIND", "127.0.0.1:0", cap_log, &c),
                    -EBUSY);
   uint64_t t = ptcon_task_spawn("across-restart", "task", __FILE__, __LINE__, NULL, 0);

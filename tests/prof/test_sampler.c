@@ -6,7 +6,10 @@
  * Hot functions live in their own sections ("ptt_<name>") so the linker's
  * __start_/__stop_ symbols give their exact address ranges: a sample is "in"
  * a function when one of its frames (leaf PC, or return address - 1) lies in
- * that range. Timing is never asserted; CPU shares get generous bands.
+ * that range. Wall-clock time is never asserted: sample counts are compared
+ * with the sampled thread's own CPU clock (CLOCK_THREAD_CPUTIME_ID or
+ * pthread_getcpuclockid), which a slow or loaded machine does not change,
+ * and waits are for a thread's CPU time or an event, never a fixed sleep.
  */
 #include "pt_test.h"
 #include "ptprof.h"
@@ -43,6 +46,20 @@ static int64_t thread_cpu_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The CPU time of the thread behind clk (pthread_getcpuclockid). */
+static int64_t clock_ns(clockid_t clk) {
+  struct timespec ts;
+  PT_ASSERT_INT_EQ(clock_gettime(clk, &ts), 0);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Waits until the thread behind clk has used CPU up to `until` (its CPU
+ * clock), in 1 ms naps: a readiness condition, not a duration. The thread
+ * must be runnable; the test's own time-out bounds the wait. */
+static void wait_cpu(clockid_t clk, int64_t until) {
+  while (clock_ns(clk) < until) nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 }
 
 /* Burns about ~20 us of pure arithmetic (no call) per round. */
@@ -134,7 +151,13 @@ typedef struct capture {
   char names[CAP_MAXW][64][16];  /* thread names, by index in threads[] */
   uint32_t name_tids[CAP_MAXW][64];
   int nnames[CAP_MAXW];
-  int sleep_ms;                  /* stretch the blind period (drops test) */
+  /* The drops test: the thread whose CPU clock measures the blind period,
+   * how much of its CPU time a dump's hook waits for (0: none), and that
+   * clock at the hook's entry and exit, per window. */
+  int has_clk;
+  clockid_t clk;
+  int64_t blind_cpu_ns;
+  int64_t cpu_in[CAP_MAXW], cpu_out[CAP_MAXW];
   char comments[8][400];         /* the first window's extra comments */
   int ncomments;
 } capture;
@@ -170,9 +193,19 @@ static void cap_hook(const ptp_window *w, void *ctx) {
     memcpy(d->frames, s->frames, s->nframes * sizeof *s->frames);
   }
   c->nw++;
-  int ms = c->sleep_ms;
+  int has_clk = c->has_clk;
+  clockid_t clk = c->clk;
+  int64_t want = c->blind_cpu_ns;
   pthread_mutex_unlock(&c->mu);
-  if (ms) nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000L }, NULL);
+  if (has_clk) {
+    /* A slow "encode" that lasts until the watched thread has run for
+     * `want` of CPU: the blind period then holds that much of its CPU,
+     * however loaded the machine (the hook runs on the dumping thread). */
+    int64_t in = clock_ns(clk);
+    if (want) wait_cpu(clk, in + want);
+    c->cpu_in[wi] = in;
+    c->cpu_out[wi] = clock_ns(clk);
+  }
 }
 
 static void cap_init(capture *c) {
@@ -655,42 +688,75 @@ PT_TEST_T(prof_sampler_dump_drops, 60000) {
   char *dir = pt_tmpdir("sampler-drops");
   capture c;
   cap_init(&c);
-  c.sleep_ms = 300;                    /* a slow "encode": the blind period */
   ptprof *p = start_sampler(dir, 999, &c);
   bg_burner b;
   memset(&b, 0, sizeof b);
   PT_ASSERT_INT_EQ(pthread_create(&b.th, NULL, bg_main, &b), 0);
-  nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+  pthread_mutex_lock(&c.mu);
+  PT_ASSERT_INT_EQ(pthread_getcpuclockid(b.th, &c.clk), 0);
+  c.has_clk = 1;
+  c.blind_cpu_ns = 300000000;          /* the first dump's blind period: 300 ms of burner CPU */
+  pthread_mutex_unlock(&c.mu);
+  wait_cpu(c.clk, clock_ns(c.clk) + 200000000);   /* window 1: 200 ms of burner CPU */
   char p1[512], p2[512];
   PT_ASSERT_INT_EQ(ptprof_dump(p, p1, sizeof p1), 0);
-  nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
-  c.sleep_ms = 0;
+  pthread_mutex_lock(&c.mu);
+  c.blind_cpu_ns = 0;
+  pthread_mutex_unlock(&c.mu);
+  wait_cpu(c.clk, clock_ns(c.clk) + 200000000);   /* window 2: 200 ms of burner CPU */
   PT_ASSERT_INT_EQ(ptprof_dump(p, p2, sizeof p2), 0);
   atomic_store(&b.stop, 1);
   pthread_join(b.th, NULL);
   PT_ASSERT_INT_EQ(c.nw, 2);
+  double period = 1e9 / 999;
+  int64_t blind_cpu = c.cpu_out[0] - c.cpu_in[0];   /* burner CPU inside the blind period */
+  int64_t win2_cpu = c.cpu_in[1] - c.cpu_out[0];    /* >= its CPU in window 2 */
+  printf("# drops: blind %.0f ms with %.0f ms burner CPU, %llu dumping drops; window 2 <= %.0f "
+         "ms burner CPU\n", c.w[1].blind_ns / 1e6, blind_cpu / 1e6,
+         (unsigned long long)c.w[1].drops[PTP_DROP_DUMPING], win2_cpu / 1e6);
   /* The second window starts after the first dump's blind period and says
-   * how long it was; what arrived meanwhile is counted as dropped. */
+   * how long it was (at least the CPU one thread used inside it: no thread
+   * runs longer than the time that passes); what arrived meanwhile is
+   * counted as dropped (300 ms of CPU at 999 Hz are ~300 expirations, at
+   * least ~75 signals even when the kernel's 250 Hz tick merges them). */
   PT_ASSERT_INT_EQ(c.w[0].blind_ns, 0);
-  PT_ASSERT_MSG(c.w[1].blind_ns >= 300000000, "blind %lld", (long long)c.w[1].blind_ns);
+  PT_ASSERT_MSG(c.w[1].blind_ns >= blind_cpu, "blind %lld ns, burner CPU in it %lld ns",
+                (long long)c.w[1].blind_ns, (long long)blind_cpu);
   PT_ASSERT_MSG(c.w[1].drops[PTP_DROP_DUMPING] > 30, "dumping drops %llu",
                 (unsigned long long)c.w[1].drops[PTP_DROP_DUMPING]);
   PT_ASSERT(c.w[1].start_ns >= c.w[0].start_ns + c.w[0].duration_ns + c.w[1].blind_ns - 1000000);
-  /* Nothing from the blind period was rolled into window 2: its samples
-   * fit its own duration (one CPU at most busy for the burner). */
-  uint64_t n2 = 0;
+  /* Nothing from the blind period was rolled into window 2: the burner's
+   * samples under real stacks there fit the CPU it used from the end of the
+   * blind period to the second dump (its clock), up to a few expirations at
+   * each edge (timer engine: the tick merges up to ~4), far below the ~300
+   * of the blind period. Samples under "[lost: ...]" are owed periods the
+   * dump adds from the thread's CPU time; on a loaded machine some of the
+   * blind period's periods that were never signalled (so not counted as
+   * dropped) show up there (seen: ~25), so all samples together get the
+   * looser bound of less than half the blind period's expirations. */
+  uint64_t n2 = 0, lost2 = 0;
   for (size_t i = 0; i < c.n; i++)
-    if (c.s[i].window == 1 && c.s[i].tid == b.tid) n2 += c.s[i].count;
-  double cpu2 = n2 * (1e9 / 999);
+    if (c.s[i].window == 1 && c.s[i].tid == b.tid) {
+      n2 += c.s[i].count;
+      if (c.s[i].flags & PTP_SAMPLE_LOST) lost2 += c.s[i].count;
+    }
+  double allowed_real = win2_cpu / period * 1.05 + 10;
+  double allowed_all = allowed_real + blind_cpu / period / 2;
+  printf("# window 2: %llu burner expirations (%llu lost), at most %.0f under real stacks, %.0f "
+         "in all\n", (unsigned long long)n2, (unsigned long long)lost2, allowed_real, allowed_all);
 #ifndef __SANITIZE_THREAD__
-  PT_ASSERT_MSG(cpu2 <= c.w[1].duration_ns * 1.1, "window 2: %.0f ms sampled in %.0f ms",
-                cpu2 / 1e6, c.w[1].duration_ns / 1e6);
+  PT_ASSERT_MSG(n2 - lost2 <= allowed_real,
+                "window 2: %llu burner expirations under real stacks for at most %.0f ms of its CPU",
+                (unsigned long long)(n2 - lost2), win2_cpu / 1e6);
+  PT_ASSERT_MSG(n2 <= allowed_all, "window 2: %llu burner expirations for at most %.0f ms of its CPU",
+                (unsigned long long)n2, win2_cpu / 1e6);
 #else
   /* ThreadSanitizer defers a signal to the thread's next intercepted call
    * (docs/architecture.md, "Checked by tools"), so a SIGPROF raised in the
-   * blind period can run its handler after window 2 began: the bound holds
+   * blind period can run its handler after window 2 began: the bounds hold
    * for the real delivery only. The race checks of the dump cycle still run. */
-  (void)cpu2;
+  (void)allowed_real;
+  (void)allowed_all;
 #endif
   PT_ASSERT(strcmp(p1, p2) != 0);
   ptprof_stats st;
@@ -757,9 +823,9 @@ PT_TEST_T(prof_sampler_dump_files, 60000) {
 }
 
 typedef struct logcap { int n; char last[512]; } logcap;
-static void log_cb(int level, const char *msg, void *ctx) {
+static void log_cb(int level, const char *msg, void *user_data) {
   (void)level;
-  logcap *l = ctx;
+  logcap *l = user_data;
   l->n++;
   snprintf(l->last, sizeof l->last, "%s", msg);
 }
@@ -774,7 +840,7 @@ PT_TEST_T(prof_sampler_write_error, 60000) {
   ptprof_options_init(&o);
   o.dir = sub;
   o.log = log_cb;
-  o.log_ctx = &lc;
+  o.log_user_data = &lc;
   ptprof *p;
   PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
   PT_ASSERT_INT_EQ(ptprof_start(p), 0);

@@ -33,9 +33,18 @@ dir=$POLYTOKEN_HOME/sessions/$sid/profiling
 # Periodic snapshots arrive every second; retention keeps 3.
 wait_for 30 bash -c "[ \$(ls '$dir' | grep -c '^daemon-profile-.*\.pb\.gz$') -ge 3 ]" ||
   fail "fewer than 3 periodic snapshots in $dir: $(ls "$dir")"
-sleep 2.5
-n=$(ls "$dir" | grep -c '^daemon-profile-.*\.pb\.gz$')
-[ "$n" -le 3 ] || fail "retention: $n daemon snapshots kept, want <= 3"
+# Two more periodic snapshots (a readiness marker, not a fixed wait): dumps
+# are serialized, so the first one's pruning is done when the second
+# appears, and with keep 3 it removed the oldest snapshot seen before.
+snaps() { ls "$dir" | grep '^daemon-profile-.*\.pb\.gz$' | sort; }
+before=$(snaps)
+oldest=$(ls -tr "$dir" | grep '^daemon-profile-.*\.pb\.gz$' | head -1)
+two_new() { [ "$(comm -13 <(echo "$before") <(snaps) | wc -l)" -ge 2 ]; }
+wait_for 60 two_new || fail "no further periodic snapshots in $dir: $(ls "$dir")"
+[ ! -e "$dir/$oldest" ] || fail "retention: the oldest snapshot $oldest is still there: $(ls "$dir")"
+# Outside a dump's instant between its rename and its pruning, at most 3.
+le3() { [ "$(snaps | wc -l)" -le 3 ]; }
+wait_for 10 le3 || fail "retention: $(snaps | wc -l) daemon snapshots kept, want <= 3"
 ls -a "$dir" | grep -q '\.tmp' && fail "temp file left visible in $dir"
 
 # A manual dump lands in the same directory and names itself.

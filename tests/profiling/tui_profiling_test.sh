@@ -23,7 +23,10 @@ tpid=$(pgrep -P "$(T display -p '#{pane_pid}')" -x polytoken) || fail "no TUI pr
 # In the picker: console up, no SIGPROF-driven sampling, no TUI snapshot.
 wait_for 10 bash -c "source '$PT_SRC/tests/lib.sh'; listening_ports $tpid | grep -qx $tui_port" ||
   fail "TUI console not listening on $tui_port"
-sleep 2.5
+# A state, not the absence of files after a fixed wait: no sampler means no
+# SIGPROF handler (installed by the sampler's start; checked again below,
+# where it must be there).
+sig_caught "$tpid" 27 && fail "the TUI's sampler runs in the picker (SIGPROF handler installed)"
 ls "$dir" 2>/dev/null | grep -q '^tui-profile-' && fail "a TUI snapshot was written while in the picker"
 picker_left_ns=$(date +%s%N)
 
@@ -34,6 +37,11 @@ T send-keys -l "hello profiler"
 T send-keys Enter
 wait_for 30 bash -c "ls '$dir' | grep -q '^tui-profile-.*\.pb\.gz$'" ||
   fail "no periodic TUI snapshot in $dir: $(ls "$dir")"
+sig_caught "$tpid" 27 || fail "the TUI samples without a SIGPROF handler?"
+# The daemon's periodic snapshots of the (now active) session land here too
+# (waited for: nothing else paces this test).
+wait_for 30 bash -c "ls '$dir' | grep -q '^daemon-profile-'" ||
+  fail "no daemon snapshots beside the TUI's: $(ls "$dir")"
 first=$(ls "$dir" | grep '^tui-profile-' | sort | head -1)
 python3 - "$dir/$first" "$picker_left_ns" <<'PY' || fail "TUI window starts in the picker"
 import os, sys
