@@ -37,3 +37,7 @@ demo:
 # benchmarks (on demand; results go to docs/performance.md)
 bench:
     bash bench/run-all.sh
+
+# the daemon-overhead bench alone: 20-turn sessions, normal vs profiling daemon (PAIRS=, CONFIGS=)
+bench-daemon:
+    bash scripts/build.sh dev && bash scripts/build.sh profile && bash bench/daemon/run.sh build/dev build/profile

@@ -11,8 +11,10 @@
 #   bench/real/run.sh [--quick] [BUILD_DIR]    default build/profile
 # --quick: 2 pairs (a smoke run); default: 20 pairs (the overhead figures).
 # Environment: PAIRS (overrides), PROGRAMS (comma-separated subset, e.g.
-# "xz,short threads"), OUT (default $TMPDIR/ptprof-real), KEEP=1 keeps the
-# last pair's profiles in $OUT/last.
+# "xz,short threads"; "xz 2 s", xz -9 of 3.2 MB for the preloaded-2-s-program
+# figure, runs only when named), TOOLS (subset of
+# libptprof,gperftools,perf-fp,perf-dwarf), OUT (default $TMPDIR/ptprof-real),
+# KEEP=1 keeps the last pair's profiles in $OUT/last.
 # Method and last results: docs/performance.md, "Real programs".
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,4 +35,4 @@ keep=()
 [ "${KEEP:-0}" = 1 ] && keep=(--keep)
 exec python3 "$SRC/bench/real/real.py" --src "$SRC" --out "$OUT" --lib "$BUILD/libptprof.so" \
   --cpuwrap "$OUT/cpuwrap" --split-work "$OUT/split_work" --pairs "$pairs" \
-  --programs "${PROGRAMS:-}" "${keep[@]}"
+  --programs "${PROGRAMS:-}" --tools "${TOOLS:-}" "${keep[@]}"

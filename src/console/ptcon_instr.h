@@ -173,7 +173,7 @@ typedef struct ptcon_clock {
   double ns_per_tick;
   uint64_t last_ticks, last_mono; /* latest calibration point */
 } ptcon_clock;
-void ptcon_clock_init(ptcon_clock *c);      /* may spin ~5 ms when TSC */
+void ptcon_clock_init(ptcon_clock *c);      /* may sleep ~5 ms when TSC */
 void ptcon_clock_refine(ptcon_clock *c);    /* improves ns_per_tick over time */
 uint64_t ptcon_clock_to_mono_ns(const ptcon_clock *c, uint64_t ticks);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -405,11 +406,17 @@ void ptcon_clock_init(ptcon_clock *c) {
   if (!ptcon_clock_tsc) return;
   clock_pair(&c->t0_ticks, &c->t0_mono);
   /* A first estimate over ~5 ms; refined at every collect afterwards, so
-   * the error shrinks as the baseline grows. */
+   * the error shrinks as the baseline grows. Slept, not spun: spinning
+   * cost every profiling daemon and TUI 5 ms of CPU at start
+   * (bench/daemon, docs/performance.md). */
   uint64_t t1, m1;
-  do {
+  for (;;) {
     clock_pair(&t1, &m1);
-  } while (m1 - c->t0_mono < 5000000u);
+    if (m1 - c->t0_mono >= 5000000u) break;
+    uint64_t left = 5000000u - (m1 - c->t0_mono);
+    struct timespec ts = {0, (long)left};
+    nanosleep(&ts, NULL);   /* EINTR: the loop re-reads the clocks */
+  }
   c->ns_per_tick = (double)(m1 - c->t0_mono) / (double)(t1 - c->t0_ticks);
   c->last_ticks = t1;
   c->last_mono = m1;
