@@ -19,6 +19,7 @@
 #include "pt_test.h"
 #include "prof/ptp_debugcache.h"
 #include "prof/ptp_symbolize.h"
+#include "sym_results.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -120,8 +121,6 @@ static void copy_path(char *buf, size_t cap, const char *dir, const dbgfile *d) 
   snprintf(buf + n, cap - (size_t)n, ".debug");
 }
 
-typedef struct pcset { uint64_t *pc; size_t n; } pcset;
-
 static pcset libc_pcs(void) {
   static const char *names[] = {"malloc", "free", "qsort", "snprintf", "strtol", "fopen", NULL};
   void *h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
@@ -130,38 +129,19 @@ static pcset libc_pcs(void) {
   for (const char **n = names; *n; n++) {
     void *p = dlsym(h, *n);
     PT_ASSERT_MSG(p, "no %s in libc", *n);
-    s.pc = realloc(s.pc, (s.n + 400) * sizeof *s.pc);
-    PT_ASSERT(s.pc);
-    for (size_t i = 0; i < 400; i++) s.pc[s.n++] = (uint64_t)(uintptr_t)p + i;
+    ptt_pcs_add_range(&s, p, 400);
   }
   return s;
 }
 
-/* One string per pc with every field of every frame. */
-static char **resolve_all(ptp_symbolizer *sy, const pcset *s) {
-  char **out = calloc(s->n, sizeof *out);
-  PT_ASSERT(out);
-  for (size_t i = 0; i < s->n; i++) {
-    ptp_sym_result r;
-    PT_ASSERT_INT_EQ(ptp_symbolizer_lookup(sy, s->pc[i], &r), 0);
-    size_t cap = 256 + r.nframes * 1024, off = 0;
-    char *b = malloc(cap);
-    PT_ASSERT(b);
-    off += (size_t)snprintf(b + off, cap - off, "map=%d n=%u", r.mapping, r.nframes);
-    for (uint32_t k = 0; k < r.nframes && off < cap; k++) {
-      const ptp_sym_frame *f = &r.frames[k];
-      off += (size_t)snprintf(b + off, cap - off, " | %s / %s @ %s:%lld (start %lld) col %lld", f->name,
-                              f->system_name, f->file, (long long)f->line, (long long)f->start_line,
-                              (long long)f->column);
-    }
-    out[i] = b;
-  }
-  return out;
-}
-
-static void free_all(char **v, size_t n) {
-  for (size_t i = 0; i < n; i++) free(v[i]);
-  free(v);
+/* The results without any cache: what every run must reproduce. */
+static char **reference(const pcset *s) {
+  ptp_symbolizer *ref;
+  PT_ASSERT_INT_EQ(ptp_symbolizer_new(&ref), 0);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_set_cache_dir(ref, NULL), 0);
+  char **want = ptt_resolve_all(ref, s);
+  ptp_symbolizer_del(ref);
+  return want;
 }
 
 /* Removes the symbol cache's files (not the debug/ subdirectory): the next
@@ -189,11 +169,11 @@ static ptp_symbolizer_stats run_once(const char *dir, const pcset *s, char **wan
   ptp_symbolizer *sy;
   PT_ASSERT_INT_EQ(ptp_symbolizer_new(&sy), 0);
   PT_ASSERT_INT_EQ(ptp_symbolizer_set_cache_dir(sy, dir), 0);
-  char **got = resolve_all(sy, s);
+  char **got = ptt_resolve_all(sy, s);
   for (size_t i = 0; i < s->n; i++)
     PT_ASSERT_MSG(!strcmp(want[i], got[i]), "%s: pc %#llx differs:\n  without cache: %s\n  now:           %s",
                   what, (unsigned long long)s->pc[i], want[i], got[i]);
-  free_all(got, s->n);
+  ptt_free_results(got, s->n);
   (void)ptp_symbolizer_make_debug_copies(sy);
   ptp_symbolizer_stats st;
   ptp_symbolizer_get_stats(sy, &st);
@@ -217,11 +197,7 @@ static size_t count_tmp(const char *dir) {
 PT_TEST_T(prof_debugcache_copy_used_same_results, 180000) {
   dbgfile lc = libc_debug();
   pcset s = libc_pcs();
-  ptp_symbolizer *ref;
-  PT_ASSERT_INT_EQ(ptp_symbolizer_new(&ref), 0);
-  PT_ASSERT_INT_EQ(ptp_symbolizer_set_cache_dir(ref, NULL), 0);
-  char **want = resolve_all(ref, &s);
-  ptp_symbolizer_del(ref);
+  char **want = reference(&s);
 
   char *root = pt_tmpdir("debugcache-hit");
   char dir[600], ddir[700], cp[900];
@@ -251,7 +227,7 @@ PT_TEST_T(prof_debugcache_copy_used_same_results, 180000) {
   PT_ASSERT_UINT_EQ(st.debug_copies_rejected, 0);
 
   umask(old);
-  free_all(want, s.n);
+  ptt_free_results(want, s.n);
   free(s.pc);
   pt_rm_rf(root);
   free(root);
@@ -295,11 +271,7 @@ static void symlinked(const char *p) {
 PT_TEST_T(prof_debugcache_bad_copy_replaced, 240000) {
   dbgfile lc = libc_debug();
   pcset s = libc_pcs();
-  ptp_symbolizer *ref;
-  PT_ASSERT_INT_EQ(ptp_symbolizer_new(&ref), 0);
-  PT_ASSERT_INT_EQ(ptp_symbolizer_set_cache_dir(ref, NULL), 0);
-  char **want = resolve_all(ref, &s);
-  ptp_symbolizer_del(ref);
+  char **want = reference(&s);
   char *root = pt_tmpdir("debugcache-bad");
   char dir[600], ddir[700], cp[900];
   snprintf(dir, sizeof dir, "%s/sym", root);
@@ -311,7 +283,7 @@ PT_TEST_T(prof_debugcache_bad_copy_replaced, 240000) {
   broken_copy_case(dir, cp, &s, want, truncate_half, "truncated copy");
   broken_copy_case(dir, cp, &s, want, garbage, "garbage copy");
   broken_copy_case(dir, cp, &s, want, symlinked, "symlinked copy");
-  free_all(want, s.n);
+  ptt_free_results(want, s.n);
   free(s.pc);
   pt_rm_rf(root);
   free(root);
