@@ -91,7 +91,8 @@ int ptp_symbolizer_flush(ptp_symbolizer *s);
  * since the last call had to open (ptp_debugcache.h): a later process (or
  * a later miss in this one) then maps the copy instead of inflating ~30 MB.
  * Meant to run after a snapshot is written (it costs about what the miss
- * cost, once per build id). No-op without a cache directory. Returns 0 or
+ * cost, once per build id). No-op without a cache directory or with s NULL.
+ * Returns 0 or
  * the first error (the copies are best effort). */
 int ptp_symbolizer_make_debug_copies(ptp_symbolizer *s);
 

@@ -283,7 +283,7 @@ int ptp_symbolize_cache_debug_reset(ptp_symbolizer *s) {
 }
 
 int ptp_symbolizer_make_debug_copies(ptp_symbolizer *s) {
-  return s->dc ? ptp_debugcache_make_pending(s->dc) : 0;
+  return s && s->dc ? ptp_debugcache_make_pending(s->dc) : 0;
 }
 
 int ptp_symbolizer_set_cache_dir(ptp_symbolizer *s, const char *dir) {

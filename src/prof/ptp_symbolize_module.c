@@ -23,9 +23,13 @@
  *    CU per PC (dwarf_getscopes per PC costs ~4 ms here).
  *  - debug info is found only on this machine (ptp_symbolize.h): our own
  *    find_debuginfo callback never calls debuginfod.
- * Calls only libdw/libdwfl, ptp_strarena and ptp_symcache (saving a
- * module's cache file when the module is freed); nothing of the other two
- * symbolizer units.
+ *  - a separate debug file with compressed sections (libc6-dbg's) is
+ *    replaced by its uncompressed copy from ptp_debugcache.h when a valid
+ *    one exists (libdw then maps it instead of inflating ~30 MB), else a
+ *    copy is requested (made after the snapshot, ptprof.c).
+ * Calls only libdw/libdwfl, ptp_strarena, ptp_debugcache and ptp_symcache
+ * (saving a module's cache file when the module is freed); nothing of the
+ * other two symbolizer units.
  */
 #include "prof/ptp_symbolize_internal.h"
 
