@@ -4,7 +4,7 @@
  *
  * Why: Debian's debug files (libc6-dbg: /usr/lib/debug/.build-id/xx/y.debug)
  * have SHF_COMPRESSED .debug_* sections; libdw 0.188 inflates all of them at
- * dwarf_begin (~30 MB for libc, ~62 ms of CPU here) even to resolve one PC.
+ * dwarf_begin (libc: 4.2 MB on disk, 10.4 MB inflated, ~60 ms of CPU here) even to resolve one PC.
  * An uncompressed copy is mmapped by libdw, which then reads only the pages a
  * lookup touches.
  *

@@ -89,11 +89,11 @@ int ptp_symbolizer_flush(ptp_symbolizer *s);
 
 /* Writes the uncompressed copies of the compressed debug files that lookups
  * since the last call had to open (ptp_debugcache.h): a later process (or
- * a later miss in this one) then maps the copy instead of inflating ~30 MB.
+ * a later miss in this one) then maps the copy instead of inflating ~10 MB.
  * Meant to run after a snapshot is written (it costs about what the miss
  * cost, once per build id). No-op without a cache directory or with s NULL.
- * Returns 0 or
- * the first error (the copies are best effort). */
+ * Threads: as the other calls (one user at a time). Returns 0 or the first
+ * error (the copies are best effort). */
 int ptp_symbolizer_make_debug_copies(ptp_symbolizer *s);
 
 /* ---- the seam used by the pprof encoder (and tests) ---- */

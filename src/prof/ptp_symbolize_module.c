@@ -25,7 +25,7 @@
  *    find_debuginfo callback never calls debuginfod.
  *  - a separate debug file with compressed sections (libc6-dbg's) is
  *    replaced by its uncompressed copy from ptp_debugcache.h when a valid
- *    one exists (libdw then maps it instead of inflating ~30 MB), else a
+ *    one exists (libdw then maps it instead of inflating ~10 MB), else a
  *    copy is requested (made after the snapshot, ptprof.c).
  * Calls only libdw/libdwfl, ptp_strarena, ptp_debugcache and ptp_symcache
  * (saving a module's cache file when the module is freed); nothing of the
