@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 typedef struct dbgfile {
-  char path[512];
+  char path[1024];
   unsigned char id[64];
   int idlen;
 } dbgfile;
