@@ -10,8 +10,11 @@ differences to the unprofiled run of the same round, with a 95 % confidence
 interval (Student t), in ms, and the ratio of the means.
 
 A variant is NAME=LIB[:CACHE], CACHE being "off" (PTPROF_SYMCACHE=off),
-"cold" (a fresh empty symbol cache directory for every run) or "warm" (one
-directory kept across the rounds, filled by one untimed run first).
+"cold" (a fresh empty symbol cache directory for every run), "warm" (one
+directory kept across the rounds, filled by one untimed run first) or
+"miss" (one directory kept, but its *.sym files removed before every run:
+every PC misses the symbol cache, while what else the directory holds,
+the uncompressed debug-file copies in debug/, stays warm).
 
   symcost.py [--pairs N] [--hz HZ] VARIANT... -- PROGRAM ARGS... < stdin-file
   (stdin of the program: --stdin FILE)
@@ -81,8 +84,11 @@ def main():
             e["PTPROF_SYMCACHE"] = "off"
         elif cache == "cold":
             e["PTPROF_SYMCACHE"] = os.path.join(work, f"cold-{name}-{k}")
-        elif cache == "warm":
+        elif cache in ("warm", "miss"):
             e["PTPROF_SYMCACHE"] = os.path.join(work, f"warm-{name}")
+            if cache == "miss":
+                for f in glob.glob(os.path.join(e["PTPROF_SYMCACHE"], "*.sym")):
+                    os.unlink(f)
         return e
     for name, lib, cache in vs:     # warm-up: fill warm caches, page cache
         run(prog, env_for(name, lib, cache, "w"), a.stdin)

@@ -37,7 +37,18 @@
 #define SYM_VDSO_MAX (1u << 20) /* the vDSO image is a few pages */
 #define SYM_PC_CACHE_MAX (1u << 20) /* cached addresses before the cache restarts */
 
-void ptp_symbolizer_get_stats(const ptp_symbolizer *s, ptp_symbolizer_stats *out) { *out = s->st; }
+void ptp_symbolizer_get_stats(const ptp_symbolizer *s, ptp_symbolizer_stats *out) {
+  *out = s->st;
+  if (s->dc) {
+    ptp_debugcache_stats d;
+    ptp_debugcache_get_stats(s->dc, &d);
+    out->debug_copies_used = d.used;
+    out->debug_copies_rejected = d.rejected;
+    out->debug_copies_made = d.made;
+    out->debug_copy_errors = d.errors;
+    out->debug_copies_removed = d.removed;
+  }
+}
 
 static int find_mapping(const ptp_symbolizer *s, uint64_t addr) {
   size_t lo = 0, hi = s->nmaps;
@@ -99,7 +110,9 @@ int ptp_symbolizer_lookup(ptp_symbolizer *s, uint64_t addr, ptp_sym_result *out)
         }
     } else {
       if (!m->loaded) {
+        m->dc = s->dc;   /* borrowed for sym_find_debuginfo during the load */
         ptp_symbolize_module_load(m);
+        m->dc = NULL;
         s->st.modules_opened++;
         update_flags(s, modi);
       }
@@ -395,8 +408,11 @@ int ptp_symbolizer_new(ptp_symbolizer **out) {
   /* The persistent cache: only a path here; directories and files are
    * touched at the first lookup/flush (no eager symbol work at start). */
   s->fill_budget = SYM_FILL_BUDGET;
+  s->dc_max = PTP_DEBUGCACHE_MAX;
   char dir[PATH_MAX];
-  if (ptp_symcache_default_dir(dir, sizeof dir) == 0 && !(s->cache_dir = strdup(dir))) {
+  if ((ptp_symcache_default_dir(dir, sizeof dir) == 0 && !(s->cache_dir = strdup(dir))) ||
+      ptp_symbolize_cache_debug_reset(s) != 0) {
+    free(s->cache_dir);
     free(s);
     return -ENOMEM;
   }
@@ -420,6 +436,7 @@ void ptp_symbolizer_del(ptp_symbolizer *s) {
   free(s->by_start);
   free(s->exe_path);
   free(s->cache_dir);
+  ptp_debugcache_del(s->dc);
   ptp_u64map_free(&s->pc);
   free(s->ents);
   free(s->frames);

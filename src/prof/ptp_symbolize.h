@@ -11,6 +11,11 @@
  * file, in .debug/ or below /usr/lib/debug): our own find_debuginfo callback
  * never calls debuginfod, whatever DEBUGINFOD_URLS says.
  *
+ * Debug-file copies (ptp_debugcache.h): a compressed debug file that had to
+ * be opened gets an uncompressed copy in <cache dir>/debug (bounded,
+ * PTP_DEBUGCACHE_MAX), made by ptp_symbolizer_make_debug_copies; later
+ * lookups open the copy, which libdw maps instead of inflating.
+ *
  * Persistent cache (ptp_symcache.h): results are also kept on disk per build
  * id (default $XDG_CACHE_HOME/ptprof/symbols, see ptp_symcache_default_dir;
  * PTPROF_SYMCACHE=off disables it), a whole compile unit at a time, so a
@@ -60,6 +65,11 @@ typedef struct ptp_symbolizer_stats {
   uint64_t cache_files_rejected;/* invalid ones ignored (rebuilt at save) */
   uint64_t cache_saves, cache_save_errors;
   uint64_t cache_dir_refused;   /* 1: the directory was unusable (not ours...) */
+  /* uncompressed debug-file copies (ptp_debugcache.h, <cache dir>/debug) */
+  uint64_t debug_copies_used;   /* opened instead of a compressed debug file */
+  uint64_t debug_copies_rejected; /* bad copies found (removed, re-made) */
+  uint64_t debug_copies_made, debug_copy_errors;
+  uint64_t debug_copies_removed;/* by the size bound */
 } ptp_symbolizer_stats;
 
 void ptp_symbolizer_get_stats(const ptp_symbolizer *s, ptp_symbolizer_stats *out);
@@ -76,6 +86,15 @@ const char *ptp_symbolizer_cache_dir(const ptp_symbolizer *s);
  * or the first save error (the others are still tried; results stay in
  * memory and are retried at the next flush). */
 int ptp_symbolizer_flush(ptp_symbolizer *s);
+
+/* Writes the uncompressed copies of the compressed debug files that lookups
+ * since the last call had to open (ptp_debugcache.h): a later process (or
+ * a later miss in this one) then maps the copy instead of inflating ~10 MB.
+ * Meant to run after a snapshot is written (it costs about what the miss
+ * cost, once per build id). No-op without a cache directory or with s NULL.
+ * Threads: as the other calls (one user at a time). Returns 0 or the first
+ * error (the copies are best effort). */
+int ptp_symbolizer_make_debug_copies(ptp_symbolizer *s);
 
 /* ---- the seam used by the pprof encoder (and tests) ---- */
 

@@ -15,6 +15,7 @@
 #include "prof/ptp_symbolize_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@ void ptp_symbolize_cache_open(ptp_symbolizer *s, sym_module *m) {
       s->st.cache_dir_refused = 1;
       free(s->cache_dir);
       s->cache_dir = NULL;
+      (void)ptp_symbolize_cache_debug_reset(s);
       return;
     }
   }
@@ -266,6 +268,24 @@ int ptp_symbolizer_flush(ptp_symbolizer *s) {
   return first_err;
 }
 
+int ptp_symbolize_cache_debug_reset(ptp_symbolizer *s) {
+  ptp_debugcache_del(s->dc);
+  s->dc = NULL;
+  for (size_t i = 0; i < s->nmods; i++) s->mods[i]->dc = NULL;
+  if (!s->cache_dir) return 0;
+  size_t n = strlen(s->cache_dir) + sizeof "/debug";
+  char *d = malloc(n);
+  if (!d) return -ENOMEM;
+  snprintf(d, n, "%s/debug", s->cache_dir);
+  int r = ptp_debugcache_new(&s->dc, d, s->dc_max);
+  free(d);
+  return r;
+}
+
+int ptp_symbolizer_make_debug_copies(ptp_symbolizer *s) {
+  return s && s->dc ? ptp_debugcache_make_pending(s->dc) : 0;
+}
+
 int ptp_symbolizer_set_cache_dir(ptp_symbolizer *s, const char *dir) {
   (void)ptp_symbolizer_flush(s);
   for (size_t i = 0; i < s->nmods; i++) {
@@ -277,12 +297,15 @@ int ptp_symbolizer_set_cache_dir(ptp_symbolizer *s, const char *dir) {
   s->cache_dir = NULL;
   /* results already in the PC cache were made with the old setting: fine,
    * they are the same names; only persistence changes */
-  if (!dir) return 0;
+  if (!dir) return ptp_symbolize_cache_debug_reset(s);
   int r = ptp_symcache_prepare_dir(dir);
-  if (r) return r;
+  if (r) {
+    (void)ptp_symbolize_cache_debug_reset(s);
+    return r;
+  }
   if (!(s->cache_dir = strdup(dir))) return -ENOMEM;
   s->cache_dir_checked = true;
-  return 0;
+  return ptp_symbolize_cache_debug_reset(s);
 }
 
 const char *ptp_symbolizer_cache_dir(const ptp_symbolizer *s) { return s->cache_dir; }

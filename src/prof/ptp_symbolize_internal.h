@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "prof/ptp_debugcache.h"
 #include "prof/ptp_strarena.h"
 #include "prof/ptp_sym_map.h"
 #include "prof/ptp_symbolize.h"
@@ -96,6 +97,7 @@ typedef struct sym_module {
   ptp_strarena strs;   /* copies of version-stripped names */
   bool seen;           /* refresh mark */
   char *debug_path;    /* separate debug file found by sym_find_debuginfo */
+  ptp_debugcache *dc;  /* borrowed from the symbolizer while loading, or NULL */
   ptp_symcache *cache; /* persistent results for this build id, or NULL */
   bool cache_tried;
   bool syms_cached;    /* no DWARF: the symbol table went to the cache */
@@ -129,6 +131,8 @@ struct ptp_symbolizer {
   bool cache_dir_checked;  /* ptp_symcache_prepare_dir ran (first use) */
   size_t fill_budget;      /* CU pieces still to resolve for the cache in
                               this profile (reset by flush) */
+  ptp_debugcache *dc;      /* uncompressed debug-file copies, NULL = off */
+  uint64_t dc_max;         /* their size bound */
   ptp_symbolizer_stats st;
 };
 
@@ -151,6 +155,10 @@ int ptp_symbolize_module_resolve(ptp_symbolizer *s, sym_module *m, uint64_t pc);
 int ptp_symbolize_push_frame(ptp_symbolizer *s, const ptp_sym_frame *f);
 
 /* ---- ptp_symbolize_cache.c ---- */
+
+/* (Re)creates s->dc for s->cache_dir (NULL when the cache is off), with
+ * the bound s->dc_max; modules being loaded borrow it. 0 or -ENOMEM. */
+int ptp_symbolize_cache_debug_reset(ptp_symbolizer *s);
 
 /* Opens m's persistent cache (once: sets m->cache_tried); with no usable
  * directory or build id m->cache stays NULL. A module not yet loaded takes

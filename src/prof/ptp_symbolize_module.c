@@ -23,9 +23,13 @@
  *    CU per PC (dwarf_getscopes per PC costs ~4 ms here).
  *  - debug info is found only on this machine (ptp_symbolize.h): our own
  *    find_debuginfo callback never calls debuginfod.
- * Calls only libdw/libdwfl, ptp_strarena and ptp_symcache (saving a
- * module's cache file when the module is freed); nothing of the other two
- * symbolizer units.
+ *  - a separate debug file with compressed sections (libc6-dbg's) is
+ *    replaced by its uncompressed copy from ptp_debugcache.h when a valid
+ *    one exists (libdw then maps it instead of inflating ~10 MB), else a
+ *    copy is requested (made after the snapshot, ptprof.c).
+ * Calls only libdw/libdwfl, ptp_strarena, ptp_debugcache and ptp_symcache
+ * (saving a module's cache file when the module is freed); nothing of the
+ * other two symbolizer units.
  */
 #include "prof/ptp_symbolize_internal.h"
 
@@ -79,8 +83,28 @@ static int elf_build_id_matches(int fd, const unsigned char *want, int wantlen) 
   return ok;
 }
 
+/* A debug file with compressed sections (libc6-dbg's) costs libdw a full
+ * inflate at dwarf_begin: hand out the uncompressed copy of ptp_debugcache
+ * instead when there is a valid one, else ask for one (made after the
+ * snapshot by ptp_symbolizer_make_debug_copies). Either way the result is
+ * the same DWARF. Returns the fd to use (fd itself, or the copy's). */
+static int use_debug_copy(ptp_debugcache *dc, int fd, const char *path, const unsigned char *id,
+                          int idlen, char **name_out) {
+  if (!dc || idlen < 2 || !ptp_debugcache_compressed(fd)) return fd;
+  char *cname = NULL;
+  int cfd = ptp_debugcache_open(dc, id, idlen, &cname);
+  if (cfd >= 0) {
+    free(*name_out);
+    *name_out = cname;
+    close(fd);
+    return cfd;
+  }
+  (void)ptp_debugcache_want(dc, path, id, idlen);
+  return fd;
+}
+
 static int try_open_debug(const char *path, const unsigned char *id, int idlen,
-                          const char *self, char **name_out) {
+                          const char *self, ptp_debugcache *dc, char **name_out) {
   if (self && strcmp(path, self) == 0) return -1;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -91,8 +115,11 @@ static int try_open_debug(const char *path, const unsigned char *id, int idlen,
     close(fd);
     return -1;
   }
-  *name_out = strdup(path);
-  return fd;
+  if (!(*name_out = strdup(path))) {
+    close(fd);
+    return -1;
+  }
+  return use_debug_copy(dc, fd, path, id, idlen, name_out);
 }
 
 static void build_id_path(char *path, size_t cap, const unsigned char *id, int idlen) {
@@ -147,15 +174,15 @@ static int find_altfile(sym_module *m, const char *altname, char **out) {
   if (read_altlink(src, name, sizeof name, id, &idlen) != 0 || strcmp(name, altname) != 0) return -2;
   if (idlen > 1) {
     build_id_path(path, sizeof path, id, idlen);
-    int fd = try_open_debug(path, id, idlen, src, out);
+    int fd = try_open_debug(path, id, idlen, src, m->dc, out);
     if (fd >= 0) return fd;
   }
-  if (altname[0] == '/') return try_open_debug(altname, id, idlen, src, out);
+  if (altname[0] == '/') return try_open_debug(altname, id, idlen, src, m->dc, out);
   snprintf(path, sizeof path, "%s", src);
   char *slash = strrchr(path, '/');
   if (!slash) return -1;
   snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "%s", altname);
-  return try_open_debug(path, id, idlen, src, out);
+  return try_open_debug(path, id, idlen, src, m->dc, out);
 }
 
 /* Dwfl_Callbacks.find_debuginfo: local paths only. libdwfl calls this when
@@ -179,7 +206,7 @@ static int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *mod
   char path[4096];
   if (idlen > 1) {
     build_id_path(path, sizeof path, id, idlen);
-    int fd = try_open_debug(path, id, idlen, file_name, debuginfo_file_name);
+    int fd = try_open_debug(path, id, idlen, file_name, m ? m->dc : NULL, debuginfo_file_name);
     if (fd >= 0) {
       if (m && !m->debug_path) m->debug_path = strdup(path);
       return fd;
@@ -195,7 +222,7 @@ static int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *mod
     const char *fmts[] = {"%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s"};
     for (size_t k = 0; k < sizeof fmts / sizeof *fmts; k++) {
       snprintf(path, sizeof path, fmts[k], dir, debuglink_file);
-      int fd = try_open_debug(path, id, idlen > 0 ? idlen : 0, where, debuginfo_file_name);
+      int fd = try_open_debug(path, id, idlen > 0 ? idlen : 0, where, m ? m->dc : NULL, debuginfo_file_name);
       if (fd >= 0) {
         if (m && !m->debug_path) m->debug_path = strdup(path);
         return fd;

@@ -426,11 +426,12 @@ static int write_all(int fd, const void *p, size_t n) {
   return 0;
 }
 
-/* Removes the oldest cache files while the directory holds more than the
- * bound, and temp files older than SC_TMP_AGE_S. Best effort. */
-static void sc_bound_dir(const char *dir, const char *keep_name) {
+size_t ptp_symcache_bound_dir(const char *dir, const char *suffix, uint64_t max,
+                              const char *keep_name) {
+  size_t removed = 0;
+  size_t suflen = strlen(suffix);
   DIR *d = opendir(dir);
-  if (!d) return;
+  if (!d) return 0;
   typedef struct ent { char name[NAME_MAX + 1]; int64_t mt; uint64_t size; } ent;
   ent *v = NULL;
   size_t n = 0, cap = 0;
@@ -448,7 +449,7 @@ static void sc_bound_dir(const char *dir, const char *keep_name) {
         unlinkat(dfd, nm, 0);
       continue;
     }
-    if (l <= strlen(SC_SUFFIX) || strcmp(nm + l - strlen(SC_SUFFIX), SC_SUFFIX) != 0) continue;
+    if (l <= suflen || strcmp(nm + l - suflen, suffix) != 0) continue;
     if (fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
     total += (uint64_t)st.st_size;
     if (sc_reserve((void **)&v, &cap, n + 1, sizeof *v)) break;
@@ -457,18 +458,19 @@ static void sc_bound_dir(const char *dir, const char *keep_name) {
     v[n].size = (uint64_t)st.st_size;
     n++;
   }
-  while (total > PTP_SYMCACHE_DIR_MAX) {
+  while (total > max) {
     size_t oldest = n;
     for (size_t i = 0; i < n; i++)
-      if (v[i].size && strcmp(v[i].name, keep_name) != 0 && (oldest == n || v[i].mt < v[oldest].mt))
+      if (v[i].size && (!keep_name || strcmp(v[i].name, keep_name) != 0) && (oldest == n || v[i].mt < v[oldest].mt))
         oldest = i;
     if (oldest == n) break;
-    unlinkat(dfd, v[oldest].name, 0);
+    if (unlinkat(dfd, v[oldest].name, 0) == 0) removed++;
     total -= v[oldest].size;
     v[oldest].size = 0;
   }
   free(v);
   closedir(d);
+  return removed;
 }
 
 int ptp_symcache_save(ptp_symcache *c) {
@@ -574,7 +576,7 @@ int ptp_symcache_save(ptp_symcache *c) {
   if (renameat(dfd, tmp, dfd, name) != 0) { r = -errno; goto fail_tmp; }
   (void)fsync(dfd);
   close(dfd);
-  sc_bound_dir(c->dir, name);
+  (void)ptp_symcache_bound_dir(c->dir, SC_SUFFIX, PTP_SYMCACHE_DIR_MAX, name);
   c->dirty = false;
   free(iv);
   free(fr);

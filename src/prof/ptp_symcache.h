@@ -73,6 +73,14 @@ int ptp_symcache_default_dir(char *buf, size_t cap);
  * Returns 0, -EPERM (not ours / writable by others) or the errno of mkdir. */
 int ptp_symcache_prepare_dir(const char *dir);
 
+/* Bounds a cache directory (the symbol cache's, and the debug-file copies'
+ * of ptp_debugcache.h): removes the oldest (mtime) regular files named
+ * *suffix while they total more than max bytes, never keep_name (NULL:
+ * none), and temp files (".*.tmp") older than an hour. Never follows a
+ * symlink. Best effort; returns how many *suffix files it removed. */
+size_t ptp_symcache_bound_dir(const char *dir, const char *suffix, uint64_t max,
+                              const char *keep_name);
+
 /* Opens the cache of the object with this build id (lowercase hex, 2..128
  * chars) in dir (copied), reading the file if there is a valid one. A
  * missing or invalid file is not an error: the cache starts empty.

@@ -519,6 +519,8 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   atomic_store(&p->st_last_blind, p->blind_ns);
   pthread_mutex_unlock(&p->agg_mu);
   atomic_store(&sh->dumping, 0);
+  /* snapshot on disk, sampling resumed: the debug-file copies it asked for */
+  if (rc == 0) (void)ptp_symbolizer_make_debug_copies(p->sym);
   return rc;
 }
 

@@ -16,6 +16,7 @@
 #include "pt_test.h"
 #include "prof/ptp_symbolize.h"
 #include "prof/ptp_symcache.h"
+#include "sym_results.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -53,14 +54,6 @@ __attribute__((noinline, noclone)) static unsigned sc_host_b(unsigned x) {
   return r ^ sc_leaf(r);
 }
 
-typedef struct pcset { uint64_t *pc; size_t n; } pcset;
-
-static void pcs_add_range(pcset *s, const void *fn, size_t len) {
-  s->pc = realloc(s->pc, (s->n + len) * sizeof *s->pc);
-  PT_ASSERT(s->pc);
-  for (size_t i = 0; i < len; i++) s->pc[s->n++] = (uint64_t)(uintptr_t)fn + i;
-}
-
 static void *libc_sym(const char *name) {
   void *h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
   PT_ASSERT(h);
@@ -71,8 +64,8 @@ static void *libc_sym(const char *name) {
 
 static pcset main_pcs_a(void) {
   pcset s = {0};
-  pcs_add_range(&s, (const void *)sc_host_a, 160);
-  pcs_add_range(&s, (const void *)sc_leaf, 32);
+  ptt_pcs_add_range(&s, (const void *)sc_host_a, 160);
+  ptt_pcs_add_range(&s, (const void *)sc_leaf, 32);
   return s;
 }
 
@@ -80,35 +73,8 @@ static pcset libc_pcs(int which) {
   static const char *a[] = {"malloc", "free", "qsort", NULL};
   static const char *b[] = {"snprintf", "strtol", "fopen", NULL};
   pcset s = {0};
-  for (const char **n = which ? b : a; *n; n++) pcs_add_range(&s, libc_sym(*n), 400);
+  for (const char **n = which ? b : a; *n; n++) ptt_pcs_add_range(&s, libc_sym(*n), 400);
   return s;
-}
-
-/* The frames of every pc, as one string per pc (every field). */
-static char **resolve_all(ptp_symbolizer *sy, const pcset *s) {
-  char **out = calloc(s->n, sizeof *out);
-  PT_ASSERT(out);
-  for (size_t i = 0; i < s->n; i++) {
-    ptp_sym_result r;
-    PT_ASSERT_INT_EQ(ptp_symbolizer_lookup(sy, s->pc[i], &r), 0);
-    size_t cap = 256 + r.nframes * 1024, off = 0;
-    char *b = malloc(cap);
-    PT_ASSERT(b);
-    off += (size_t)snprintf(b + off, cap - off, "map=%d n=%u", r.mapping, r.nframes);
-    for (uint32_t k = 0; k < r.nframes && off < cap; k++) {
-      const ptp_sym_frame *f = &r.frames[k];
-      off += (size_t)snprintf(b + off, cap - off, " | %s / %s @ %s:%lld (start %lld) col %lld", f->name,
-                              f->system_name, f->file, (long long)f->line, (long long)f->start_line,
-                              (long long)f->column);
-    }
-    out[i] = b;
-  }
-  return out;
-}
-
-static void free_all(char **v, size_t n) {
-  for (size_t i = 0; i < n; i++) free(v[i]);
-  free(v);
 }
 
 static void assert_same(char **want, char **got, const pcset *s, const char *what) {
@@ -150,19 +116,19 @@ PT_TEST_T(prof_symcache_hit_miss_same_results, 120000) {
   PT_ASSERT(sc_host_a(3) && sc_host_b(3));
 
   ptp_symbolizer *plain = sym_with(NULL);
-  char **want_a = resolve_all(plain, &a), **want_l = resolve_all(plain, &l);
+  char **want_a = ptt_resolve_all(plain, &a), **want_l = ptt_resolve_all(plain, &l);
   ptp_symbolizer_stats st;
   ptp_symbolizer_get_stats(plain, &st);
   PT_ASSERT_UINT_EQ(st.cache_hits, 0);
 
   /* cold: misses fill the cache; results unchanged */
   ptp_symbolizer *cold = sym_with(dir);
-  char **got = resolve_all(cold, &a);
+  char **got = ptt_resolve_all(cold, &a);
   assert_same(want_a, got, &a, "cold, main");
-  free_all(got, a.n);
-  got = resolve_all(cold, &l);
+  ptt_free_results(got, a.n);
+  got = ptt_resolve_all(cold, &l);
   assert_same(want_l, got, &l, "cold, libc");
-  free_all(got, l.n);
+  ptt_free_results(got, l.n);
   ptp_symbolizer_get_stats(cold, &st);
   PT_ASSERT(st.resolved > 0 && st.modules_opened >= 2);
   PT_ASSERT_INT_EQ(ptp_symbolizer_flush(cold), 0);
@@ -176,12 +142,12 @@ PT_TEST_T(prof_symcache_hit_miss_same_results, 120000) {
 
   /* warm: all hits, nothing opened, same results */
   ptp_symbolizer *warm = sym_with(dir);
-  got = resolve_all(warm, &a);
+  got = ptt_resolve_all(warm, &a);
   assert_same(want_a, got, &a, "warm, main");
-  free_all(got, a.n);
-  got = resolve_all(warm, &l);
+  ptt_free_results(got, a.n);
+  got = ptt_resolve_all(warm, &l);
   assert_same(want_l, got, &l, "warm, libc");
-  free_all(got, l.n);
+  ptt_free_results(got, l.n);
   ptp_symbolizer_get_stats(warm, &st);
   PT_ASSERT_UINT_EQ(st.modules_opened, 0);
   PT_ASSERT_UINT_EQ(st.cache_hits, st.lookups);
@@ -191,22 +157,22 @@ PT_TEST_T(prof_symcache_hit_miss_same_results, 120000) {
   PT_ASSERT(mm->has_functions && mm->has_filenames && mm->has_line_numbers && mm->has_inline_frames);
   /* PCs never looked up, in a compile unit seen before: hits as well */
   pcset b = {0};
-  pcs_add_range(&b, (const void *)sc_host_b, 96);
-  char **want_b = resolve_all(plain, &b);
+  ptt_pcs_add_range(&b, (const void *)sc_host_b, 96);
+  char **want_b = ptt_resolve_all(plain, &b);
   ptp_symbolizer_stats st0;
   ptp_symbolizer_get_stats(warm, &st0);
-  got = resolve_all(warm, &b);
+  got = ptt_resolve_all(warm, &b);
   assert_same(want_b, got, &b, "warm, same CU, new PCs");
-  free_all(got, b.n);
+  ptt_free_results(got, b.n);
   ptp_symbolizer_get_stats(warm, &st);
   PT_ASSERT_UINT_EQ(st.modules_opened, 0);
   PT_ASSERT(st.lookups > st0.lookups);   /* some of b lie past sc_host_a's 160 bytes */
   PT_ASSERT_UINT_EQ(st.cache_hits - st0.cache_hits, st.lookups - st0.lookups);
   ptp_symbolizer_del(warm);
 
-  free_all(want_a, a.n);
-  free_all(want_l, l.n);
-  free_all(want_b, b.n);
+  ptt_free_results(want_a, a.n);
+  ptt_free_results(want_l, l.n);
+  ptt_free_results(want_b, b.n);
   ptp_symbolizer_del(plain);
   free(a.pc);
   free(l.pc);
@@ -220,9 +186,9 @@ static void corrupt_and_check(const char *dir, const pcset *a, char **want, cons
                               void (*damage)(const char *path), const char *what) {
   damage(fmain);
   ptp_symbolizer *s = sym_with(dir);
-  char **got = resolve_all(s, a);
+  char **got = ptt_resolve_all(s, a);
   assert_same(want, got, a, what);
-  free_all(got, a->n);
+  ptt_free_results(got, a->n);
   ptp_symbolizer_stats st;
   ptp_symbolizer_get_stats(s, &st);
   PT_ASSERT_MSG(st.cache_files_rejected == 1, "%s: %llu files rejected", what,
@@ -232,9 +198,9 @@ static void corrupt_and_check(const char *dir, const pcset *a, char **want, cons
   ptp_symbolizer_del(s);
   /* rebuilt: the next process loads it and opens nothing */
   s = sym_with(dir);
-  got = resolve_all(s, a);
+  got = ptt_resolve_all(s, a);
   assert_same(want, got, a, what);
-  free_all(got, a->n);
+  ptt_free_results(got, a->n);
   ptp_symbolizer_get_stats(s, &st);
   PT_ASSERT_UINT_EQ(st.cache_files_rejected, 0);
   PT_ASSERT_UINT_EQ(st.modules_opened, 0);
@@ -262,16 +228,16 @@ PT_TEST_T(prof_symcache_corrupt_file_rebuilt, 120000) {
   char *root = pt_tmpdir("symcache-bad");
   pcset a = main_pcs_a();
   ptp_symbolizer *plain = sym_with(NULL);
-  char **want = resolve_all(plain, &a);
+  char **want = ptt_resolve_all(plain, &a);
   ptp_symbolizer *s = sym_with(root);
-  free_all(resolve_all(s, &a), a.n);
+  ptt_free_results(ptt_resolve_all(s, &a), a.n);
   PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
   char *fmain = cache_file_of(s, root, a.pc[0]);
   ptp_symbolizer_del(s);
   corrupt_and_check(root, &a, want, fmain, flip_middle, "one flipped byte");
   corrupt_and_check(root, &a, want, fmain, truncate_half, "truncated");
   corrupt_and_check(root, &a, want, fmain, garbage, "garbage");
-  free_all(want, a.n);
+  ptt_free_results(want, a.n);
   ptp_symbolizer_del(plain);
   free(a.pc);
   free(fmain);
@@ -332,7 +298,7 @@ PT_TEST_T(prof_symcache_two_writers, 180000) {
   char *root = pt_tmpdir("symcache-two");
   pcset sets[2] = {libc_pcs(0), libc_pcs(1)};
   ptp_symbolizer *plain = sym_with(NULL);
-  char **want[2] = {resolve_all(plain, &sets[0]), resolve_all(plain, &sets[1])};
+  char **want[2] = {ptt_resolve_all(plain, &sets[0]), ptt_resolve_all(plain, &sets[1])};
   pid_t kids[2];
   for (int k = 0; k < 2; k++) {
     kids[k] = fork();
@@ -361,9 +327,9 @@ PT_TEST_T(prof_symcache_two_writers, 180000) {
   PT_ASSERT_UINT_EQ(count_tmp(root), 0);
   ptp_symbolizer *s = sym_with(root);
   for (int k = 0; k < 2; k++) {
-    char **got = resolve_all(s, &sets[k]);
+    char **got = ptt_resolve_all(s, &sets[k]);
     assert_same(want[k], got, &sets[k], "after two writers");
-    free_all(got, sets[k].n);
+    ptt_free_results(got, sets[k].n);
   }
   ptp_symbolizer_stats st;
   ptp_symbolizer_get_stats(s, &st);
@@ -372,7 +338,7 @@ PT_TEST_T(prof_symcache_two_writers, 180000) {
   PT_ASSERT(st.cache_hits > 0);
   ptp_symbolizer_del(s);
   for (int k = 0; k < 2; k++) {
-    free_all(want[k], sets[k].n);
+    ptt_free_results(want[k], sets[k].n);
     free(sets[k].pc);
   }
   ptp_symbolizer_del(plain);
