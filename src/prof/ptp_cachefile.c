@@ -1,6 +1,7 @@
 /*
- * ptp_cachefile.c - atomic cache-file writes and cache-directory bounds (see
- * ptp_cachefile.h). Used by the unwind-table cache (ptp_cficache.c).
+ * ptp_cachefile.c - cache-directory checks, atomic cache-file writes and
+ * cache-directory bounds (see ptp_cachefile.h). Used by the symbol cache,
+ * the unwind-table cache and the debug-file copies.
  *
  * Threads: a temp-name counter (atomic) only. Not for signal handlers.
  */
@@ -17,6 +18,17 @@
 #include <unistd.h>
 
 #include "prof/ptp_cachefile.h"
+#include "prof/ptp_store.h"
+
+int ptp_cachefile_prepare_dir(const char *dir) {
+  int r = ptp_mkdir_p(dir);
+  if (r < 0) return r;
+  struct stat st;
+  if (lstat(dir, &st) != 0) return -errno;
+  if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
+  if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) return -EPERM;
+  return 0;
+}
 
 static int write_all(int fd, const void *p, size_t n) {
   const unsigned char *b = p;
@@ -30,7 +42,8 @@ static int write_all(int fd, const void *p, size_t n) {
   return 0;
 }
 
-int ptp_cachefile_write(const char *dir, const char *name, const void *buf, size_t len) {
+int ptp_cachefile_write_with(const char *dir, const char *name, ptp_cachefile_fill_fn fill,
+                             void *arg) {
   if (!name[0] || strchr(name, '/') || strlen(name) > NAME_MAX - 32) return -EINVAL;
   int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (dfd < 0) return -errno;
@@ -39,15 +52,14 @@ int ptp_cachefile_write(const char *dir, const char *name, const void *buf, size
   int r = 0, fd = -1;
   for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
     snprintf(tmp, sizeof tmp, ".%s.%d.%u.tmp", name, (int)getpid(), (unsigned)seq++);
-    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0) { r = -errno; goto fail_dfd; }
   /* 0600 whatever the umask (it can only remove bits, but say it). */
-  if (fchmod(fd, 0600) != 0 || (r = write_all(fd, buf, len)) != 0 || fsync(fd) != 0) {
-    if (!r) r = -errno;
-    goto fail_tmp;
-  }
+  if (fchmod(fd, 0600) != 0) { r = -errno; goto fail_tmp; }
+  if ((r = fill(fd, arg)) != 0) goto fail_tmp;
+  if (fsync(fd) != 0) { r = -errno; goto fail_tmp; }
   if (close(fd) != 0) { fd = -1; r = -errno; goto fail_tmp; }
   fd = -1;
   if (renameat(dfd, tmp, dfd, name) != 0) { r = -errno; goto fail_tmp; }
@@ -63,12 +75,32 @@ fail_dfd:
   return r;
 }
 
+typedef struct iov_arg { const struct iovec *iov; int n; } iov_arg;
+
+static int fill_iov(int fd, void *arg) {
+  const iov_arg *a = arg;
+  int r = 0;
+  for (int i = 0; i < a->n && !r; i++) r = write_all(fd, a->iov[i].iov_base, a->iov[i].iov_len);
+  return r;
+}
+
+int ptp_cachefile_writev(const char *dir, const char *name, const struct iovec *iov, int n) {
+  iov_arg a = { iov, n };
+  return ptp_cachefile_write_with(dir, name, fill_iov, &a);
+}
+
+int ptp_cachefile_write(const char *dir, const char *name, const void *buf, size_t len) {
+  struct iovec v = { (void *)buf, len };
+  return ptp_cachefile_writev(dir, name, &v, 1);
+}
+
 typedef struct ent { char name[NAME_MAX + 1]; int64_t mt; uint64_t size; } ent;
 
-void ptp_cachefile_bound(const char *dir, const char *suffix, uint64_t max_bytes,
-                         const char *keep, int tmp_age_s) {
+size_t ptp_cachefile_bound(const char *dir, const char *suffix, uint64_t max_bytes,
+                           const char *keep, int tmp_age_s) {
+  size_t removed = 0;
   DIR *d = opendir(dir);
-  if (!d) return;
+  if (!d) return 0;
   int dfd = dirfd(d);
   ent *v = NULL;
   size_t n = 0, cap = 0, sl = strlen(suffix);
@@ -102,13 +134,15 @@ void ptp_cachefile_bound(const char *dir, const char *suffix, uint64_t max_bytes
   while (total > max_bytes) {
     size_t oldest = n;
     for (size_t i = 0; i < n; i++)
-      if (v[i].size && strcmp(v[i].name, keep) != 0 && (oldest == n || v[i].mt < v[oldest].mt))
+      if (v[i].size && (!keep || strcmp(v[i].name, keep) != 0) &&
+          (oldest == n || v[i].mt < v[oldest].mt))
         oldest = i;
     if (oldest == n) break;
-    unlinkat(dfd, v[oldest].name, 0);
+    if (unlinkat(dfd, v[oldest].name, 0) == 0) removed++;
     total -= v[oldest].size;
     v[oldest].size = 0;
   }
   free(v);
   closedir(d);
+  return removed;
 }

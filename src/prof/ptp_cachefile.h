@@ -1,8 +1,10 @@
 /*
- * ptp_cachefile.h - file helpers for the library's persistent caches (the
- * unwind-table cache uses them; written so that the symbol cache, whose own
- * copies predate this file, can use them too): an atomic whole-file write
- * and a size bound on a cache directory.
+ * ptp_cachefile.h - file helpers shared by the library's persistent caches
+ * (the symbol cache ptp_symcache.c, the unwind-table cache ptp_cficache.c,
+ * the debug-file copies ptp_debugcache.c): the safety check of a cache
+ * directory, an atomic whole-file write, and a size bound on a directory.
+ * One copy of each, so the three caches cannot drift apart on what "safe"
+ * and "atomic" mean.
  *
  * Threads: no state but a temp-name counter (atomic); any thread. Never from
  * a signal handler (I/O). Errors: 0 or negative errno values.
@@ -12,20 +14,42 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
-/* Writes buf as dir/name atomically: a unique temp file ".name.PID.N.tmp"
- * (O_EXCL, O_NOFOLLOW, 0600 whatever the umask), fsync, rename over name,
- * fsync of the directory. Readers see the old file or the new one whole;
- * of concurrent writers the last rename wins. dir must exist (the caller
- * checked it is safe to use). Returns 0 or the errno of the failing step
- * (the temp file is removed; an older file stays). */
+/* Creates the directory (mkdir -p, new components 0700 whatever the umask)
+ * and checks it is safe to use: a real directory (no symlink at the last
+ * component), owned by the effective uid, not group- or world-writable (a
+ * directory others may write into could hold planted files: names in
+ * profiles would lie). Returns 0, -ENOTDIR, -EPERM (not ours / writable by
+ * others) or the errno of mkdir. */
+int ptp_cachefile_prepare_dir(const char *dir);
+
+/* Fills the temp file fd (open O_RDWR, empty, 0600) with the file's bytes;
+ * returns 0 or a negative errno value. */
+typedef int (*ptp_cachefile_fill_fn)(int fd, void *arg);
+
+/* Writes dir/name atomically: a unique temp file ".name.PID.N.tmp" in dir
+ * (O_EXCL, O_NOFOLLOW, 0600 whatever the umask) filled by fill, fsync,
+ * rename over name, fsync of the directory. Readers see the old file or the
+ * new one whole; of concurrent writers the last rename wins, and both
+ * leave a complete file. dir must exist (ptp_cachefile_prepare_dir). name
+ * must not contain '/'. Returns 0, -EINVAL (bad name), fill's error or the
+ * errno of the failing step (the temp file is removed; an older file
+ * stays). */
+int ptp_cachefile_write_with(const char *dir, const char *name, ptp_cachefile_fill_fn fill,
+                             void *arg);
+
+/* ptp_cachefile_write_with for bytes in memory: the n pieces of iov, in
+ * order (ptp_cachefile_write: one buffer). */
+int ptp_cachefile_writev(const char *dir, const char *name, const struct iovec *iov, int n);
 int ptp_cachefile_write(const char *dir, const char *name, const void *buf, size_t len);
 
 /* Best effort: removes temp files (".*.tmp") older than tmp_age_s seconds,
- * then the oldest regular files ending in suffix (by mtime, never keep)
- * while those total more than max_bytes. Symlinks and other files are left
- * alone. */
-void ptp_cachefile_bound(const char *dir, const char *suffix, uint64_t max_bytes,
-                         const char *keep, int tmp_age_s);
+ * then the oldest (mtime) regular files named *suffix while those total
+ * more than max_bytes, never keep (NULL: none). Symlinks and other files are
+ * left alone; nothing is followed. Returns how many *suffix files it
+ * removed. */
+size_t ptp_cachefile_bound(const char *dir, const char *suffix, uint64_t max_bytes,
+                           const char *keep, int tmp_age_s);
 
 #endif

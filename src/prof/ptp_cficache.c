@@ -3,9 +3,9 @@
  * the files, the checks and the bounds; the module's units are listed in
  * ptp_cfi_internal.h).
  *
- * The directory rules (0700, ours, no symlink at the last component) are
- * the symbol cache's own (ptp_symcache_prepare_dir), so both caches live
- * under one policy. A reader trusts nothing in a file: another process of
+ * The directory rules (0700, ours, no symlink at the last component) and
+ * the atomic write are ptp_cachefile.h's, shared with the symbol cache and
+ * the debug-file copies, so the caches live under one policy. A reader trusts nothing in a file: another process of
  * the same user may be writing it (it sees the old or the new file whole,
  * rename is atomic) or may have left garbage (the CRC and the row checks
  * turn it into a miss).
@@ -241,7 +241,7 @@ int ptp_cficache_image(const char *bid, uint64_t key, uintptr_t bias, const ptp_
 
 int ptp_cficache_write(const char *dir, const char *bid, const void *img, size_t len) {
   if (!bid_ok(bid) || len < sizeof(cfc_header) || len > PTP_CFICACHE_FILE_MAX) return -EINVAL;
-  int r = ptp_symcache_prepare_dir(dir);
+  int r = ptp_cachefile_prepare_dir(dir);
   if (r < 0) return r;
   char name[PTP_CFICACHE_BID_MAX + 8];
   snprintf(name, sizeof name, "%s" CFC_SUFFIX, bid);

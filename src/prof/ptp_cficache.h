@@ -8,7 +8,7 @@
  * Files: <symbol cache dir>/unwind/<build id>.cfi (the symbol cache dir is
  * ptp_symcache_default_dir's: PTPROF_SYMCACHE=off turns this cache off
  * too), mode 0600, in a directory created 0700 and used only if it is ours
- * (ptp_symcache_prepare_dir's rule). Format (native endianness, see
+ * (ptp_cachefile_prepare_dir's rule). Format (native endianness, see
  * docs/sampler.md "Unwind-table cache"): a header (magic, version, row
  * size, row count, a CRC of the rows, a content key, the build id), then
  * the rows with start addresses relative to the object's load bias.

@@ -8,12 +8,13 @@
  * the same program headers (libdwfl computes the debug file's bias from
  * them) and the same sections in the same order, laid out by libelf. The
  * directory handling (mkdir 0700, ownership checks, the size bound) is the
- * symbol cache's (ptp_symcache_prepare_dir, ptp_symcache_bound_dir); files
+ * symbol cache's (ptp_cachefile.h: prepare_dir, write_with, bound); files
  * are only ever opened relative to the directory's fd with O_NOFOLLOW, so a
  * symlink planted in the directory is never followed out of it.
  * Calls only libelf/libdw and ptp_symcache's directory helpers.
  */
 #include "prof/ptp_debugcache.h"
+#include "prof/ptp_cachefile.h"
 #include "prof/ptp_symcache.h"
 
 #include <elfutils/libdwelf.h>
@@ -31,6 +32,7 @@
 #define DC_SUFFIX ".debug"
 #define DC_ID_MAX 64          /* bytes of build id */
 #define DC_PENDING_MAX 8      /* requests kept between two make_pending */
+#define DC_TMP_AGE_S 3600     /* a temp file this old is a dead writer's */
 
 typedef struct dc_req {
   char *src;
@@ -41,7 +43,7 @@ typedef struct dc_req {
 struct ptp_debugcache {
   char *dir;
   uint64_t max_bytes;
-  bool checked, refused;      /* ptp_symcache_prepare_dir ran / failed */
+  bool checked, refused;      /* ptp_cachefile_prepare_dir ran / failed */
   dc_req pend[DC_PENDING_MAX];
   size_t npend;
   ptp_debugcache_stats st;
@@ -75,7 +77,7 @@ static int dc_dirfd(ptp_debugcache *c) {
   if (c->refused) return -EPERM;
   if (!c->checked) {
     c->checked = true;
-    if (ptp_symcache_prepare_dir(c->dir) != 0) {
+    if (ptp_cachefile_prepare_dir(c->dir) != 0) {
       c->refused = true;
       return -EPERM;
     }
@@ -250,9 +252,22 @@ static int dc_copy_elf(Elf *in, Elf *out, uint64_t max, uint64_t *bytes) {
   return 0;
 }
 
+/* What ptp_cachefile_write_with's fill needs to write the copy. */
+typedef struct dc_fill { Elf *in; uint64_t max_bytes; } dc_fill;
+
+static int dc_fill_copy(int fd, void *arg) {
+  const dc_fill *f = arg;
+  Elf *oe = elf_begin(fd, ELF_C_WRITE, NULL);
+  if (!oe) return -ENOMEM;
+  uint64_t bytes = 0;
+  int r = dc_copy_elf(f->in, oe, f->max_bytes, &bytes);
+  if (!r && elf_update(oe, ELF_C_WRITE) < 0) r = -EIO;
+  elf_end(oe);
+  return r;
+}
+
 int ptp_debugcache_make(ptp_debugcache *c, const char *src, const unsigned char *id, int idlen) {
-  char name[DC_ID_MAX * 2 + sizeof DC_SUFFIX], tmp[sizeof name + 64];
-  int dfd = -1, fd = -1;
+  char name[DC_ID_MAX * 2 + sizeof DC_SUFFIX];
   int r = dc_name(name, sizeof name, id, idlen);
   if (r) return r;
   int in = open(src, O_RDONLY | O_CLOEXEC);
@@ -260,42 +275,19 @@ int ptp_debugcache_make(ptp_debugcache *c, const char *src, const unsigned char 
   Elf *ie = elf_begin(in, ELF_C_READ_MMAP, NULL);
   r = -EINVAL;
   if (!ie || elf_kind(ie) != ELF_K_ELF || !elf_has_id(ie, id, idlen)) goto fail_in;
-  if ((dfd = dc_dirfd(c)) < 0) { r = dfd; goto fail_in; }
-  for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    snprintf(tmp, sizeof tmp, ".%s.%d.%lx.tmp", name, (int)getpid(),
-             (unsigned long)(ts.tv_nsec ^ ((unsigned long)attempt << 20)));
-    fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) { r = -errno; goto fail_dir; }
-  Elf *oe = elf_begin(fd, ELF_C_WRITE, NULL);
-  if (!oe) { r = -ENOMEM; goto fail_tmp; }
-  uint64_t bytes = 0;
-  r = dc_copy_elf(ie, oe, c->max_bytes, &bytes);
-  if (!r && elf_update(oe, ELF_C_WRITE) < 0) r = -EIO;
-  elf_end(oe);
-  if (r) goto fail_tmp;
-  if (fchmod(fd, 0600) != 0 || fsync(fd) != 0) { r = -errno; goto fail_tmp; }
-  if (close(fd) != 0) { fd = -1; r = -errno; goto fail_tmp; }
-  fd = -1;
-  /* A concurrent writer may have renamed its copy first: ours replaces it
-   * whole (rename is atomic), both are complete files. */
-  if (renameat(dfd, tmp, dfd, name) != 0) { r = -errno; goto fail_tmp; }
-  (void)fsync(dfd);
+  int dfd = dc_dirfd(c);   /* the directory's safety check */
+  if (dfd < 0) { r = dfd; goto fail_in; }
   close(dfd);
+  /* A concurrent writer may rename its copy first: ours replaces it whole
+   * (rename is atomic), both are complete files. */
+  dc_fill f = { ie, c->max_bytes };
+  if ((r = ptp_cachefile_write_with(c->dir, name, dc_fill_copy, &f)) != 0) goto fail_in;
   elf_end(ie);
   close(in);
   c->st.made++;
-  c->st.removed += ptp_symcache_bound_dir(c->dir, DC_SUFFIX, c->max_bytes, name);
+  c->st.removed += ptp_cachefile_bound(c->dir, DC_SUFFIX, c->max_bytes, name, DC_TMP_AGE_S);
   return 0;
 
-fail_tmp:
-  if (fd >= 0) close(fd);
-  (void)unlinkat(dfd, tmp, 0);
-fail_dir:
-  close(dfd);
 fail_in:
   if (ie) elf_end(ie);
   close(in);

@@ -10,7 +10,7 @@
  *
  * Files: <dir>/<build id hex>.debug, mode 0600, in a directory created 0700
  * and used only if ours and not group/world writable (the symbol cache's
- * ptp_symcache_prepare_dir). A copy is an ELF file with the same sections in
+ * ptp_cachefile_prepare_dir). A copy is an ELF file with the same sections in
  * the same order as its source, each SHF_COMPRESSED section stored
  * decompressed (what `eu-elfcompress -t none` makes), written with libelf to
  * a unique temp file in the same directory, fsync'ed, renamed into place,

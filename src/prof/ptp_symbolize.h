@@ -76,7 +76,7 @@ void ptp_symbolizer_get_stats(const ptp_symbolizer *s, ptp_symbolizer_stats *out
 
 /* Uses dir (copied; created 0700, must be ours and not writable by others)
  * for the persistent cache, or none with NULL. Saves and drops the caches
- * opened so far. Returns 0, -ENOMEM, or the error of ptp_symcache_prepare_dir
+ * opened so far. Returns 0, -ENOMEM, or the error of ptp_cachefile_prepare_dir
  * (the cache is then off). */
 int ptp_symbolizer_set_cache_dir(ptp_symbolizer *s, const char *dir);
 /* The directory in use, or NULL (off). */

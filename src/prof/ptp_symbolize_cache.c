@@ -13,6 +13,7 @@
  * the cache smaller, never a wrong entry.
  */
 #include "prof/ptp_symbolize_internal.h"
+#include "prof/ptp_cachefile.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -24,7 +25,7 @@ void ptp_symbolize_cache_open(ptp_symbolizer *s, sym_module *m) {
   if (!s->cache_dir || !m->build_id[0]) return;
   if (!s->cache_dir_checked) {
     s->cache_dir_checked = true;
-    if (ptp_symcache_prepare_dir(s->cache_dir) != 0) {
+    if (ptp_cachefile_prepare_dir(s->cache_dir) != 0) {
       /* not ours, writable by others, or cannot be made: no cache */
       s->st.cache_dir_refused = 1;
       free(s->cache_dir);
@@ -298,7 +299,7 @@ int ptp_symbolizer_set_cache_dir(ptp_symbolizer *s, const char *dir) {
   /* results already in the PC cache were made with the old setting: fine,
    * they are the same names; only persistence changes */
   if (!dir) return ptp_symbolize_cache_debug_reset(s);
-  int r = ptp_symcache_prepare_dir(dir);
+  int r = ptp_cachefile_prepare_dir(dir);
   if (r) {
     (void)ptp_symbolize_cache_debug_reset(s);
     return r;

@@ -128,7 +128,7 @@ struct ptp_symbolizer {
   size_t nframes, capframes;
 
   char *cache_dir;         /* persistent symbol cache, NULL = off */
-  bool cache_dir_checked;  /* ptp_symcache_prepare_dir ran (first use) */
+  bool cache_dir_checked;  /* ptp_cachefile_prepare_dir ran (first use) */
   size_t fill_budget;      /* CU pieces still to resolve for the cache in
                               this profile (reset by flush) */
   ptp_debugcache *dc;      /* uncompressed debug-file copies, NULL = off */

@@ -9,6 +9,7 @@
  * valid until del while the vectors grow.
  */
 #include "prof/ptp_symcache.h"
+#include "prof/ptp_cachefile.h"
 #include "prof/ptp_sym_map.h"
 #include "prof/ptp_store.h"
 #include "prof/ptp_strarena.h"
@@ -80,18 +81,6 @@ int ptp_symcache_default_dir(char *buf, size_t cap) {
     return -ENOENT;
   }
   return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
-}
-
-int ptp_symcache_prepare_dir(const char *dir) {
-  int r = ptp_mkdir_p(dir);
-  if (r < 0) return r;
-  struct stat st;
-  if (lstat(dir, &st) != 0) return -errno;
-  if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
-  /* A directory someone else owns or may write into could hold planted
-   * files: names in profiles would lie. */
-  if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) return -EPERM;
-  return 0;
 }
 
 /* ---- strings ---- */
@@ -414,65 +403,6 @@ static int out_str(sc_out *o, const char *s, uint32_t *off) {
   return 0;
 }
 
-static int write_all(int fd, const void *p, size_t n) {
-  const uint8_t *b = p;
-  while (n) {
-    ssize_t w = write(fd, b, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return w < 0 ? -errno : -EIO;
-    b += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-size_t ptp_symcache_bound_dir(const char *dir, const char *suffix, uint64_t max,
-                              const char *keep_name) {
-  size_t removed = 0;
-  size_t suflen = strlen(suffix);
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  typedef struct ent { char name[NAME_MAX + 1]; int64_t mt; uint64_t size; } ent;
-  ent *v = NULL;
-  size_t n = 0, cap = 0;
-  uint64_t total = 0;
-  time_t now = time(NULL);
-  int dfd = dirfd(d);
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
-    const char *nm = de->d_name;
-    size_t l = strlen(nm);
-    struct stat st;
-    if (nm[0] == '.' && l > 4 && !strcmp(nm + l - 4, ".tmp")) {
-      if (fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-          now - st.st_mtime > SC_TMP_AGE_S)
-        unlinkat(dfd, nm, 0);
-      continue;
-    }
-    if (l <= suflen || strcmp(nm + l - suflen, suffix) != 0) continue;
-    if (fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-    total += (uint64_t)st.st_size;
-    if (sc_reserve((void **)&v, &cap, n + 1, sizeof *v)) break;
-    snprintf(v[n].name, sizeof v[n].name, "%s", nm);
-    v[n].mt = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-    v[n].size = (uint64_t)st.st_size;
-    n++;
-  }
-  while (total > max) {
-    size_t oldest = n;
-    for (size_t i = 0; i < n; i++)
-      if (v[i].size && (!keep_name || strcmp(v[i].name, keep_name) != 0) && (oldest == n || v[i].mt < v[oldest].mt))
-        oldest = i;
-    if (oldest == n) break;
-    if (unlinkat(dfd, v[oldest].name, 0) == 0) removed++;
-    total -= v[oldest].size;
-    v[oldest].size = 0;
-  }
-  free(v);
-  closedir(d);
-  return removed;
-}
-
 int ptp_symcache_save(ptp_symcache *c) {
   if (!c->dirty) return 0;
   int r;
@@ -549,34 +479,14 @@ int ptp_symcache_save(ptp_symcache *c) {
     goto fail_bufs;
   }
 
-  if ((r = ptp_symcache_prepare_dir(c->dir))) goto fail_bufs;
-  int dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (dfd < 0) { r = -errno; goto fail_bufs; }
-  char name[SC_BID_MAX + 16], tmp[SC_BID_MAX + 64];
+  if ((r = ptp_cachefile_prepare_dir(c->dir))) goto fail_bufs;
+  char name[SC_BID_MAX + 16];
   snprintf(name, sizeof name, "%s" SC_SUFFIX, c->build_id);
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    snprintf(tmp, sizeof tmp, ".%s.%d.%lx.tmp", c->build_id, (int)getpid(),
-             (unsigned long)(ts.tv_nsec ^ ((unsigned long)attempt << 20)));
-    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) { r = -errno; goto fail_dfd; }
-  if (fchmod(fd, 0600) != 0 ||
-      (r = write_all(fd, &h, sizeof h)) || (r = write_all(fd, iv, c->niv * sizeof *iv)) ||
-      (r = write_all(fd, fr, nfr * sizeof *fr)) || (r = write_all(fd, o.strs, o.nstrs)) ||
-      fsync(fd) != 0) {
-    if (!r) r = -errno;
-    goto fail_tmp;
-  }
-  if (close(fd) != 0) { fd = -1; r = -errno; goto fail_tmp; }
-  fd = -1;
-  if (renameat(dfd, tmp, dfd, name) != 0) { r = -errno; goto fail_tmp; }
-  (void)fsync(dfd);
-  close(dfd);
-  (void)ptp_symcache_bound_dir(c->dir, SC_SUFFIX, PTP_SYMCACHE_DIR_MAX, name);
+  struct iovec parts[4] = {
+    { &h, sizeof h }, { iv, c->niv * sizeof *iv }, { fr, nfr * sizeof *fr }, { o.strs, o.nstrs },
+  };
+  if ((r = ptp_cachefile_writev(c->dir, name, parts, 4))) goto fail_bufs;
+  (void)ptp_cachefile_bound(c->dir, SC_SUFFIX, PTP_SYMCACHE_DIR_MAX, name, SC_TMP_AGE_S);
   c->dirty = false;
   free(iv);
   free(fr);
@@ -584,11 +494,6 @@ int ptp_symcache_save(ptp_symcache *c) {
   ptp_u64map_free(&o.map);
   return 0;
 
-fail_tmp:
-  if (fd >= 0) close(fd);
-  unlinkat(dfd, tmp, 0);
-fail_dfd:
-  close(dfd);
 fail_bufs:
   free(iv);
   free(fr);

@@ -67,19 +67,8 @@ typedef enum ptp_symcache_state {
  * Returns 0, -ENOENT (off, or no home), -ENAMETOOLONG. */
 int ptp_symcache_default_dir(char *buf, size_t cap);
 
-/* Creates the directory (mkdir -p, new components 0700 whatever the umask)
- * and checks it is safe to use: a real directory (no symlink at the last
- * component), owned by the effective uid, not group- or world-writable.
- * Returns 0, -EPERM (not ours / writable by others) or the errno of mkdir. */
-int ptp_symcache_prepare_dir(const char *dir);
-
-/* Bounds a cache directory (the symbol cache's, and the debug-file copies'
- * of ptp_debugcache.h): removes the oldest (mtime) regular files named
- * *suffix while they total more than max bytes, never keep_name (NULL:
- * none), and temp files (".*.tmp") older than an hour. Never follows a
- * symlink. Best effort; returns how many *suffix files it removed. */
-size_t ptp_symcache_bound_dir(const char *dir, const char *suffix, uint64_t max,
-                              const char *keep_name);
+/* The cache directory's safety check and the atomic write are
+ * ptp_cachefile.h's, shared with the other caches. */
 
 /* Opens the cache of the object with this build id (lowercase hex, 2..128
  * chars) in dir (copied), reading the file if there is a valid one. A

@@ -15,6 +15,7 @@
  */
 #include "pt_test.h"
 #include "prof/ptp_symbolize.h"
+#include "prof/ptp_cachefile.h"
 #include "prof/ptp_symcache.h"
 #include "sym_results.h"
 
@@ -351,7 +352,7 @@ PT_TEST(prof_symcache_dir_safety) {
   char d[512], e[512], l[512], buf[600];
   snprintf(d, sizeof d, "%s/a/b", root);
   mode_t old = umask(0);
-  PT_ASSERT_INT_EQ(ptp_symcache_prepare_dir(d), 0);
+  PT_ASSERT_INT_EQ(ptp_cachefile_prepare_dir(d), 0);
   umask(old);
   struct stat sb;
   snprintf(buf, sizeof buf, "%s/a", root);
@@ -362,7 +363,7 @@ PT_TEST(prof_symcache_dir_safety) {
   snprintf(e, sizeof e, "%s/open", root);
   PT_ASSERT_INT_EQ(mkdir(e, 0700), 0);
   PT_ASSERT_INT_EQ(chmod(e, 0777), 0);
-  PT_ASSERT_INT_EQ(ptp_symcache_prepare_dir(e), -EPERM);
+  PT_ASSERT_INT_EQ(ptp_cachefile_prepare_dir(e), -EPERM);
   ptp_symbolizer *s;
   PT_ASSERT_INT_EQ(ptp_symbolizer_new(&s), 0);
   PT_ASSERT_INT_EQ(ptp_symbolizer_set_cache_dir(s, e), -EPERM);
@@ -370,7 +371,7 @@ PT_TEST(prof_symcache_dir_safety) {
   ptp_symbolizer_del(s);
   snprintf(l, sizeof l, "%s/link", root);
   PT_ASSERT_INT_EQ(symlink(d, l), 0);
-  PT_ASSERT_INT_EQ(ptp_symcache_prepare_dir(l), -ENOTDIR);
+  PT_ASSERT_INT_EQ(ptp_cachefile_prepare_dir(l), -ENOTDIR);
   /* the default location */
   char *saved = getenv("PTPROF_SYMCACHE") ? strdup(getenv("PTPROF_SYMCACHE")) : NULL;
   setenv("PTPROF_SYMCACHE", "off", 1);
