@@ -50,7 +50,7 @@ jget "$L2" "[e['label'] for e in j['result']['entries'] if e['id']=='$ID1'][0]" 
   grep -qx 'CPU profile (pprof), 2026-11-29 21:00:00 UTC' || fail "older label wrong"
 
 # the CLI shows the same catalog
-"$CLI" artifacts | grep -q 'CPU profile (pprof)$' || fail "polytoken artifacts misses the label"
+"$CLI" artifacts | grep -c 'CPU profile (pprof)$' >/dev/null || fail "polytoken artifacts misses the label"
 "$CLI" artifacts --json | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["schema"]==1 and j["entries"]' ||
   fail "polytoken artifacts --json"
 

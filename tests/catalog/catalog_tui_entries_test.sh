@@ -21,7 +21,7 @@ new_active_session "$PT_BUILD_DEV"
 mkprofile "$PDIR/daemon-profile-20261129T210000Z-1.pb.gz" hot_spin=3 main=1
 mkprofile "$PDIR/tui-profile-20261129T210100Z-1.pb.gz" tui_render=4 main=1
 [ "$(tui_entries)" = 0 ] || fail "a normal daemon listed TUI snapshots"
-jget "$(ipc artifacts.list)" "[e['label'] for e in j['result']['entries']]" | grep -q "'CPU profile (pprof)'" ||
+jget "$(ipc artifacts.list)" "[e['label'] for e in j['result']['entries']]" | grep -c "'CPU profile (pprof)'" >/dev/null ||
   fail "daemon snapshot missing from the normal daemon's catalog"
 stop_pid "$DAEMON_PID"
 

@@ -11,7 +11,7 @@ B=$PT_BUILD_DEV
 CLI=${POLYTOKEN_CLI:-$B/polytoken}
 [ -x "$B/polytokend" ] || fail "no daemon in $B"
 command -v tmux >/dev/null || skip "tmux not installed"
-"$CLI" --help | grep -q 'feedback' || fail "this polytoken has no feedback command"
+"$CLI" --help | grep -c 'feedback' >/dev/null || fail "this polytoken has no feedback command"
 export POLYTOKEN_DAEMON=$B/polytokend
 pt_home
 start_daemon "$B"
@@ -29,7 +29,7 @@ PT_TMUX=catfb$$
 tmux -L "$PT_TMUX" -f /dev/null new-session -d -x 120 -y 40 \
   "env POLYTOKEN_HOME='$POLYTOKEN_HOME' POLYTOKEN_DAEMON='$POLYTOKEN_DAEMON' POLYTOKEN_FEEDBACK_URL='$URL' TERM=xterm-256color '$CLI' attach $SID; sleep 600"
 screen() { tmux -L "$PT_TMUX" capture-pane -p -t 0; }
-has() { screen | grep -qF -- "$1"; }
+has() { screen | grep -cF -- "$1" >/dev/null; }
 expect() { wait_for 20 has "$1" || { screen >&2; fail "screen never showed: $1"; }; }
 keys() { tmux -L "$PT_TMUX" send-keys -t 0 "$@"; }
 outbox_count() { find "$POLYTOKEN_HOME/feedback" -mindepth 2 -maxdepth 2 -type d 2>/dev/null | grep -v /tmp/ | wc -l; }

@@ -19,7 +19,7 @@ PP=(go tool pprof -sample_index=samples -nodefraction=0)
 "${PP[@]}" -tags "$F" >"$WORK/tags.txt" 2>&1 || { cat "$WORK/tags.txt" >&2; fail "pprof -tags"; }
 "${PP[@]}" -tagfocus=mode=preload -top "$F" >"$WORK/in.txt" 2>&1 || fail "pprof -tagfocus"
 "${PP[@]}" -tagignore=mode=preload -top "$F" >"$WORK/out_top.txt" 2>&1 || fail "pprof -tagignore"
-grep -A1 '^ mode: Total' "$WORK/tags.txt" | grep -q ': preload$' || { cat "$WORK/tags.txt" >&2; fail "no mode=preload label"; }
+grep -A1 '^ mode: Total' "$WORK/tags.txt" | grep -c ': preload$' >/dev/null || { cat "$WORK/tags.txt" >&2; fail "no mode=preload label"; }
 n=$(awk '/^ mode: Total/ {print int($3)}' "$WORK/tags.txt")
 [ "$n" -ge 50 ] || fail "only $n samples labelled mode=preload for 400 ms at 499 Hz"
 grep -qw labelled "$WORK/in.txt" && ! grep -qw unlabelled "$WORK/in.txt" ||

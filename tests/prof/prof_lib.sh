@@ -16,7 +16,7 @@ prof_require() {
   [ -f "$LIB" ] || fail "no $LIB (build with -Dprofiling=true)"
   [ -x "$PROG" ] || fail "no $PROG"
   [ -x "$VALIDATE" ] || fail "no $VALIDATE"
-  nm -D --defined-only "$LIB" | grep -qw ptprof_new || fail "libptprof.so does not export ptprof_new"
+  nm -D --defined-only "$LIB" | grep -cw ptprof_new >/dev/null || fail "libptprof.so does not export ptprof_new"
   command -v go >/dev/null || skip "go (golang-go) not installed"
 }
 

@@ -21,8 +21,8 @@ prof_require nofp_dlopen
 SRCLIB="$PT_BUILD_PROF/tests/prof/libptt_nofp_dbgframe.so"
 [ -f "$SRCLIB" ] || fail "no $SRCLIB"
 command -v objcopy >/dev/null || skip "objcopy (binutils) not installed"
-readelf -S "$SRCLIB" | grep -q '\.debug_frame' || fail "$SRCLIB has no .debug_frame"
-readelf -l "$SRCLIB" | grep -q 'GNU_EH_FRAME' && fail "$SRCLIB has an .eh_frame_hdr"
+readelf -S "$SRCLIB" | grep -c '\.debug_frame' >/dev/null || fail "$SRCLIB has no .debug_frame"
+readelf -l "$SRCLIB" | grep -c 'GNU_EH_FRAME' >/dev/null && fail "$SRCLIB has an .eh_frame_hdr"
 
 prof_workdir sampler-nofp-debugframe
 export XDG_CACHE_HOME="$WORK/cache"     # the table cache must not answer for the file
@@ -73,7 +73,7 @@ for where in next dotdebug; do
   [ "$where" = dotdebug ] && { mkdir -p "$d/.debug"; dbg="$d/.debug/libptt_nofp_dl0.so.debug"; }
   objcopy --only-keep-debug "$SRCLIB" "$dbg"
   objcopy --strip-debug --add-gnu-debuglink="$dbg" "$SRCLIB" "$d/libptt_nofp_dl0.so"
-  readelf -S "$d/libptt_nofp_dl0.so" | grep -q '\.debug_frame' && fail "strip left .debug_frame in the object"
+  readelf -S "$d/libptt_nofp_dl0.so" | grep -c '\.debug_frame' >/dev/null && fail "strip left .debug_frame in the object"
   check_complete "debuglink-$where" "$d"
 done
 

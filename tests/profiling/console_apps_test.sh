@@ -46,6 +46,6 @@ wait_for 10 bash -c "python3 -c 'import socket; socket.create_connection((\"127.
 "$PT" sessions >/dev/null || fail "daemon does not serve with the console port taken"
 n=$(grep -c "task console disabled" "$POLYTOKEN_HOME/logs/daemon.log")
 [ "$n" = 1 ] || { grep -i console "$POLYTOKEN_HOME/logs/daemon.log"; fail "expected one 'task console disabled' line, got $n"; }
-grep "task console disabled" "$POLYTOKEN_HOME/logs/daemon.log" | grep -q "127.0.0.1:$dport" ||
+grep "task console disabled" "$POLYTOKEN_HOME/logs/daemon.log" | grep -c "127.0.0.1:$dport" >/dev/null ||
   fail "the console line does not name the address"
 echo ok

@@ -31,7 +31,7 @@ for i in $(seq 20); do
   T send-keys Enter
   wait_for 20 bash -c "[ \$(ls '$dir' 2>/dev/null | grep -c '^tui-profile-') -gt $before ]" ||
     fail "no new TUI snapshot in $dir"
-  if go tool pprof -sample_index=samples -tags "$dir"/tui-profile-*.pb.gz 2>/dev/null | grep -q '^ task_kind: Total'; then
+  if go tool pprof -sample_index=samples -tags "$dir"/tui-profile-*.pb.gz 2>/dev/null | grep -c '^ task_kind: Total' >/dev/null; then
     labelled=1
     break
   fi
@@ -39,7 +39,7 @@ done
 [ "$labelled" = 1 ] || fail "20 rounds of TUI work and no labelled sample in the TUI snapshots"
 T send-keys F10
 wait_screen "EXIT=0"
-ls "$dir" | grep -q '^tui-profile-' || fail "no TUI snapshot in $dir"
+ls "$dir" | grep -c '^tui-profile-' >/dev/null || fail "no TUI snapshot in $dir"
 go tool pprof -sample_index=samples -tags "$dir"/tui-profile-*.pb.gz >"$TMPDIR/tags.txt" 2>&1 ||
   { cat "$TMPDIR/tags.txt" >&2; fail "pprof -tags"; }
 names=$(grep -ho 'tui_unit_start([^,]*, *"[^"]*"' "$PT_SRC"/src/tui/*.c | sed 's/.*"\([^"]*\)"/\1/' | sort -u | tr '\n' ' ')
