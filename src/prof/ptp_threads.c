@@ -446,20 +446,24 @@ int ptp_threads_init(void) {
 
 /* ---- registration ---------------------------------------------------- */
 
+void ptp_threads_self_stack(uintptr_t *lo, uintptr_t *hi) {
+  *lo = *hi = 0;
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  void *addr;
+  size_t size;
+  if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+    *lo = (uintptr_t)addr;
+    *hi = *lo + size;
+  }
+  pthread_attr_destroy(&attr);
+}
+
 void ptp_threads_on_thread_start(void *entry) {
   if (ptp_threads_init() != 0) return;
   uint32_t me = self_tid();
-  uintptr_t lo = 0, hi = 0;
-  pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-    void *addr;
-    size_t size;
-    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-      lo = (uintptr_t)addr;
-      hi = lo + size;
-    }
-    pthread_attr_destroy(&attr);
-  }
+  uintptr_t lo, hi;
+  ptp_threads_self_stack(&lo, &hi);
   pthread_mutex_lock(&reg_mu);
   ptp_thread_rec *r = rec_find(me);
   if (r) {

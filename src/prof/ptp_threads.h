@@ -91,6 +91,10 @@ static inline ptp_thread_rec *ptp_threads_lookup(uint32_t tid) {
  * up the exit key and fork handlers. Returns 0 or -ENOMEM/-errno. */
 int ptp_threads_init(void);
 
+/* The calling thread's stack bounds from pthread_getattr_np: *lo, *hi, or
+ * 0, 0 when unknown. Not signal-safe (allocates). */
+void ptp_threads_self_stack(uintptr_t *lo, uintptr_t *hi);
+
 /* Called on a new thread before its start routine (the trampoline).
  * Registers it and, when a sampler is active, arms its timer. */
 void ptp_threads_on_thread_start(void *entry);

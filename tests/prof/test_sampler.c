@@ -340,16 +340,8 @@ typedef struct chain_result {
 static chain_result g_chain;
 
 HOT SECTION("ptt_chain") static void chain_3(void) {
-  uintptr_t lo = 0, hi = 0;
-  pthread_attr_t a;
-  if (pthread_getattr_np(pthread_self(), &a) == 0) {
-    void *addr;
-    size_t sz;
-    pthread_attr_getstack(&a, &addr, &sz);
-    lo = (uintptr_t)addr;
-    hi = lo + sz;
-    pthread_attr_destroy(&a);
-  }
+  uintptr_t lo, hi;
+  ptp_threads_self_stack(&lo, &hi);
   ptp_cfi_refresh();
   g_chain.ra[3] = (uintptr_t)__builtin_return_address(0);
   ptp_regs r;

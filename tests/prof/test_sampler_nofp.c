@@ -9,6 +9,7 @@
 #include "ptprof.h"
 #include "prof/ptp_cfi.h"
 #include "prof/ptp_handler.h"
+#include "prof/ptp_threads.h"
 #include "prof/ptp_unwind.h"
 #include "prof/ptprof_internal.h"
 
@@ -301,16 +302,8 @@ typedef struct fpd_walk {
  * as the handler would from an interrupted PC here. */
 HOT SECTION("ptn_hot") static void fpd_walk_here(void *arg) {
   fpd_walk *w = arg;
-  uintptr_t lo = 0, hi = 0;
-  pthread_attr_t a;
-  if (pthread_getattr_np(pthread_self(), &a) == 0) {
-    void *addr;
-    size_t sz;
-    pthread_attr_getstack(&a, &addr, &sz);
-    lo = (uintptr_t)addr;
-    hi = lo + sz;
-    pthread_attr_destroy(&a);
-  }
+  uintptr_t lo, hi;
+  ptp_threads_self_stack(&lo, &hi);
   ptp_regs r;
   __asm__ volatile("lea 0(%%rip), %0" : "=r"(r.pc));
   r.sp = (uintptr_t)__builtin_frame_address(0);
