@@ -16,6 +16,21 @@
  *    lock of the caller. Code the new object runs inside dlopen (its
  *    constructors) still meets no table: those samples are truncated and
  *    the consumer thread builds the table as before.
+ *  - the exec family (execve, execv, execvp, execvpe, execl, execle,
+ *    execlp, fexecve, execveat): a SIGPROF pending on the calling thread
+ *    when it execs stays pending in the new program, where the disposition
+ *    is SIG_DFL again, and kills it ("Profiling timer expired"); the perf
+ *    engine's event also counts the exec's own kernel time until the
+ *    close-on-exec step, so at 99 Hz about one preloaded `taskset`/`env`
+ *    style exec in ten died that way. Each wrapper, while our handler is
+ *    installed, blocks SIGPROF, disarms the calling thread's source
+ *    (ptp_threads_exec_pause), discards the pending SIGPROF, restores the
+ *    mask and calls the real function; if that returns (the exec failed)
+ *    the thread is armed again and errno is the exec's. The CPU the
+ *    process used before a successful exec is not written (atexit does not
+ *    run at exec; the new program, if preloaded, profiles itself).
+ *    posix_spawn, system and popen need nothing: their child is a new task
+ *    with no event, timer or pending signal of ours.
  *
  * dlopen's caller matters: glibc looks at dlopen's return address to pick
  * the calling object, whose DT_RPATH/DT_RUNPATH and $ORIGIN it uses for a
@@ -49,6 +64,8 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -58,6 +75,7 @@
 
 #include "ptprof.h"
 #include "prof/ptp_cfi.h"
+#include "prof/ptp_handler.h"
 #include "prof/ptp_interpose.h"
 #include "prof/ptp_producer.h"
 #include "prof/ptp_threads.h"
@@ -113,6 +131,137 @@ int ptp_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                             void *(*start)(void *), void *arg) {
   create_fn real = get_real();
   return real ? real(thread, attr, start, arg) : EAGAIN;
+}
+
+/* ---- exec family ---------------------------------------------------------- */
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+
+static _Atomic(void *) real_execve, real_execv, real_execvp, real_execvpe, real_fexecve,
+    real_execveat;
+
+/* Resolved at load time, not at the first exec: an exec made in a vfork
+ * child must not run dlsym (it takes the loader lock and may allocate in
+ * memory the parent's other threads are using). */
+__attribute__((constructor)) static void resolve_exec(void) {
+  (void)real_fn(&real_execve, "execve");
+  (void)real_fn(&real_execv, "execv");
+  (void)real_fn(&real_execvp, "execvp");
+  (void)real_fn(&real_execvpe, "execvpe");
+  (void)real_fn(&real_fexecve, "fexecve");
+  (void)real_fn(&real_execveat, "execveat");
+}
+
+/* Before an exec: returns 1 if the thread was quiesced (the caller must call
+ * exec_failed if the exec returns), 0 when our handler is not installed
+ * (then nothing of ours can send SIGPROF: the exec goes straight through). */
+static int exec_prepare(void) {
+  struct sigaction cur;
+  if (sigaction(SIGPROF, NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) ||
+      cur.sa_sigaction != ptp_handler)
+    return 0;
+  int saved = errno;
+  sigset_t prof, old;
+  sigemptyset(&prof);
+  sigaddset(&prof, SIGPROF);
+  pthread_sigmask(SIG_BLOCK, &prof, &old);
+  ptp_threads_exec_pause();
+  /* With the source disarmed nothing new is sent to this thread; take what
+   * was already sent (our handler would have ignored or sampled it; the
+   * new program would die of it). */
+  const struct timespec zero = { 0, 0 };
+  while (sigtimedwait(&prof, NULL, &zero) == SIGPROF) {}
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  errno = saved;
+  return 1;
+}
+
+static int exec_failed(int quiesced, int rc) {
+  if (quiesced) {
+    int saved = errno;
+    ptp_threads_exec_resume();
+    errno = saved;
+  }
+  return rc;
+}
+
+#define PTP_REAL_OR_ENOSYS(slot, type, name)                                       \
+  type real = (type)real_fn(&(slot), name);                                        \
+  if (!real) { errno = ENOSYS; return -1; }
+
+PTPROF_API int execve(const char *path, char *const argv[], char *const envp[]) {
+  PTP_REAL_OR_ENOSYS(real_execve, execve_fn, "execve");
+  int q = exec_prepare();
+  return exec_failed(q, real(path, argv, envp));
+}
+
+PTPROF_API int execv(const char *path, char *const argv[]) {
+  PTP_REAL_OR_ENOSYS(real_execv, execv_fn, "execv");
+  int q = exec_prepare();
+  return exec_failed(q, real(path, argv));
+}
+
+PTPROF_API int execvp(const char *file, char *const argv[]) {
+  PTP_REAL_OR_ENOSYS(real_execvp, execv_fn, "execvp");
+  int q = exec_prepare();
+  return exec_failed(q, real(file, argv));
+}
+
+PTPROF_API int execvpe(const char *file, char *const argv[], char *const envp[]) {
+  PTP_REAL_OR_ENOSYS(real_execvpe, execve_fn, "execvpe");
+  int q = exec_prepare();
+  return exec_failed(q, real(file, argv, envp));
+}
+
+PTPROF_API int fexecve(int fd, char *const argv[], char *const envp[]) {
+  PTP_REAL_OR_ENOSYS(real_fexecve, fexecve_fn, "fexecve");
+  int q = exec_prepare();
+  return exec_failed(q, real(fd, argv, envp));
+}
+
+PTPROF_API int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+                        int flags) {
+  PTP_REAL_OR_ENOSYS(real_execveat, execveat_fn, "execveat");
+  int q = exec_prepare();
+  return exec_failed(q, real(dirfd, path, argv, envp, flags));
+}
+
+/* The list forms collect their arguments into an argv on the stack (as
+ * glibc does; the count is bounded by what the caller passed) and go
+ * through the wrappers above. */
+#define PTP_COLLECT_ARGS(ap, arg0, argv)                                           \
+  size_t n_ = 1;                                                                   \
+  va_start(ap, arg0);                                                              \
+  while (va_arg(ap, char *)) n_++;                                                 \
+  va_end(ap);                                                                      \
+  char *argv[n_ + 1];                                                              \
+  argv[0] = (char *)(arg0);                                                        \
+  va_start(ap, arg0);                                                              \
+  for (size_t i_ = 1; i_ <= n_; i_++) argv[i_] = va_arg(ap, char *);
+
+PTPROF_API int execl(const char *path, const char *arg0, ...) {
+  va_list ap;
+  PTP_COLLECT_ARGS(ap, arg0, argv);
+  va_end(ap);
+  return execv(path, argv);
+}
+
+PTPROF_API int execlp(const char *file, const char *arg0, ...) {
+  va_list ap;
+  PTP_COLLECT_ARGS(ap, arg0, argv);
+  va_end(ap);
+  return execvp(file, argv);
+}
+
+PTPROF_API int execle(const char *path, const char *arg0, ...) {
+  va_list ap;
+  PTP_COLLECT_ARGS(ap, arg0, argv);
+  char *const *envp = va_arg(ap, char *const *);   /* after the NULL */
+  va_end(ap);
+  return execve(path, argv, envp);
 }
 
 /* ---- dlopen, dlmopen ------------------------------------------------------ */

@@ -101,6 +101,7 @@ static ptp_thread_rec *rec_insert(uint32_t tid, uintptr_t lo, uintptr_t hi) {
   r->has_timer = 0;
   r->has_perf = 0;
   r->closing_fd = -1;
+  r->exec_paused = 0;
   r->accounted = 0;
   r->start_ticks = 0;
   atomic_store_explicit(&r->perf_fd, -1, memory_order_relaxed);
@@ -503,6 +504,30 @@ void ptp_threads_forget_self(void) {
   if (r && !r->self_registered) {
     disarm(r);
     rec_remove(r);
+  }
+  pthread_mutex_unlock(&reg_mu);
+}
+
+void ptp_threads_exec_pause(void) {
+  if (!atomic_load_explicit(&ptp_g_tidmap, memory_order_acquire)) return;   /* never initialized */
+  pthread_mutex_lock(&reg_mu);
+  ptp_thread_rec *r = rec_find(self_tid());
+  if (r && (r->has_perf || r->has_timer)) {
+    /* SIGPROF is blocked in this thread (the wrapper), so no handler of ours
+     * can be using the fd being closed. */
+    disarm(r);
+    r->exec_paused = 1;
+  }
+  pthread_mutex_unlock(&reg_mu);
+}
+
+void ptp_threads_exec_resume(void) {
+  if (!atomic_load_explicit(&ptp_g_tidmap, memory_order_acquire)) return;
+  pthread_mutex_lock(&reg_mu);
+  ptp_thread_rec *r = rec_find(self_tid());
+  if (r && r->exec_paused) {
+    r->exec_paused = 0;
+    arm(r);                     /* no-op unless a sampler is still active */
   }
   pthread_mutex_unlock(&reg_mu);
 }

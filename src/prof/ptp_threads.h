@@ -62,6 +62,7 @@ typedef struct ptp_thread_rec {
   timer_t timer;
   int has_perf;               /* ... or a perf event (perf_fd) */
   int closing_fd;             /* deactivate: unpublished, closed after the grace */
+  int exec_paused;            /* disarmed by ptp_threads_exec_pause, not yet re-armed */
   uint64_t accounted;         /* perf: periods already reported unsignalled */
   uint64_t start_ticks;       /* foreign perf record: the thread's start time
                                  (/proc stat field 22), to detect tid reuse */
@@ -104,6 +105,22 @@ void ptp_threads_exclude_self(void);
 /* Drops the calling thread's record (and timer) now: for a thread without
  * the exit destructor (the consumer thread) that is about to exit. */
 void ptp_threads_forget_self(void);
+
+/* Exec support (the exec wrappers of ptp_interpose.c). A SIGPROF that is
+ * pending on a thread when it execs survives the exec and, the handler
+ * being reset to SIG_DFL there, kills the new program; the perf engine's
+ * event even keeps counting the exec's own kernel time until the
+ * close-on-exec step. So before calling the real exec the wrapper blocks
+ * SIGPROF, calls ptp_threads_exec_pause (disarms the calling thread's event
+ * or timer, nothing else), discards whatever SIGPROF is pending and
+ * restores the mask; if the exec fails it calls ptp_threads_exec_resume,
+ * which arms the thread again if a sampler is still active. Other threads
+ * keep sampling: their signals are directed to them, and exec kills them.
+ * Threads: the calling thread's own record only, under the registry mutex;
+ * no-ops for an unregistered thread (a vfork child, which shares the
+ * parent's memory, finds no record of its own tid and touches nothing). */
+void ptp_threads_exec_pause(void);
+void ptp_threads_exec_resume(void);
 
 /* Starts sampling with engine (PTP_ENGINE_PERF or _TIMER, already known to
  * work: ptprof_start probes): remembers magic/period, then arms every
