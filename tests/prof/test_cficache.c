@@ -87,6 +87,15 @@ static void file_of(char *buf, size_t cap, const char *dir, const char *bid) {
   PT_ASSERT(n > 0 && (size_t)n < cap);
 }
 
+/* A fresh cache directory <tmp>/unwind in dir, BID_A's file name in path;
+ * returns the temp root. */
+static char *fresh_cache(const char *name, char dir[PATH_MAX], char path[PATH_MAX]) {
+  char *root = pt_tmpdir(name);
+  snprintf(dir, PATH_MAX, "%s/unwind", root);
+  file_of(path, PATH_MAX, dir, BID_A);
+  return root;
+}
+
 PT_TEST(prof_cficache_miss_hit_bid) {
   char *root = pt_tmpdir("cficache");
   char dir[PATH_MAX];
@@ -125,10 +134,8 @@ PT_TEST(prof_cficache_miss_hit_bid) {
 }
 
 PT_TEST(prof_cficache_corrupt) {
-  char *root = pt_tmpdir("cficache-bad");
   char dir[PATH_MAX], path[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/unwind", root);
-  file_of(path, sizeof path, dir, BID_A);
+  char *root = fresh_cache("cficache-bad", dir, path);
   const uintptr_t bias = 0x40000000;
   ptp_cfi_tab *t = mk_tab(bias, 3000, 0), *got = NULL;
   save(dir, BID_A, 7, bias, t);
@@ -202,10 +209,8 @@ PT_TEST(prof_cficache_corrupt) {
  * inside the header, one row appended) is refused without a fault, and a
  * save (what the builder does after a miss) makes it a hit again. */
 PT_TEST(prof_cficache_mapped_replace_truncate) {
-  char *root = pt_tmpdir("cficache-map");
   char dir[PATH_MAX], path[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/unwind", root);
-  file_of(path, sizeof path, dir, BID_A);
+  char *root = fresh_cache("cficache-map", dir, path);
   const uintptr_t bias = 0x60000000;
   ptp_cfi_tab *t1 = mk_tab(bias, 4000, 1), *t2 = mk_tab(bias, 3000, 2);
   save(dir, BID_A, 11, bias, t1);
