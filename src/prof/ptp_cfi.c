@@ -5,6 +5,13 @@
  * retirement of the old one (see ptp_cfi.h; the module's units are listed
  * in ptp_cfi_internal.h).
  *
+ * Table lifetime: a set owns its tables (ptp_cfi_lib.owns_tab) whatever
+ * their origin, built here (malloc'ed) or read from the cache (a mapping
+ * of the cache file, ptp_cficache.c); ptp_cfi_tab_free releases either,
+ * and is called only from free_libs, i.e. for a retired set after the
+ * handler grace (reclaim_locked) or for a set never published. A table
+ * moved to a newer set by carry_over_locked is freed with that set.
+ *
  * Locking: cfi_mu guards the published pointer, the retired list, the
  * dlpi_adds/subs snapshot, the lazy-table accounting and every store into a
  * slot's tab. The handler only reads the set and CASes a slot's state from
