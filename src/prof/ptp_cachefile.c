@@ -59,11 +59,15 @@ int ptp_cachefile_write_with(const char *dir, const char *name, ptp_cachefile_fi
   /* 0600 whatever the umask (it can only remove bits, but say it). */
   if (fchmod(fd, 0600) != 0) { r = -errno; goto fail_tmp; }
   if ((r = fill(fd, arg)) != 0) goto fail_tmp;
-  if (fsync(fd) != 0) { r = -errno; goto fail_tmp; }
+  /* No fsync of the file or the directory: a cache file is derived data.
+   * After a crash it may be missing, empty or cut short (its data not yet
+   * on disk when the rename was), and every reader checks size, magic and
+   * checksum and rebuilds it; rename alone keeps a running reader from
+   * ever seeing a partial file. User data (snapshots, ptp_store.c) keeps
+   * its fsyncs. */
   if (close(fd) != 0) { fd = -1; r = -errno; goto fail_tmp; }
   fd = -1;
   if (renameat(dfd, tmp, dfd, name) != 0) { r = -errno; goto fail_tmp; }
-  (void)fsync(dfd);
   close(dfd);
   return 0;
 

@@ -29,10 +29,15 @@ int ptp_cachefile_prepare_dir(const char *dir);
 typedef int (*ptp_cachefile_fill_fn)(int fd, void *arg);
 
 /* Writes dir/name atomically: a unique temp file ".name.PID.N.tmp" in dir
- * (O_EXCL, O_NOFOLLOW, 0600 whatever the umask) filled by fill, fsync,
- * rename over name, fsync of the directory. Readers see the old file or the
- * new one whole; of concurrent writers the last rename wins, and both
- * leave a complete file. dir must exist (ptp_cachefile_prepare_dir). name
+ * (O_EXCL, O_NOFOLLOW, 0600 whatever the umask) filled by fill, then
+ * renamed over name. Readers see the old file or the new one whole (one
+ * that has the old file open or mapped keeps the old inode, unchanged: a
+ * file is never truncated or rewritten in place); of concurrent writers
+ * the last rename wins, and both leave a complete file. Not durable, on
+ * purpose: no fsync of the file or the directory, because every caller
+ * writes a cache (derived data whose readers check size, magic and
+ * checksum and rebuild what a crash lost or cut short); durable user data
+ * goes through ptp_store.c instead. dir must exist (ptp_cachefile_prepare_dir). name
  * must not contain '/'. Returns 0, -EINVAL (bad name), fill's error or the
  * errno of the failing step (the temp file is removed; an older file
  * stays). */

@@ -5,6 +5,13 @@
  * retirement of the old one (see ptp_cfi.h; the module's units are listed
  * in ptp_cfi_internal.h).
  *
+ * Table lifetime: a set owns its tables (ptp_cfi_lib.owns_tab) whatever
+ * their origin, built here (malloc'ed) or read from the cache (a mapping
+ * of the cache file, ptp_cficache.c); ptp_cfi_tab_free releases either,
+ * and is called only from free_libs, i.e. for a retired set after the
+ * handler grace (reclaim_locked) or for a set never published. A table
+ * moved to a newer set by carry_over_locked is freed with that set.
+ *
  * Locking: cfi_mu guards the published pointer, the retired list, the
  * dlpi_adds/subs snapshot, the lazy-table accounting and every store into a
  * slot's tab. The handler only reads the set and CASes a slot's state from
@@ -44,13 +51,6 @@ int ptp_cfi_is_system_name(const char *path) {
   return 0;
 }
 
-/* FNV-1a over bytes. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-  const uint8_t *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
-
 /* Identity of an object for carrying its table into a rebuilt set: name,
  * load address, executable segments and the whole .eh_frame_hdr (every
  * function's start address and FDE offset). An object replaced by another
@@ -58,10 +58,10 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
  * unless it is the same code with the same unwind index. */
 static uint64_t obj_id(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o) {
   uint64_t h = 0xcbf29ce484222325ull;
-  if (info->dlpi_name) h = fnv(h, info->dlpi_name, strlen(info->dlpi_name));
-  h = fnv(h, &info->dlpi_addr, sizeof info->dlpi_addr);
-  h = fnv(h, o->text, (size_t)o->ntext * sizeof o->text[0]);
-  if (o->hdr) h = fnv(h, (const void *)o->hdr, o->hdrsz);
+  if (info->dlpi_name) h = ptp_cfi_hash(h, info->dlpi_name, strlen(info->dlpi_name));
+  h = ptp_cfi_hash(h, &info->dlpi_addr, sizeof info->dlpi_addr);
+  h = ptp_cfi_hash(h, o->text, (size_t)o->ntext * sizeof o->text[0]);
+  if (o->hdr) h = ptp_cfi_hash(h, (const void *)o->hdr, o->hdrsz);
   return h;
 }
 
@@ -150,7 +150,7 @@ static int cmp_obj(const void *a, const void *b) {
 
 static void free_libs(ptp_cfi_lib *libs, size_t n) {
   for (size_t i = 0; i < n; i++)
-    if (libs[i].owns_tab) free((void *)atomic_load(&libs[i].tab));
+    if (libs[i].owns_tab) ptp_cfi_tab_free(atomic_load(&libs[i].tab));
   free(libs);
 }
 
@@ -482,7 +482,7 @@ void ptp_cfi_get_info(ptp_cfi_info *out) {
       }
       if (!t) continue;
       out->nrows += t->nrows;
-      for (size_t k = 0; k < t->nrows; k++) out->norule_rows += t->rows[k].kind == PTP_CFI_NORULE;
+      out->norule_rows += t->norule;       /* counted when made: no pass over mapped rows */
     }
   }
   out->lazy_bytes = lazy_bytes;

@@ -45,6 +45,11 @@ typedef struct ptp_cfi_objinfo {
 int ptp_cfi_build_id(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o,
                      char bid[PTP_CFI_BID_MAX]);
 
+/* Continues the 64-bit hash h over [p, p + n) (not cryptographic: the
+ * identity of an object across set rebuilds, and the table cache's content
+ * key). In ptp_cficache.c. */
+uint64_t ptp_cfi_hash(uint64_t h, const void *p, size_t n);
+
 /* Nonzero when [a, a + n) lies inside one readable segment of m. */
 int ptp_cfi_mem_ok(const ptp_cfi_objmem *m, uintptr_t a, size_t n);
 

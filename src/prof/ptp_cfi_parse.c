@@ -580,9 +580,10 @@ static int finish_tab(rowvec *rvp, ptp_cfi_tab **out) {
   size_t bytes = sizeof(ptp_cfi_tab) + w * sizeof(ptp_cfi_row);
   ptp_cfi_tab *t = malloc(bytes);
   if (!t) { free(rv.v); return -ENOMEM; }
-  t->nrows = w;
-  t->bytes = bytes;
-  if (w) memcpy(t->rows, rv.v, w * sizeof *rv.v);
+  ptp_cfi_row *rows = (ptp_cfi_row *)(t + 1);   /* 8-aligned: the struct is */
+  *t = (ptp_cfi_tab){ .nrows = w, .bytes = bytes, .bias = 0, .rows = rows };
+  if (w) memcpy(rows, rv.v, w * sizeof *rv.v);
+  for (size_t i = 0; i < w; i++) t->norule += rows[i].kind == PTP_CFI_NORULE;
   free(rv.v);
   *out = t;
   return 0;

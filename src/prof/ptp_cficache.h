@@ -13,18 +13,30 @@
  * size, row count, a CRC of the rows, a content key, the build id), then
  * the rows with start addresses relative to the object's load bias.
  *
- * Reading checks everything (owner, size bound, magic, version, build id,
- * key, CRC, and every row: kind, non-empty, sorted, disjoint, inside the
- * object's executable range): a missing, truncated, corrupt, foreign or
- * outdated file is a miss, the table is built and the file replaced. The
- * key (FNV-1a over the object's .eh_frame_hdr bytes and its executable
+ * Reading maps the file (read-only, private) and uses its rows in place:
+ * a table from the cache costs page-cache mappings, not a copy (the rows
+ * are bias-relative, ptp_cfi_tab.bias relocates them at lookup). Only a
+ * file that cannot change size under the mapping is mapped: a regular file
+ * of ours with one link, not writable by others, in a directory of ours
+ * not writable by others; our writers replace such files by rename only
+ * (the old inode stays mapped, whole), and the size is checked against the
+ * header before any row is read, so the walker reading a mapped table in
+ * the signal handler cannot take a SIGBUS. Reading checks everything
+ * (owner, size bound, magic, version, build id, key, CRC-32C, and every
+ * row: kind, non-empty, sorted, disjoint, inside the object's executable
+ * range; the CRC and the row checks are one pass over the mapping): a
+ * missing, truncated, corrupt, foreign or outdated file is a miss, the
+ * table is built and the file replaced. The
+ * key (ptp_cfi_hash over the object's .eh_frame_hdr bytes and its executable
  * segments relative to the bias) catches an object rebuilt with the same
  * build id; PTP_CFICACHE_VERSION changes whenever the rows the parser makes
  * from the same input change.
  *
- * Writes: a unique temp file (O_EXCL, 0600), fsync, rename over the old
- * name, fsync of the directory: concurrent writers never leave a torn
- * file (the last rename wins, both are whole). Bounds: a file holds at most
+ * Writes: a unique temp file (O_EXCL, 0600), rename over the old name
+ * (ptp_cachefile_write_with; no fsync: the files are derived data, a crash
+ * may lose or truncate one and the reader's checks rebuild it): concurrent
+ * writers never leave a torn file (the last rename wins, both are whole),
+ * and a process that has the old file mapped keeps reading it. Bounds: a file holds at most
  * PTP_CFICACHE_FILE_MAX bytes (bigger tables are not saved), the directory
  * PTP_CFICACHE_DIR_MAX bytes of .cfi files (the oldest by mtime are removed
  * after a save); temp files older than an hour are removed.
@@ -56,13 +68,20 @@ int ptp_cficache_dir(char *buf, size_t cap);
 int ptp_cficache_ident(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o,
                        char bid[PTP_CFICACHE_BID_MAX], uint64_t *key);
 
-/* Reads the table of (bid, key) from dir, relocated to bias; every row must
- * lie in [lo, hi) (runtime addresses). At most max_rows rows. Returns 0 and
- * *out (caller frees), -ENOENT (no file), -ESTALE (another key or version),
- * -E2BIG (more than max_rows rows), -EBADMSG (invalid, not ours, too big),
- * -ENOMEM. */
+/* The table of (bid, key) in dir, for the object loaded at bias: a mapping
+ * of the file (tab->bias = bias, tab->map set); every row must lie in
+ * [lo, hi) (runtime addresses, bias <= lo <= hi). At most max_rows rows.
+ * Returns 0 and *out (the caller frees it with ptp_cfi_tab_free, and only
+ * after the last reader is gone: the mapping goes with it), -ENOENT (no
+ * file), -ESTALE (another key or version), -E2BIG (more than max_rows
+ * rows), -EBADMSG (invalid, not ours, too big), -EINVAL, -ENOMEM. */
 int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t bias,
                       uintptr_t lo, uintptr_t hi, size_t max_rows, ptp_cfi_tab **out);
+
+/* Frees a table of either origin (ptp_cfi_tab): unmaps a mapped one. NULL
+ * is a no-op. The caller guarantees no reader is left (ptp_cfi.c frees a
+ * set's tables only after the handler grace). */
+void ptp_cfi_tab_free(const ptp_cfi_tab *t);
 
 /* The file image of a table (header and bias-relative rows) in one malloc'd
  * buffer (caller frees), so the caller can write it after releasing its

@@ -42,16 +42,19 @@ ptp_cfi_lib *ptp_cfi_find(const ptp_cfi_set *cfi, uintptr_t pc) {
 }
 
 const ptp_cfi_row *ptp_cfi_tab_lookup(const ptp_cfi_tab *tab, uintptr_t pc) {
+  /* Rows are bias-relative (a mapped cache file's, see ptp_cfi_tab); a pc
+   * below the bias wraps to a huge value that no row covers. */
+  const uintptr_t rel = pc - tab->bias;
   size_t lo = 0, hi = tab->nrows;
-  /* last row with start <= pc */
+  /* last row with start <= rel */
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (tab->rows[mid].start <= pc) lo = mid + 1;
+    if (tab->rows[mid].start <= rel) lo = mid + 1;
     else hi = mid;
   }
   if (lo == 0) return NULL;
   const ptp_cfi_row *row = &tab->rows[lo - 1];
-  return pc - row->start < row->len ? row : NULL;
+  return rel - row->start < row->len ? row : NULL;
 }
 
 const ptp_cfi_row *ptp_cfi_lookup(const ptp_cfi_set *cfi, uintptr_t pc) {

@@ -55,12 +55,22 @@ typedef struct ptp_cfi_row {
   uint8_t kind;      /* PTP_CFI_* */
 } ptp_cfi_row;
 
-/* The rows of one object, sorted by start, non-overlapping. Immutable once
- * published; rows[] follows the struct in the same allocation. */
+/* The rows of one object, sorted by start, non-overlapping; a row covers
+ * the runtime PCs [bias + start, bias + start + len). Immutable once
+ * published. Two origins: a table built here (ptp_cfi_parse.c) has its rows
+ * right after the struct in the same allocation and bias 0; a table read
+ * from the persistent cache (ptp_cficache.c) points into a read-only
+ * private mapping of the cache file, whose rows are relative to the
+ * object's load bias and are used in place (never copied or relocated), and
+ * map/maplen name that mapping. Freed only by ptp_cfi_tab_free. */
 typedef struct ptp_cfi_tab {
   size_t nrows;
-  size_t bytes;                /* size of the allocation (memory cap) */
-  ptp_cfi_row rows[];
+  size_t bytes;                /* memory it holds (memory cap) */
+  uintptr_t bias;              /* added to a row's start */
+  const ptp_cfi_row *rows;
+  size_t norule;               /* rows of kind PTP_CFI_NORULE */
+  void *map;                   /* the cache file's mapping, or NULL */
+  size_t maplen;
 } ptp_cfi_tab;
 
 /* ptp_cfi_lib.state */
@@ -132,7 +142,8 @@ int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
 /* The slot of the CFI object containing pc, or NULL (frame-pointer code or
  * unknown). Async-signal-safe (binary search). */
 ptp_cfi_lib *ptp_cfi_find(const ptp_cfi_set *cfi, uintptr_t pc);
-/* The row covering pc in tab, or NULL. Async-signal-safe. */
+/* The row covering pc (a runtime address) in tab, or NULL.
+ * Async-signal-safe. */
 const ptp_cfi_row *ptp_cfi_tab_lookup(const ptp_cfi_tab *tab, uintptr_t pc);
 /* The row covering pc in the set (NULL when pc is in no CFI object, its
  * table is not built, or no row covers it). Does not mark anything wanted.

@@ -7,8 +7,9 @@
 #      build id, the program's among them;
 #   2. warm: at least 4 tables read from the cache (the program, its
 #      library, libc, ld.so), and the stacks are as complete as when built;
-#   3. every .cfi file corrupted (one byte flipped): 0 read, tables built
-#      again, stacks still complete, the files rewritten;
+#   3. every .cfi file corrupted (one byte flipped; the program's own cut
+#      one row short): 0 read, tables built again, stacks still complete,
+#      the files rewritten;
 #   4. warm again: the rewritten files are read.
 # "Complete": < 5 % of the sampled CPU under [truncated], and >= 95 % of the
 # CPU in nofp_hot reaches main or start_thread.
@@ -64,8 +65,12 @@ note "run 1: $nfiles cache files"
 n2=$(run 2)
 [ "$n2" -ge 4 ] || fail "run 2 (warm): only ${n2:-no} tables read from the cache"
 
+# The program's own file is cut one row short (its header then disagrees
+# with its size: refused without a fault, rebuilt); every other one gets a
+# byte flipped.
 for f in "$CDIR"/*.cfi; do
   sz=$(stat -c %s "$f")
+  if [ "$f" = "$CDIR/$bid.cfi" ]; then truncate -s $((sz - 24)) "$f"; continue; fi
   off=$((sz - 7))
   b=$(od -An -tu1 -j "$off" -N1 "$f" | tr -d ' ')
   printf "$(printf '\\%03o' $(( (b ^ 0x20) & 255 )))" | dd of="$f" bs=1 seek="$off" conv=notrunc status=none

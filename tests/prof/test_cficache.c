@@ -8,6 +8,10 @@
  *   - a corrupt byte, a truncated file, rows out of order or outside the
  *     object (with a valid checksum), a file others may write and a symlink
  *     are all refused, and a save replaces the bad file;
+ *   - a table read from the cache is the file mapped in place; it stays
+ *     whole when another process replaces the file, and a file whose size
+ *     disagrees with its header (or with a second link, or in a directory
+ *     others may write) is refused, then replaced by the next save;
  *   - two processes saving the same build id at once while a third reads:
  *     every read is a whole table of one of the two writers, never torn,
  *     and no temp file is left;
@@ -36,12 +40,14 @@
 /* A table of n rows from base, each 16 bytes, kinds cycling; variant
  * changes every cfa_off (so two writers' tables differ). */
 static ptp_cfi_tab *mk_tab(uintptr_t base, size_t n, int variant) {
-  ptp_cfi_tab *t = malloc(sizeof *t + n * sizeof(ptp_cfi_row));
+  ptp_cfi_tab *t = calloc(1, sizeof *t + n * sizeof(ptp_cfi_row));
   PT_ASSERT(t);
+  ptp_cfi_row *rows = (ptp_cfi_row *)(t + 1);
   t->nrows = n;
   t->bytes = sizeof *t + n * sizeof(ptp_cfi_row);
+  t->rows = rows;
   for (size_t i = 0; i < n; i++) {
-    t->rows[i] = (ptp_cfi_row){ .start = base + 0x1000 + 16 * i, .len = 16,
+    rows[i] = (ptp_cfi_row){ .start = base + 0x1000 + 16 * i, .len = 16,
                                 .cfa_off = (int32_t)(8 + 8 * (i % 5) + 1000 * variant),
                                 .rbp_off = (int16_t)(i % 3 ? -16 : PTP_RBP_SAME),
                                 .ra_off = -8, .kind = (uint8_t)(i % 4) };
@@ -67,7 +73,7 @@ static void same_rows(const ptp_cfi_tab *a, uintptr_t abase, const ptp_cfi_tab *
                       uintptr_t bbase) {
   PT_ASSERT_UINT_EQ(a->nrows, b->nrows);
   for (size_t i = 0; i < a->nrows; i++) {
-    PT_ASSERT_UINT_EQ(a->rows[i].start - abase, b->rows[i].start - bbase);
+    PT_ASSERT_UINT_EQ(a->rows[i].start + a->bias - abase, b->rows[i].start + b->bias - bbase);
     PT_ASSERT_UINT_EQ(a->rows[i].len, b->rows[i].len);
     PT_ASSERT_INT_EQ(a->rows[i].cfa_off, b->rows[i].cfa_off);
     PT_ASSERT_INT_EQ(a->rows[i].rbp_off, b->rows[i].rbp_off);
@@ -79,6 +85,15 @@ static void same_rows(const ptp_cfi_tab *a, uintptr_t abase, const ptp_cfi_tab *
 static void file_of(char *buf, size_t cap, const char *dir, const char *bid) {
   int n = snprintf(buf, cap, "%s/%s.cfi", dir, bid);
   PT_ASSERT(n > 0 && (size_t)n < cap);
+}
+
+/* A fresh cache directory <tmp>/unwind in dir, BID_A's file name in path;
+ * returns the temp root. */
+static char *fresh_cache(const char *name, char dir[PATH_MAX], char path[PATH_MAX]) {
+  char *root = pt_tmpdir(name);
+  snprintf(dir, PATH_MAX, "%s/unwind", root);
+  file_of(path, PATH_MAX, dir, BID_A);
+  return root;
 }
 
 PT_TEST(prof_cficache_miss_hit_bid) {
@@ -94,7 +109,7 @@ PT_TEST(prof_cficache_miss_hit_bid) {
   /* Hit at another bias (ASLR): same rows, relocated. */
   PT_ASSERT_INT_EQ(load(dir, BID_A, 42, 0x7f0000000000, &got), 0);
   same_rows(t, 0x10000000, got, 0x7f0000000000);
-  free(got);
+  ptp_cfi_tab_free(got);
   /* Modes: file 0600, created directory 0700, though umask was 0. */
   char path[PATH_MAX];
   struct stat st;
@@ -106,7 +121,7 @@ PT_TEST(prof_cficache_miss_hit_bid) {
   /* Another build id misses, and the first file stays. */
   PT_ASSERT_INT_EQ(load(dir, BID_B, 42, 0x10000000, &got), -ENOENT);
   PT_ASSERT_INT_EQ(load(dir, BID_A, 42, 0x10000000, &got), 0);
-  free(got);
+  ptp_cfi_tab_free(got);
   /* Same build id, other content (key): stale, not used. */
   PT_ASSERT_INT_EQ(load(dir, BID_A, 43, 0x10000000, &got), -ESTALE);
   PT_ASSERT(got == NULL);
@@ -119,10 +134,8 @@ PT_TEST(prof_cficache_miss_hit_bid) {
 }
 
 PT_TEST(prof_cficache_corrupt) {
-  char *root = pt_tmpdir("cficache-bad");
   char dir[PATH_MAX], path[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/unwind", root);
-  file_of(path, sizeof path, dir, BID_A);
+  char *root = fresh_cache("cficache-bad", dir, path);
   const uintptr_t bias = 0x40000000;
   ptp_cfi_tab *t = mk_tab(bias, 3000, 0), *got = NULL;
   save(dir, BID_A, 7, bias, t);
@@ -139,7 +152,7 @@ PT_TEST(prof_cficache_corrupt) {
   /* A save replaces it. */
   save(dir, BID_A, 7, bias, t);
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), 0);
-  free(got);
+  ptp_cfi_tab_free(got);
   /* Truncated mid-row, and cut to half the header. */
   PT_ASSERT_INT_EQ(truncate(path, 24 * 1000 + 130), 0);
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
@@ -148,21 +161,21 @@ PT_TEST(prof_cficache_corrupt) {
   /* Rows out of order, with a valid checksum (the writer is trusted for
    * nothing): refused. */
   ptp_cfi_tab *bad = mk_tab(bias, 10, 0);
-  ptp_cfi_row tmp = bad->rows[3];
-  bad->rows[3] = bad->rows[4];
-  bad->rows[4] = tmp;
+  ptp_cfi_row *br = (ptp_cfi_row *)(bad + 1), tmp = br[3];
+  br[3] = br[4];
+  br[4] = tmp;
   save(dir, BID_A, 7, bias, bad);
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
   /* A row outside the object's range: refused. */
   free(bad);
   bad = mk_tab(bias, 10, 0);
-  bad->rows[9].start = bias + (2u << 20);
+  ((ptp_cfi_row *)(bad + 1))[9].start = bias + (2u << 20);
   save(dir, BID_A, 7, bias, bad);
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
   /* A bad row kind: refused. */
   free(bad);
   bad = mk_tab(bias, 10, 0);
-  bad->rows[2].kind = 9;
+  ((ptp_cfi_row *)(bad + 1))[2].kind = 9;
   save(dir, BID_A, 7, bias, bad);
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
   /* A valid file others may write: refused (planted rows would lie). */
@@ -183,9 +196,91 @@ PT_TEST(prof_cficache_corrupt) {
   PT_ASSERT(S_ISREG(st.st_mode));
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), 0);
   same_rows(t, bias, got, bias);
-  free(got);
+  ptp_cfi_tab_free(got);
   free(bad);
   free(t);
+}
+
+/* A table read from the cache is a mapping of the file, used in place: the
+ * walker's lookup relocates by the table's bias. Another process replacing
+ * the file (rename over the name, what every writer does) leaves the
+ * mapped table whole and unchanged, and a new load sees the new file. A
+ * file whose size disagrees with its header (cut at a row boundary, cut
+ * inside the header, one row appended) is refused without a fault, and a
+ * save (what the builder does after a miss) makes it a hit again. */
+PT_TEST(prof_cficache_mapped_replace_truncate) {
+  char dir[PATH_MAX], path[PATH_MAX];
+  char *root = fresh_cache("cficache-map", dir, path);
+  const uintptr_t bias = 0x60000000;
+  ptp_cfi_tab *t1 = mk_tab(bias, 4000, 1), *t2 = mk_tab(bias, 3000, 2);
+  save(dir, BID_A, 11, bias, t1);
+  ptp_cfi_tab *m1 = NULL, *m2 = NULL;
+  const uintptr_t bias2 = 0x7f1234560000;          /* loaded elsewhere (ASLR) */
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 11, bias2, &m1), 0);
+  PT_ASSERT(m1->map != NULL);
+  PT_ASSERT((const uint8_t *)m1->rows > (const uint8_t *)m1->map &&
+            (const uint8_t *)(m1->rows + m1->nrows) <= (const uint8_t *)m1->map + m1->maplen);
+  PT_ASSERT_UINT_EQ(m1->bias, bias2);
+  same_rows(t1, bias, m1, bias2);
+  /* The walker's lookup on the mapped rows: runtime PCs of bias2. */
+  const ptp_cfi_row *row = ptp_cfi_tab_lookup(m1, bias2 + 0x1000 + 16 * 7 + 3);
+  PT_ASSERT(row && row == &m1->rows[7]);
+  PT_ASSERT_INT_EQ(row->cfa_off, t1->rows[7].cfa_off);
+  PT_ASSERT(ptp_cfi_tab_lookup(m1, bias2 + 0xfff) == NULL);
+  PT_ASSERT(ptp_cfi_tab_lookup(m1, bias + 0x1000) == NULL);      /* the saver's address */
+  /* Another process replaces the file. */
+  pid_t kid = fork();
+  PT_ASSERT(kid >= 0);
+  if (kid == 0) {
+    void *img;
+    size_t len;
+    if (ptp_cficache_image(BID_A, 11, bias, t2, &img, &len) != 0) _exit(2);
+    _exit(ptp_cficache_write(dir, BID_A, img, len) != 0 ? 3 : 0);
+  }
+  int st = 0;
+  PT_ASSERT_INT_EQ(waitpid(kid, &st, 0), kid);
+  PT_ASSERT_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer: status %#x", st);
+  /* The mapped table still holds the first file's rows, every one. */
+  same_rows(t1, bias, m1, bias2);
+  PT_ASSERT(ptp_cfi_tab_lookup(m1, bias2 + 0x1000 + 16 * 3500) != NULL);   /* beyond t2's */
+  /* A new load maps the new file; both tables live side by side. */
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 11, bias2, &m2), 0);
+  same_rows(t2, bias, m2, bias2);
+  ptp_cfi_tab_free(m1);
+  same_rows(t2, bias, m2, bias2);
+  ptp_cfi_tab_free(m2);
+  /* Sizes that disagree with the header: refused, no fault. */
+  struct stat sb;
+  PT_ASSERT_INT_EQ(stat(path, &sb), 0);
+  PT_ASSERT_INT_EQ(truncate(path, sb.st_size - (off_t)sizeof(ptp_cfi_row)), 0);   /* one row short */
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 11, bias2, &m1), -EBADMSG);
+  PT_ASSERT(m1 == NULL);
+  PT_ASSERT_INT_EQ(truncate(path, sb.st_size + (off_t)sizeof(ptp_cfi_row)), 0);   /* one row long */
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 11, bias2, &m1), -EBADMSG);
+  PT_ASSERT_INT_EQ(truncate(path, 40), 0);                                        /* inside the header */
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 11, bias2, &m1), -EBADMSG);
+  PT_ASSERT_INT_EQ(truncate(path, 0), 0);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 11, bias2, &m1), -EBADMSG);
+  /* The rebuild's save replaces it: a hit again. */
+  save(dir, BID_A, 11, bias, t2);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 11, bias2, &m1), 0);
+  same_rows(t2, bias, m1, bias2);
+  ptp_cfi_tab_free(m1);
+  /* A second name for the file (a hard link) could be written through:
+   * not mapped. */
+  char link2[PATH_MAX];
+  snprintf(link2, sizeof link2, "%s/other-name", root);
+  PT_ASSERT_INT_EQ(link(path, link2), 0);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 11, bias2, &m1), -EBADMSG);
+  PT_ASSERT_INT_EQ(unlink(link2), 0);
+  /* A directory others may write into: not mapped from. */
+  PT_ASSERT_INT_EQ(chmod(dir, 0770), 0);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 11, bias2, &m1), -EBADMSG);
+  PT_ASSERT_INT_EQ(chmod(dir, 0700), 0);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 11, bias2, &m1), 0);
+  ptp_cfi_tab_free(m1);
+  free(t1);
+  free(t2);
 }
 
 PT_TEST_T(prof_cficache_two_writers, 60000) {
@@ -223,7 +318,7 @@ PT_TEST_T(prof_cficache_two_writers, 60000) {
       int v = got->rows[0].cfa_off / 1000;
       PT_ASSERT(v == 1 || v == 2);
       same_rows(t[v - 1], bias, got, bias);
-      free(got);
+      ptp_cfi_tab_free(got);
     } else {
       misses++;
     }
@@ -237,7 +332,7 @@ PT_TEST_T(prof_cficache_two_writers, 60000) {
     PT_ASSERT_MSG(WIFEXITED(st[k]) && WEXITSTATUS(st[k]) == 0, "writer %d: status %#x", k, st[k]);
   ptp_cfi_tab *got = NULL;
   PT_ASSERT_INT_EQ(load(dir, BID_A, 9, bias, &got), 0);
-  free(got);
+  ptp_cfi_tab_free(got);
   PT_ASSERT_MSG(hits > 0, "%d hits, %d misses", hits, misses);
   /* No temp file left, one cache file. */
   DIR *d = opendir(dir);
@@ -287,10 +382,10 @@ PT_TEST(prof_cficache_libc_roundtrip) {
   save(dir, a.bid, a.key, a.bias, a.tab);
   ptp_cfi_tab *got = NULL;
   uintptr_t lo = a.tab->rows[0].start, hi = a.tab->rows[a.tab->nrows - 1].start +
-                                            a.tab->rows[a.tab->nrows - 1].len;
+                                            a.tab->rows[a.tab->nrows - 1].len;   /* bias 0: built */
   PT_ASSERT_INT_EQ(ptp_cficache_load(dir, a.bid, a.key, a.bias, lo, hi, 1u << 22, &got), 0);
   same_rows(a.tab, a.bias, got, a.bias);
-  free(got);
+  ptp_cfi_tab_free(got);
   free(a.tab);
   free(b.tab);
 }

@@ -252,8 +252,10 @@ PT_TEST(prof_unwind_epilogue_after_pop_rbp) {
   uintptr_t sp = (uintptr_t)&stack[8];
   ptp_cfi_tab *tab = calloc(1, sizeof *tab + sizeof(ptp_cfi_row));
   PT_ASSERT(tab);
+  ptp_cfi_row *row0 = (ptp_cfi_row *)(tab + 1);
   tab->nrows = 1;
-  tab->rows[0] = (ptp_cfi_row){ .start = 0x1000, .len = 0x1000, .cfa_off = 24, .rbp_off = -48,
+  tab->rows = row0;
+  *row0 = (ptp_cfi_row){ .start = 0x1000, .len = 0x1000, .cfa_off = 24, .rbp_off = -48,
                                 .ra_off = -8, .kind = PTP_CFI_RSP };
   ptp_cfi_obj objs[2] = { { 0x1000, 0x2000, 0 }, { 0x4000, 0x7000, 1 } };
   ptp_cfi_lib libs[2];
@@ -276,7 +278,7 @@ PT_TEST(prof_unwind_epilogue_after_pop_rbp) {
   PT_ASSERT(fr[1] == 0x5000 && fr[2] == 0x6000);
   /* Before the pop (slot at CFA - 16 = sp + 8, live): rbp is restored from
    * the slot, not taken from the register (which holds junk here). */
-  tab->rows[0].rbp_off = -16;
+  row0->rbp_off = -16;
   stack[9] = (uintptr_t)&stack[20];
   r.fp = 0x1234;
   n = ptp_unwind(&r, (uintptr_t)stack, (uintptr_t)&stack[64], &set, fr, 8, &fl);
