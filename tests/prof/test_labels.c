@@ -71,38 +71,27 @@ PT_TEST(prof_labels_api_bounds) {
   PT_ASSERT(strstr(ptprof_strerror(PTPROF_E_LABELS_FULL), "labels") != NULL);
 }
 
+/* arg NULL: exits with the label pushed; else pushes and pops it, so the
+ * exiting thread holds it in its label cache only. */
 static void *push_and_exit(void *arg) {
-  (void)arg;
-  if (ptprof_labels_push("worker", "w-1") != 0) return (void *)1;
-  return NULL;   /* exits with the label pushed */
+  if (ptprof_labels_push("worker", arg ? "w-2" : "w-1") != 0) return (void *)1;
+  if (arg && ptprof_labels_pop() != 0) return (void *)1;
+  return NULL;
 }
 
 PT_TEST(prof_labels_thread_exit) {
-  pthread_t t;
-  PT_ASSERT_INT_EQ(pthread_create(&t, NULL, push_and_exit, NULL), 0);
-  void *r;
-  PT_ASSERT_INT_EQ(pthread_join(t, &r), 0);
-  PT_ASSERT(r == NULL);
-  ptp_labels_stats st;
-  ptp_labels_get_stats(&st);
-  PT_ASSERT_UINT_EQ(st.strings, 0);   /* the exit popped it */
-}
-
-static void *push_pop_and_exit(void *arg) {
-  (void)arg;
-  if (ptprof_labels_push("worker", "w-2") != 0 || ptprof_labels_pop() != 0) return (void *)1;
-  return NULL;   /* exits with the label in its cache only */
-}
-
-PT_TEST(prof_labels_cache_thread_exit) {
-  pthread_t t;
-  PT_ASSERT_INT_EQ(pthread_create(&t, NULL, push_pop_and_exit, NULL), 0);
-  void *r;
-  PT_ASSERT_INT_EQ(pthread_join(t, &r), 0);
-  PT_ASSERT(r == NULL);
-  ptp_labels_stats st;
-  ptp_labels_get_stats(&st);
-  PT_ASSERT_UINT_EQ(st.strings, 0);   /* the exit gave the cache's references back */
+  for (int popped = 0; popped < 2; popped++) {
+    pthread_t t;
+    PT_ASSERT_INT_EQ(pthread_create(&t, NULL, push_and_exit, popped ? (void *)1 : NULL), 0);
+    void *r;
+    PT_ASSERT_INT_EQ(pthread_join(t, &r), 0);
+    PT_ASSERT(r == NULL);
+    ptp_labels_stats st;
+    ptp_labels_get_stats(&st);
+    /* the exit popped the label and gave the cache's references back */
+    PT_ASSERT_MSG(st.strings == 0, "%zu strings left after a thread exit (popped %d)", st.strings,
+                  popped);
+  }
 }
 
 /* The per-thread cache (ptp_labels.c): a repeated push reuses the ids; it
