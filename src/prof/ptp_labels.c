@@ -16,10 +16,10 @@
  * the threads' label caches below.
  *
  * The per-thread label cache (t_cache): a program pushes the same label
- * over and over (the daemon: "session"=<id> in every callback of a turn,
- * about a thousand times a session), each time on a thread that just
- * slept, where the mutex, the hash index and the string table are cold:
- * a push+pop pair measured ~5.5 us after a 20 ms sleep vs ~0.25 us back
+ * over and over (the daemon: "session"=<id> in the turn's callbacks, ~400
+ * times in a 20-turn session), each time on a thread that just slept,
+ * where the mutex, the hash index and the string table are cold: a
+ * push+pop pair measured 5.0-5.5 us after a 20 ms sleep vs ~0.25 us back
  * to back (docs/performance.md, "During the session"). So each thread
  * remembers the last key=value it interned, holding one reference to each
  * string; a push of the same strings (compared by content, never by
