@@ -146,6 +146,14 @@ typedef struct ptprof_options {
                                   fails (-EACCES, -EPERM, -ENOSYS, ...) when
                                   perf events cannot be used */
 #define PTPROF_ENGINE_TIMER 2  /* POSIX CPU-time timer per thread */
+/* Which to choose: perf is exact (short threads, a thread's last partial
+ * period, short bursts between sleeps) but costs the kernel ~3 us at each
+ * context switch of a sampled thread on this project's VMs (the event's
+ * hrtimer is stopped and restarted); the timer costs ~0.2 us there but is
+ * checked only at the tick, and on a thread that runs in bursts shorter
+ * than a tick it silently misses CPU (the daemon: ~15 % at 99 Hz). The
+ * daemon and the TUI take AUTO. Figures: docs/performance.md, "During the
+ * session"; docs/sampler.md, "Engines". */
 
 /* Cumulative counters since ptprof_new (all windows). */
 typedef struct ptprof_stats {
@@ -250,13 +258,18 @@ PTPROF_API const char *ptprof_strerror(int err);
  *    Both are copied (interned: the signal handler copies only their ids);
  *  - at most PTPROF_LABEL_STRINGS_MAX distinct strings are interned at
  *    once process-wide; a string is forgotten once no thread has it pushed
- *    and the snapshot holding its samples is written (while no sampler
- *    runs: at once);
+ *    or cached and the snapshot holding its samples is written (while no
+ *    sampler runs: at once). Each thread caches the last key=value it
+ *    pushed (at most two strings per thread, given back at its exit), so
+ *    pushing the same label again takes no lock;
  *  - labels a thread still has pushed when it exits are popped for it;
  *  - the calls work with or without a running sampler (and in preload
  *    mode: they are exported by libptprof.so);
- *  - cost: one uncontended mutex and two hash look-ups per call (figures in
- *    docs/performance.md "Labels"); never call them from a signal handler.
+ *  - cost: a push of the thread's cached label and its pop are two string
+ *    compares and a few thread-local stores; any other push or pop takes
+ *    one uncontended mutex and two hash look-ups (figures in
+ *    docs/performance.md "Labels" and "During the session"); never call
+ *    them from a signal handler.
  * Errors: -EINVAL (NULL, empty, a bad character, a reserved key),
  * PTPROF_E_LABEL_TOO_LONG, PTPROF_E_LABELS_FULL (this thread already has
  * PTPROF_LABELS_MAX), PTPROF_E_LABEL_TABLE (too many distinct strings),

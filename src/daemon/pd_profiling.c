@@ -37,6 +37,7 @@
 #include "common/pt_console_env.h"
 #include "common/pt_env.h"
 #include "common/pt_file.h"
+#include "common/pt_profile_engine.h"
 #include "common/pt_snapshot_names.h"
 #include "daemon/pd_daemon.h"
 #include "daemon/pd_ipc.h"
@@ -49,6 +50,13 @@
 
 #define PD_PROF_DEFAULT_INTERVAL_MS 60000
 #define PD_CONSOLE_DEFAULT_BIND "127.0.0.1:6669"
+/* perf where the kernel allows it, else timers: on this daemon the timer
+ * engine is cheaper per context switch but silently misses CPU of the
+ * loop thread's short bursts, while the perf engine puts what it cannot
+ * attribute under pseudo-frames (docs/profiling.md, "How samples are
+ * taken"; figures in docs/performance.md, "During the session").
+ * POLYTOKEN_PROFILE_ENGINE overrides. */
+#define PD_PROF_DEFAULT_ENGINE PTPROF_ENGINE_AUTO
 
 typedef struct pd_writer_job {
   uv_work_t work;
@@ -246,6 +254,11 @@ int pd_profiling_init(uv_loop_t *loop) {
   g.interval_ms = (int64_t)(env_num("POLYTOKEN_PROFILE_INTERVAL",
                                     PD_PROF_DEFAULT_INTERVAL_MS / 1000.0, 0.05, 86400) * 1000);
   o.prefix = PT_SNAPSHOT_DAEMON_PREFIX;
+  {
+    char err[160];
+    o.engine = pt_profile_engine(PD_PROF_DEFAULT_ENGINE, err, sizeof err);
+    if (err[0]) pd_warn("profiling: %s", err);
+  }
   o.interval_ms = 0; /* the loop's timer job drives periodic dumps */
   o.log = log_from_lib;
   o.log_user_data = log_prefix_prof;
@@ -270,7 +283,10 @@ int pd_profiling_init(uv_loop_t *loop) {
     pd_error("profiling: cannot start the sampler: %s", ptprof_strerror(rc));
     goto fail_prof;
   }
-  pd_info("profiling: sampling at %d Hz, a snapshot every %lld ms, keeping %d", o.hz,
+  ptprof_stats st;
+  ptprof_get_stats(g.prof, &st);
+  pd_info("profiling: sampling at %d Hz (%s engine), a snapshot every %lld ms, keeping %d", o.hz,
+          st.engine == PTPROF_ENGINE_PERF ? "perf_event" : "CPU-time timer",
           (long long)g.interval_ms, o.keep);
 
   rc = uv_timer_init(loop, &g.timer);

@@ -12,7 +12,24 @@
  * Strings: a fixed table of PTPROF_LABEL_STRINGS_MAX entries (allocated at
  * the first push), id = index + 1, with an open-addressing index of twice
  * that size rebuilt whenever entries are freed (only at release: rare).
- * refs counts the pushes (over all threads) that hold the string now.
+ * refs counts the pushes (over all threads) that hold the string now, plus
+ * the threads' label caches below.
+ *
+ * The per-thread label cache (t_cache): a program pushes the same label
+ * over and over (the daemon: "session"=<id> in the turn's callbacks, ~400
+ * times in a 20-turn session), each time on a thread that just slept,
+ * where the mutex, the hash index and the string table are cold: a
+ * push+pop pair measured 5.0-5.5 us after a 20 ms sleep vs ~0.25 us back
+ * to back (docs/performance.md, "During the session"). So each thread
+ * remembers the last key=value it interned, holding one reference to each
+ * string; a push of the same strings (compared by content, never by
+ * pointer) reuses those ids without the mutex and marks its stack entry
+ * "borrowed" (bit i of t_cache.borrowed: entry i holds no reference of
+ * its own), and popping a borrowed entry takes no lock either. The cache
+ * is refilled only by a push that takes the mutex anyway (a miss) and only
+ * while no borrowed entry is on the stack, so a borrowed entry's ids stay
+ * held until it is popped. A thread holds at most these two references
+ * beyond its pushes, given back at its exit (pop_all_at_exit).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -56,6 +73,16 @@ static uint64_t g_ended_not_kept;
 static _Atomic(ptp_task_resolver_fn) g_resolver;
 static pthread_key_t g_exit_key;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+/* The calling thread's label cache (see the top of the file). Not read by
+ * the signal handler, so the default TLS model. */
+typedef struct label_cache {
+  uint32_t k, v;            /* ids held by the cache (one reference each); 0 = empty */
+  uint32_t borrowed;        /* bit i: the stack's entry i uses k, v without a reference */
+  uint8_t exit_armed;       /* pthread_setspecific(g_exit_key) done */
+  char key[PTPROF_LABEL_LEN_MAX + 1], value[PTPROF_LABEL_LEN_MAX + 1];
+} label_cache;
+static __thread label_cache t_cache;
 
 static int sampling(void) { return atomic_load(&ptp_g_shared) != NULL; }
 
@@ -178,10 +205,35 @@ static int valid_value(const char *v, size_t *len) {
   return 0;
 }
 
-/* A thread that exits with labels pushed gives their references back. */
+/* A thread that exits with labels pushed, or with a filled cache, gives
+ * their references back. */
 static void pop_all_at_exit(void *unused) {
   (void)unused;
   while (ptprof_labels_pop() == 0) {}
+  (void)ptp_labels_cache_drop();
+  t_cache.exit_armed = 0;
+}
+
+int ptp_labels_cache_drop(void) {
+  label_cache *c = &t_cache;
+  if (c->borrowed) return 0;
+  if (c->k) {
+    pthread_mutex_lock(&g_mu);
+    str_unref(c->k);
+    str_unref(c->v);
+    pthread_mutex_unlock(&g_mu);
+    c->k = c->v = 0;
+  }
+  return 1;
+}
+
+/* Publishes ids k, v as the calling thread's entry n (n < PTP_LABELS_MAX):
+ * ids first, then the count, so a signal in between sees the old set. */
+static void publish(ptp_label_set *s, uint32_t n, uint32_t k, uint32_t v) {
+  atomic_store_explicit(&s->kv[2 * n], k, memory_order_relaxed);
+  atomic_store_explicit(&s->kv[2 * n + 1], v, memory_order_relaxed);
+  atomic_signal_fence(memory_order_release);
+  atomic_store_explicit(&s->n, n + 1, memory_order_relaxed);
 }
 
 static void fork_prepare(void) { pthread_mutex_lock(&g_mu); }
@@ -194,37 +246,67 @@ static void once_init(void) {
 
 int ptprof_labels_push(const char *key, const char *value) {
   if (!key || !value) return -EINVAL;
+  ptp_label_set *s = &ptp_t_labels;
+  label_cache *c = &t_cache;
+  uint32_t n = atomic_load_explicit(&s->n, memory_order_relaxed);
+  /* The cache's strings were validated when it was filled: equal strings
+   * are valid, and their ids are held by the cache. No lock. */
+  if (c->k && strcmp(value, c->value) == 0 && strcmp(key, c->key) == 0) {
+    if (n >= PTP_LABELS_MAX) return PTPROF_E_LABELS_FULL;
+    c->borrowed |= 1u << n;
+    publish(s, n, c->k, c->v);
+    return 0;
+  }
   size_t kn, vn;
   int rc = valid_key(key, &kn);
   if (rc == 0) rc = valid_value(value, &vn);
   if (rc) return rc;
-  ptp_label_set *s = &ptp_t_labels;
-  uint32_t n = atomic_load_explicit(&s->n, memory_order_relaxed);
   if (n >= PTP_LABELS_MAX) return PTPROF_E_LABELS_FULL;
   pthread_once(&g_once, once_init);
+  /* Refill the cache only while no entry borrows its ids (see the top). */
+  int refill = c->borrowed == 0;
+  uint32_t oldk = c->k, oldv = c->v;
   pthread_mutex_lock(&g_mu);
   uint32_t k = str_ref(key, kn);
   uint32_t v = k ? str_ref(value, vn) : 0;
   if (!v) str_unref(k);
+  if (v && refill) {
+    g_strs[k - 1].refs++;   /* the cache's own references */
+    g_strs[v - 1].refs++;
+    str_unref(oldk);        /* 0 (empty cache) is ignored */
+    str_unref(oldv);
+  }
   pthread_mutex_unlock(&g_mu);
   if (!v) return PTPROF_E_LABEL_TABLE;
-  if (n == 0) (void)pthread_setspecific(g_exit_key, (void *)1);
-  /* ids first, then the count: a signal in between sees the old set */
-  atomic_store_explicit(&s->kv[2 * n], k, memory_order_relaxed);
-  atomic_store_explicit(&s->kv[2 * n + 1], v, memory_order_relaxed);
-  atomic_signal_fence(memory_order_release);
-  atomic_store_explicit(&s->n, n + 1, memory_order_relaxed);
+  if (refill) {
+    c->k = k;
+    c->v = v;
+    memcpy(c->key, key, kn + 1);
+    memcpy(c->value, value, vn + 1);
+  }
+  if (!c->exit_armed) {
+    (void)pthread_setspecific(g_exit_key, (void *)1);
+    c->exit_armed = 1;
+  }
+  c->borrowed &= ~(1u << n);   /* this entry holds its own references */
+  publish(s, n, k, v);
   return 0;
 }
 
 int ptprof_labels_pop(void) {
   ptp_label_set *s = &ptp_t_labels;
+  label_cache *c = &t_cache;
   uint32_t n = atomic_load_explicit(&s->n, memory_order_relaxed);
   if (n == 0) return PTPROF_E_LABELS_EMPTY;
   uint32_t k = atomic_load_explicit(&s->kv[2 * n - 2], memory_order_relaxed);
   uint32_t v = atomic_load_explicit(&s->kv[2 * n - 1], memory_order_relaxed);
   atomic_store_explicit(&s->n, n - 1, memory_order_relaxed);
   atomic_signal_fence(memory_order_release);
+  uint32_t bit = 1u << (n - 1);
+  if (c->borrowed & bit) {   /* the cache's ids: no reference to give back */
+    c->borrowed &= ~bit;
+    return 0;
+  }
   pthread_mutex_lock(&g_mu);
   str_unref(k);
   str_unref(v);

@@ -80,4 +80,10 @@ typedef struct ptp_labels_stats {
 } ptp_labels_stats;
 void ptp_labels_get_stats(ptp_labels_stats *out);
 
+/* Gives back the calling thread's label cache (its references to the last
+ * key=value it interned, ptp_labels.c) unless an entry on its stack still
+ * borrows them; returns 1 if it was emptied (or empty), 0 if kept. Called
+ * at thread exit, and by tests that count strings. Calling thread only. */
+int ptp_labels_cache_drop(void);
+
 #endif

@@ -34,6 +34,7 @@
 #include "common/pt_client.h"
 #include "common/pt_console_env.h"
 #include "common/pt_env.h"
+#include "common/pt_profile_engine.h"
 #include "common/pt_file.h"
 #include "common/pt_logfile.h"
 #include "common/pt_snapshot_names.h"
@@ -42,6 +43,9 @@
 
 #define TUI_CONSOLE_DEFAULT_BIND "127.0.0.1:6670"
 #define TUI_PROF_DEFAULT_INTERVAL_S 60.0
+/* as the daemon's (pd_profiling.c): perf where allowed, else timers;
+ * POLYTOKEN_PROFILE_ENGINE overrides */
+#define TUI_PROF_DEFAULT_ENGINE PTPROF_ENGINE_AUTO
 
 static struct {
   pthread_mutex_t log_lock;
@@ -123,6 +127,11 @@ void tui_profiling_conversation_reached(const char *session_id, const char *sess
       (int64_t)(env_num("POLYTOKEN_PROFILE_INTERVAL", TUI_PROF_DEFAULT_INTERVAL_S, 0.05, 86400) *
                 1000);
   o.prefix = PT_SNAPSHOT_TUI_PREFIX;
+  {
+    char err[160];
+    o.engine = pt_profile_engine(TUI_PROF_DEFAULT_ENGINE, err, sizeof err);
+    if (err[0]) tui_prof_log("WARN profiling: %s", err);
+  }
   o.dir = dir;
   o.log = log_from_lib;
   o.log_user_data = log_prefix_prof;
@@ -134,7 +143,10 @@ void tui_profiling_conversation_reached(const char *session_id, const char *sess
     g.prof = NULL;
     return;
   }
-  tui_prof_log("INFO profiling: session %s reached, sampling at %d Hz into %s", session_id, o.hz,
+  ptprof_stats st;
+  ptprof_get_stats(g.prof, &st);
+  tui_prof_log("INFO profiling: session %s reached, sampling at %d Hz (%s engine) into %s",
+               session_id, o.hz, st.engine == PTPROF_ENGINE_PERF ? "perf_event" : "CPU-time timer",
                dir);
 }
 

@@ -60,28 +60,76 @@ PT_TEST(prof_labels_api_bounds) {
   for (int i = 0; i < 4; i++) PT_ASSERT_INT_EQ(ptprof_labels_pop(), 0);
   PT_ASSERT_INT_EQ(ptprof_labels_pop(), PTPROF_E_LABELS_EMPTY);
   PT_ASSERT_UINT_EQ(current().n, 0);
-  /* no sampler runs: nothing stays interned once popped */
+  /* no sampler runs: nothing stays interned once popped, but for this
+   * thread's label cache (the last label it interned: "session", "s-2") */
   ptp_labels_stats st;
+  ptp_labels_get_stats(&st);
+  PT_ASSERT_UINT_EQ(st.strings, 2);
+  PT_ASSERT_INT_EQ(ptp_labels_cache_drop(), 1);
   ptp_labels_get_stats(&st);
   PT_ASSERT_UINT_EQ(st.strings, 0);
   PT_ASSERT(strstr(ptprof_strerror(PTPROF_E_LABELS_FULL), "labels") != NULL);
 }
 
+/* arg NULL: exits with the label pushed; else pushes and pops it, so the
+ * exiting thread holds it in its label cache only. */
 static void *push_and_exit(void *arg) {
-  (void)arg;
-  if (ptprof_labels_push("worker", "w-1") != 0) return (void *)1;
-  return NULL;   /* exits with the label pushed */
+  if (ptprof_labels_push("worker", arg ? "w-2" : "w-1") != 0) return (void *)1;
+  if (arg && ptprof_labels_pop() != 0) return (void *)1;
+  return NULL;
 }
 
 PT_TEST(prof_labels_thread_exit) {
-  pthread_t t;
-  PT_ASSERT_INT_EQ(pthread_create(&t, NULL, push_and_exit, NULL), 0);
-  void *r;
-  PT_ASSERT_INT_EQ(pthread_join(t, &r), 0);
-  PT_ASSERT(r == NULL);
+  for (int popped = 0; popped < 2; popped++) {
+    pthread_t t;
+    PT_ASSERT_INT_EQ(pthread_create(&t, NULL, push_and_exit, popped ? (void *)1 : NULL), 0);
+    void *r;
+    PT_ASSERT_INT_EQ(pthread_join(t, &r), 0);
+    PT_ASSERT(r == NULL);
+    ptp_labels_stats st;
+    ptp_labels_get_stats(&st);
+    /* the exit popped the label and gave the cache's references back */
+    PT_ASSERT_MSG(st.strings == 0, "%zu strings left after a thread exit (popped %d)", st.strings,
+                  popped);
+  }
+}
+
+/* The per-thread cache (ptp_labels.c): a repeated push reuses the ids; it
+ * compares contents, never pointers; a borrowed entry keeps its strings
+ * while another label is pushed over it and popped. */
+PT_TEST(prof_labels_cache) {
+  PT_ASSERT_INT_EQ(ptp_labels_cache_drop(), 1);
+  char val[16] = "c-1";
+  PT_ASSERT_INT_EQ(ptprof_labels_push("ckey", val), 0);
+  ptp_label_ids a = current();
+  PT_ASSERT_INT_EQ(ptprof_labels_pop(), 0);
+  PT_ASSERT_INT_EQ(ptprof_labels_push("ckey", val), 0);   /* a hit */
+  ptp_label_ids b = current();
+  PT_ASSERT_UINT_EQ(b.n, 1);
+  PT_ASSERT(a.kv[0] == b.kv[0] && a.kv[1] == b.kv[1]);
+  /* nested: another value over the borrowed entry, popped again */
+  PT_ASSERT_INT_EQ(ptprof_labels_push("ckey", "c-other"), 0);
+  ptp_label_ids c = current();
+  PT_ASSERT_UINT_EQ(c.n, 2);
+  PT_ASSERT(c.kv[2] == a.kv[0] && c.kv[3] != a.kv[1]);
+  PT_ASSERT_INT_EQ(ptp_labels_cache_drop(), 0);   /* entry 0 borrows it: kept */
+  PT_ASSERT_INT_EQ(ptprof_labels_pop(), 0);
   ptp_labels_stats st;
   ptp_labels_get_stats(&st);
-  PT_ASSERT_UINT_EQ(st.strings, 0);   /* the exit popped it */
+  PT_ASSERT_UINT_EQ(st.strings, 2);   /* "c-other" freed (no sampler); "ckey", "c-1" held */
+  PT_ASSERT_INT_EQ(ptprof_labels_push("ckey", val), 0);   /* still the cache's "c-1" */
+  PT_ASSERT(current().kv[1] == a.kv[1]);
+  PT_ASSERT_INT_EQ(ptprof_labels_pop(), 0);
+  PT_ASSERT_INT_EQ(ptprof_labels_pop(), 0);
+  /* the same buffer, changed in place: a new value, not the cached id */
+  snprintf(val, sizeof val, "c-2");
+  PT_ASSERT_INT_EQ(ptprof_labels_push("ckey", val), 0);
+  ptp_label_ids d = current();
+  PT_ASSERT(d.kv[0] == a.kv[0] && d.kv[1] != a.kv[1]);
+  PT_ASSERT_INT_EQ(ptprof_labels_pop(), 0);
+  PT_ASSERT_INT_EQ(ptp_labels_cache_drop(), 1);
+  ptp_labels_get_stats(&st);
+  PT_ASSERT_UINT_EQ(st.strings, 0);
 }
 
 PT_TEST(prof_labels_poll_nesting) {
@@ -208,6 +256,7 @@ PT_TEST_T(prof_labels_task_ended_before_dump, 60000) {
   PT_ASSERT_INT_EQ(ptprof_labels_push("phase", "burn"), 0);
   burn_ms(300);
   PT_ASSERT_INT_EQ(ptprof_labels_pop(), 0);
+  PT_ASSERT_INT_EQ(ptp_labels_cache_drop(), 1);   /* only the window holds them now */
   ptcon_task_poll_end(id);
   ptcon_task_end(id);
   /* The freed console slot is reused at once (a LIFO free list) by a task
@@ -271,6 +320,7 @@ PT_TEST_T(prof_labels_table_full, 60000) {
   PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), 0);
   PT_ASSERT_INT_EQ(ptprof_labels_push("k", "after-dump"), 0);
   PT_ASSERT_INT_EQ(ptprof_labels_pop(), 0);
+  PT_ASSERT_INT_EQ(ptp_labels_cache_drop(), 1);
   PT_ASSERT_INT_EQ(ptprof_stop(p, 0, NULL, 0), 0);
   ptp_labels_stats st;
   ptp_labels_get_stats(&st);
