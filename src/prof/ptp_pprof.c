@@ -47,8 +47,9 @@ static const char *const drop_names[PTP_DROP__COUNT] = {
   [PTP_DROP_REENTRANT] = "reentrant",
   [PTP_DROP_THREAD_EXIT] = "thread_exit",
   [PTP_DROP_KERNEL] = "kernel_mode",
+  [PTP_DROP_UNDELIVERED] = "undelivered",
 };
-_Static_assert(PTP_DROP__COUNT == 6, "name every drop cause in drop_names");
+_Static_assert(PTP_DROP__COUNT == 7, "name every drop cause in drop_names");
 
 const char *ptp_pprof_drop_name(int cause) {
   return cause >= 0 && cause < PTP_DROP__COUNT && drop_names[cause] ? drop_names[cause] : "?";

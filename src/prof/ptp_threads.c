@@ -665,7 +665,12 @@ size_t ptp_threads_collect_unsignalled(ptp_unsignalled *out, size_t cap) {
   if (ptp_threads_init() != 0 || cap == 0) return 0;
   size_t n = 0;
   pthread_mutex_lock(&reg_mu);
-  int cause = ptp_perf_excludes_kernel() ? PTP_DROP_KERNEL : PTP_DROP_THREAD_EXIT;
+  /* Live threads: with exclude_kernel the periods no signal reported ended
+   * in the kernel (mostly; a merged pending signal looks the same); when
+   * kernel time is counted every period signals, so what is missing is
+   * signals merged while one was pending. Not "thread exit": the thread
+   * lives. */
+  int cause = ptp_perf_excludes_kernel() ? PTP_DROP_KERNEL : PTP_DROP_UNDELIVERED;
   for (uint32_t i = 0; i < PTP_MAX_THREADS && n < cap && active; i++) {
     ptp_thread_rec *r = &RECS[i];
     uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);

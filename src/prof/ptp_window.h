@@ -27,6 +27,11 @@ enum ptp_drop_cause {
                                periods that ended while the thread ran in the
                                kernel are not signalled; counted from the
                                event's CPU time at each dump and at exit */
+  PTP_DROP_UNDELIVERED,     /* perf engine counting kernel time: periods a
+                               live thread's CPU time completed that no signal
+                               reported (two overflows before the handler ran
+                               merge into one pending SIGPROF); counted at
+                               each dump */
   PTP_DROP__COUNT
 };
 
@@ -42,6 +47,7 @@ static inline const char *ptp_lost_frame_name(int cause) {
   case PTP_DROP_REENTRANT: return "[lost: reentrant signal]";
   case PTP_DROP_THREAD_EXIT: return "[lost: thread exit]";
   case PTP_DROP_KERNEL: return "[lost: kernel mode]";
+  case PTP_DROP_UNDELIVERED: return "[lost: signal not delivered]";
   default: return "[lost]";
   }
 }

@@ -423,7 +423,8 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
     /* The CPU of every drop shows in the profile under its cause's
      * pseudo-frame (thread-exit losses already are, per thread). */
     uintptr_t cause = (uintptr_t)i;
-    if (i != PTP_DROP_THREAD_EXIT && i != PTP_DROP_KERNEL && w.drops[i] && agg_rc == 0)
+    if (i != PTP_DROP_THREAD_EXIT && i != PTP_DROP_KERNEL && i != PTP_DROP_UNDELIVERED &&
+        w.drops[i] && agg_rc == 0)
       agg_rc = ptp_agg_add(full, 0, PTP_SAMPLE_LOST, NULL, &cause, 1, w.drops[i]);
   }
   ptp_threads_stats ts;

@@ -52,7 +52,7 @@ run_engine() {   # ENGINE EXPECTED-COMMENT
   go tool pprof -comments "${f[0]}" >"$d/comments.txt" 2>&1 || fail "$e: go tool pprof -comments failed"
   grep -q "^sampler engine: $want" "$d/comments.txt" \
     || { cat "$d/comments.txt" >&2; fail "$e: the snapshot does not name the engine ($want)"; }
-  grep -q 'dropped samples: .*thread_exit=[0-9]* kernel_mode=[0-9]*' "$d/comments.txt" \
+  grep -q 'dropped samples: .*thread_exit=[0-9]* kernel_mode=[0-9]* undelivered=[0-9]*' "$d/comments.txt" \
     || { cat "$d/comments.txt" >&2; fail "$e: drop comment lacks the thread_exit/kernel_mode causes"; }
   check_traces "${f[0]}" "$e"
 }
