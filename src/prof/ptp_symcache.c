@@ -28,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -269,34 +271,69 @@ static bool st_ok(const struct stat *st) {
          st->st_size <= (off_t)PTP_SYMCACHE_FILE_MAX;
 }
 
-/* Reads the file into a malloc'd buffer with read(2), not mmap: a file
- * truncated under us cannot fault (and a 300 KB file costs about the same
- * either way: 0.19 vs 0.17 ms with the CRC, measured here). 0 with *buf
- * (caller frees) and *st, -ENOENT (no file), -EBADMSG (not usable),
- * -ENOMEM. */
+/* Reads the open file fd into a malloc'd buffer with read(2), not mmap:
+ * a file truncated under us cannot fault (and a 300 KB file costs about
+ * the same either way: 0.19 vs 0.17 ms with the CRC, measured here). 0
+ * with *buf (caller frees) and *st, -EBADMSG (not usable), -ENOMEM. */
+static int sc_read_fd(int fd, uint8_t **buf, struct stat *st) {
+  if (fstat(fd, st) != 0 || !st_ok(st)) return -EBADMSG;
+  size_t n = (size_t)st->st_size;
+  uint8_t *b = malloc(n + 1);
+  if (!b) return -ENOMEM;
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = pread(fd, b + got, n - got, (off_t)got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    got += (size_t)k;
+  }
+  if (got != n) { free(b); return -EBADMSG; }
+  *buf = b;
+  return 0;
+}
+
+/* sc_read_fd of the cache file; -ENOENT when there is none. */
 static int sc_read(const ptp_symcache *c, uint8_t **buf, struct stat *st) {
   char path[PATH_MAX];
   if (sc_path(c, path, sizeof path)) return -EBADMSG;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return errno == ENOENT ? -ENOENT : -EBADMSG;
-  int r = -EBADMSG;
-  if (fstat(fd, st) != 0 || !st_ok(st)) goto out;
-  size_t n = (size_t)st->st_size;
-  uint8_t *b = malloc(n + 1);
-  if (!b) { r = -ENOMEM; goto out; }
-  size_t got = 0;
-  while (got < n) {
-    ssize_t k = read(fd, b + got, n - got);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    got += (size_t)k;
-  }
-  if (got != n) { free(b); goto out; }
-  *buf = b;
-  r = 0;
-out:
+  int r = sc_read_fd(fd, buf, st);
   close(fd);
   return r;
+}
+
+#define SC_LOCK_TRIES 200       /* x 100 us: how long a save waits for another */
+
+/* Opens the cache file (flags: O_RDONLY, or O_WRONLY | O_APPEND) and takes
+ * its exclusive flock(2), checking afterwards that the path still names
+ * the locked inode. Writers hold it from reading the file to renaming its
+ * replacement over it (rewrite) or for the append: so no append lands in a
+ * file that is being merged and replaced (it would be lost), and two
+ * rewriters merge each other's work. Waits ~20 ms at most (ours hold it
+ * for one write and an fsync; one holding it longer is not waited for).
+ * Returns the fd (the lock goes with close), -ENOENT (no file), -EAGAIN
+ * (still busy), -EBADMSG. */
+static int sc_lock_open(const ptp_symcache *c, int flags) {
+  char path[PATH_MAX];
+  if (sc_path(c, path, sizeof path)) return -EBADMSG;
+  for (int tries = 0; tries < SC_LOCK_TRIES; tries++) {
+    int fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return errno == ENOENT ? -ENOENT : -EBADMSG;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      struct stat a, b;
+      if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        return fd;
+      close(fd);   /* replaced while we waited: lock the new one */
+      continue;
+    }
+    int e = errno;
+    close(fd);
+    if (e != EWOULDBLOCK && e != EINTR) return -EBADMSG;
+    struct timespec ts = {0, 100 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return -EAGAIN;
 }
 
 static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
@@ -595,18 +632,15 @@ static void mark_saved(ptp_symcache *c) {
 
 /* Appends the intervals not yet saved as one segment to the file, if it is
  * still the one c->id describes (nobody replaced, appended to or truncated
- * it since) and the segment and size bounds allow. One write(2) with
- * O_APPEND: concurrent appenders' segments follow each other whole (the
- * kernel serializes appends to one file); no fsync: a segment cut short by
+ * it since) and the segment and size bounds allow. One writev(2) with
+ * O_APPEND under the file's lock (sc_lock_open); no fsync: a segment cut short by
  * a crash fails its length or CRC check, and the next open rewrites the
  * file (never reads a torn segment). Returns 0 (appended), 1 (not
  * appendable: rewrite instead), or a negative errno (the write failed;
  * the file may have a torn tail, which the next save rewrites). */
 static int sc_append(ptp_symcache *c) {
   if (!c->id.valid || c->file_segs >= SC_SEGS_MAX) return 1;
-  char path[PATH_MAX];
-  if (sc_path(c, path, sizeof path)) return 1;
-  int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  int fd = sc_lock_open(c, O_WRONLY | O_APPEND);
   if (fd < 0) return 1;
   struct stat st;
   int r = 1;
@@ -665,15 +699,16 @@ static int absorb_segs(ptp_symcache *c) {
   return 0;
 }
 
-/* Adds what the file on disk holds now and we do not (another process
- * wrote it since we read it), ours winning on overlap. Best effort. */
-static void merge_disk(ptp_symcache *c) {
+/* Adds what the file on disk (fd: open, locked, or -1: by path) holds now
+ * and we do not (another process wrote it since we read it), ours winning
+ * on overlap. Best effort. */
+static void merge_disk(ptp_symcache *c, int fd) {
   uint8_t *buf = NULL;
   struct stat st;
   sc_seg *segs = NULL;
   size_t n = 0;
   bool torn;
-  if (sc_read(c, &buf, &st) != 0) return;
+  if ((fd >= 0 ? sc_read_fd(fd, &buf, &st) : sc_read(c, &buf, &st)) != 0) return;
   if (ident_same(&c->id, &st) || sc_parse(c, buf, (size_t)st.st_size, &segs, &n, &torn) != 0) {
     free(buf);   /* unchanged since we read or wrote it (all of it is ours), or unusable */
     return;
@@ -722,7 +757,11 @@ static int fill_file(int fd, void *arg) {
 static int sc_rewrite(ptp_symcache *c) {
   int r;
   if ((r = absorb_segs(c))) return r;
-  merge_disk(c);
+  /* locked from the merge to the rename (sc_lock_open); with no file yet,
+   * or one another writer keeps locked, unlocked: then at worst one
+   * writer's new intervals are lost (recomputed by a later process) */
+  int lfd = sc_lock_open(c, O_RDONLY);
+  merge_disk(c, lfd);
   sc_sort(c);
   sc_out o = {0};
   if ((r = out_ivals(&o, c, false))) goto fail_out;
@@ -744,6 +783,8 @@ static int sc_rewrite(ptp_symcache *c) {
   if ((r = ptp_cachefile_write_with(c->dir, name, fill_file, &a))) goto fail_out;
   if (a.have_st) ident_of(&c->id, &a.st);
   c->file_segs = 1;
+  if (lfd >= 0) close(lfd);
+  lfd = -1;
   (void)ptp_cachefile_bound(c->dir, SC_SUFFIX, PTP_SYMCACHE_DIR_MAX, name, SC_TMP_AGE_S);
   mark_saved(c);
   out_free(&o);
@@ -751,6 +792,7 @@ static int sc_rewrite(ptp_symcache *c) {
 
 fail_out:
   out_free(&o);
+  if (lfd >= 0) close(lfd);
   return r;
 }
 
