@@ -607,9 +607,12 @@ static int out_ivals(sc_out *o, const ptp_symcache *c, bool only_new) {
 /* The segment header of o (flags: c's) and its padded size. */
 static size_t out_seg(const sc_out *o, unsigned flags, sc_shdr *h) {
   *h = (sc_shdr){SC_SEG_MAGIC, flags, (uint32_t)o->niv, (uint32_t)o->nfr, (uint32_t)o->nstrs, 0};
+  /* an empty part is skipped, not passed: crc32(crc, NULL, 0) returns the
+   * initial value, not crc (a segment of intervals without frames, or
+   * flags alone, would fail its own check) */
   uLong crc = crc32(0, (const Bytef *)h, (uInt)offsetof(sc_shdr, crc));
-  crc = crc32(crc, (const Bytef *)o->iv, (uInt)(o->niv * sizeof *o->iv));
-  crc = crc32(crc, (const Bytef *)o->fr, (uInt)(o->nfr * sizeof *o->fr));
+  if (o->niv) crc = crc32(crc, (const Bytef *)o->iv, (uInt)(o->niv * sizeof *o->iv));
+  if (o->nfr) crc = crc32(crc, (const Bytef *)o->fr, (uInt)(o->nfr * sizeof *o->fr));
   crc = crc32(crc, o->strs, (uInt)o->nstrs);
   h->crc = (uint32_t)crc;
   return sizeof *h + o->niv * sizeof *o->iv + o->nfr * sizeof *o->fr + pad8(o->nstrs);

@@ -10,6 +10,7 @@
  *   - a torn last segment (an append cut short) is left out, the rest is
  *     used, and the next save rewrites the file whole; a complete segment
  *     that fails its CRC rejects the file; a version-1 file is refused;
+ *   - segments of frameless intervals or of flags alone read back;
  *   - PTP_SYMCACHE_SEGS_MAX appends, then the next save compacts to one;
  *   - two processes appending at once: the file stays valid, every
  *     interval in it has its writer's frames, at least one writer's all.
@@ -109,6 +110,40 @@ PT_TEST(prof_symcache_append_segment) {
   free(before);
   free(after);
   free(path);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* An address known to resolve to nothing (no frames), alone in a file and
+ * then alone in an appended segment, and a segment that only changes the
+ * flags: all read back (a CRC over an empty part once broke them). */
+PT_TEST(prof_symcache_frameless_and_flags_segments) {
+  char *dir = pt_tmpdir("symcache-empty");
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x40, 0x41, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  const ptp_sym_frame *f = (const ptp_sym_frame *)1;
+  uint32_t n = 7;
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x40, &f, &n), 1);
+  PT_ASSERT_UINT_EQ(n, 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x80, 0x81, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 2);
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x80, &f, &n), 1);
+  PT_ASSERT_UINT_EQ(n, 0);
+  ptp_symcache_set_flags(c, PTP_SYMCACHE_HAS_SYMS);
+  PT_ASSERT(ptp_symcache_dirty(c));
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 3);
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT_UINT_EQ(ptp_symcache_flags(c), PTP_SYMCACHE_HAS_SYMS | PTP_SYMCACHE_FLAGS_SET);
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x40, &f, &n), 1);
+  ptp_symcache_del(c);
   pt_rm_rf(dir);
   free(dir);
 }
