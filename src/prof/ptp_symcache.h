@@ -6,8 +6,9 @@
  * time it is profiled (zlib was ~20 % of the samples of a preloaded 0.1 s
  * sqlite3 run, perf).
  *
- * Content: sorted, non-overlapping address intervals [lo, hi) relative to the
- * object's load bias, each mapping to the frames (callee first) that every
+ * Content: address intervals [lo, hi) relative to the object's load bias
+ * (sorted and non-overlapping within a segment of the file; segments may
+ * overlap, the first answering wins), each mapping to the frames (callee first) that every
  * address in it symbolizes to. The symbolizer fills whole compile units at a
  * time (intervals split at every line-table row, function/inline range and
  * ELF symbol boundary), so a later run that samples other PCs of the same
@@ -88,7 +89,8 @@ int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id)
 void ptp_symcache_del(ptp_symcache *c);
 
 ptp_symcache_state ptp_symcache_file_state(const ptp_symcache *c);
-/* Number of intervals held (loaded plus added). */
+/* Number of intervals held (in the file's segments plus added; an interval
+ * in two segments counts twice). */
 size_t ptp_symcache_size(const ptp_symcache *c);
 
 unsigned ptp_symcache_flags(const ptp_symcache *c);
