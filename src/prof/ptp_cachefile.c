@@ -30,7 +30,7 @@ int ptp_cachefile_prepare_dir(const char *dir) {
   return 0;
 }
 
-static int write_all(int fd, const void *p, size_t n) {
+int ptp_cachefile_write_all(int fd, const void *p, size_t n) {
   const unsigned char *b = p;
   while (n) {
     ssize_t w = write(fd, b, n);
@@ -84,7 +84,7 @@ typedef struct iov_arg { const struct iovec *iov; int n; } iov_arg;
 static int fill_iov(int fd, void *arg) {
   const iov_arg *a = arg;
   int r = 0;
-  for (int i = 0; i < a->n && !r; i++) r = write_all(fd, a->iov[i].iov_base, a->iov[i].iov_len);
+  for (int i = 0; i < a->n && !r; i++) r = ptp_cachefile_write_all(fd, a->iov[i].iov_base, a->iov[i].iov_len);
   return r;
 }
 

@@ -24,6 +24,10 @@
  * others) or the errno of mkdir. */
 int ptp_cachefile_prepare_dir(const char *dir);
 
+/* Writes all n bytes at p to fd (retrying short writes and EINTR); for
+ * fill functions. Returns 0, the write's -errno, or -EIO for a write of 0. */
+int ptp_cachefile_write_all(int fd, const void *p, size_t n);
+
 /* Fills the temp file fd (open O_RDWR, empty, 0600) with the file's bytes;
  * returns 0 or a negative errno value. */
 typedef int (*ptp_cachefile_fill_fn)(int fd, void *arg);

@@ -6,8 +6,9 @@
  * time it is profiled (zlib was ~20 % of the samples of a preloaded 0.1 s
  * sqlite3 run, perf).
  *
- * Content: sorted, non-overlapping address intervals [lo, hi) relative to the
- * object's load bias, each mapping to the frames (callee first) that every
+ * Content: address intervals [lo, hi) relative to the object's load bias
+ * (sorted and non-overlapping within a segment of the file; segments may
+ * overlap, the first answering wins), each mapping to the frames (callee first) that every
  * address in it symbolizes to. The symbolizer fills whole compile units at a
  * time (intervals split at every line-table row, function/inline range and
  * ELF symbol boundary), so a later run that samples other PCs of the same
@@ -15,20 +16,28 @@
  *
  * Files: <dir>/<build id>.sym, one per object, mode 0600, in a directory
  * created 0700 (whatever the umask) and used only if it is ours (owner =
- * euid, not group/world writable). Format (native endianness, see
- * docs/pprof-format.md "Symbol cache"): a fixed header (magic, version,
- * flags, counts, CRC-32 of the body, the build id), then the intervals, the
- * frames, the strings. Reading checks everything (size, CRC, build id,
- * bounds, order, string termination): a truncated, corrupt or foreign file
- * is ignored (treated as empty) and replaced at the next save.
+ * euid, not group/world writable). Format (native endianness, version 2,
+ * see docs/pprof-format.md "Symbol cache"): a fixed header (magic, version,
+ * the build id), then one or more segments, each a header (counts, flags,
+ * CRC-32 of the segment) with its own intervals, frames and strings.
+ * Reading checks everything (sizes, CRCs, build id, bounds, order, string
+ * termination): a truncated, corrupt, foreign or older-version file is
+ * ignored (treated as empty) and replaced at the next save. A last segment
+ * that does not fit in the file (an append cut short or in progress) is
+ * left out and makes the next save rewrite the file.
  *
- * Writes: merged with what is on disk at that moment (another process may
- * have added intervals), to a unique temp file (O_EXCL, 0600), fsync, rename
- * over the old name, fsync of the directory: concurrent writers never leave
- * a torn file; at worst one writer's new intervals are lost and recomputed
+ * Writes: when the file is still the one this cache read or last wrote
+ * (same device, inode, size and mtime), a save appends what was added as
+ * one segment (one O_APPEND write, no fsync: a torn tail fails its checks
+ * and is rewritten). Otherwise (no file, rejected, torn, changed by another
+ * process since, or PTP_SYMCACHE_SEGS_MAX segments) it merges everything
+ * held with what is on disk at that moment into one segment, written to a
+ * unique temp file (O_EXCL, 0600), fsync, rename over the old name, fsync
+ * of the directory. Concurrent writers never leave a file that is read
+ * wrong; at worst one writer's new intervals are lost and recomputed
  * later. Bounds: a file holds at most PTP_SYMCACHE_FILE_MAX bytes (further
  * intervals are not added), the directory PTP_SYMCACHE_DIR_MAX bytes of
- * cache files (the oldest by mtime are removed after a save); stale temp
+ * cache files (the oldest by mtime are removed after a rewrite); stale temp
  * files (> 1 hour) are removed too.
  *
  * Threads: a ptp_symcache is not thread-safe (the symbolizer's user
@@ -46,6 +55,7 @@
 
 #define PTP_SYMCACHE_FILE_MAX (16u << 20)
 #define PTP_SYMCACHE_DIR_MAX (256ull << 20)
+#define PTP_SYMCACHE_SEGS_MAX 32   /* segments before a save rewrites the file as one */
 
 /* Object facts kept with the intervals (the pprof Mapping's has_* flags). */
 #define PTP_SYMCACHE_HAS_SYMS 1u
@@ -79,7 +89,8 @@ int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id)
 void ptp_symcache_del(ptp_symcache *c);
 
 ptp_symcache_state ptp_symcache_file_state(const ptp_symcache *c);
-/* Number of intervals held (loaded plus added). */
+/* Number of intervals held (in the file's segments plus added; an interval
+ * in two segments counts twice). */
 size_t ptp_symcache_size(const ptp_symcache *c);
 
 unsigned ptp_symcache_flags(const ptp_symcache *c);
@@ -88,21 +99,29 @@ void ptp_symcache_set_flags(ptp_symcache *c, unsigned flags);
 /* The frames of the interval holding rel (address - load bias): 1 and
  * frames and n (n may be 0: known to resolve to nothing), or 0 when not
  * cached. Frame strings stay valid until del; the frames array until the
- * next add. */
+ * next find or add. */
 int ptp_symcache_find(ptp_symcache *c, uint64_t rel, const ptp_sym_frame **frames, uint32_t *n);
 
-/* Adds [lo, hi) -> frames[0..n) (strings copied). An interval overlapping
- * one already held is dropped (the old one wins). Returns 0, -EINVAL
- * (lo >= hi), -ENOSPC (the file bound is reached; nothing added), -ENOMEM. */
+/* Adds [lo, hi) -> frames[0..n) (strings copied). An interval that one
+ * interval read from the file already holds whole is not added (nothing to
+ * write); one overlapping another added one is dropped (the older wins).
+ * Returns 0, -EINVAL (lo >= hi, n > 64), -ENOSPC (the file bound is
+ * reached; nothing added), -ENOMEM. */
 int ptp_symcache_add(ptp_symcache *c, uint64_t lo, uint64_t hi, const ptp_sym_frame *frames,
                      uint32_t n);
+
+/* Segments of the file on disk as this cache last read or wrote it (0:
+ * none it could append to: missing, rejected, torn, or a write failed).
+ * Tests see from it whether a save appended (one more) or rewrote (1). */
+size_t ptp_symcache_file_segments(const ptp_symcache *c);
 
 /* Whether something was added (or flags changed) since open/the last save. */
 bool ptp_symcache_dirty(const ptp_symcache *c);
 
-/* Writes the cache (merged with the file on disk now) atomically, then
- * applies the directory bound. No-op when not dirty. Returns 0 or the errno
- * of the failing step (the old file then stays). */
+/* Writes what was added since open/the last save: appended as a segment,
+ * or the whole file rewritten (see the top). No-op when not dirty. Returns
+ * 0 or the errno of the failing step (a rewrite keeps the old file; a
+ * failed append may leave a torn tail, which the next save rewrites). */
 int ptp_symcache_save(ptp_symcache *c);
 
 #endif

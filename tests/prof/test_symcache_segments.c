@@ -1,0 +1,337 @@
+/*
+ * test_symcache_segments.c - the symbol cache's file format 2 (segments)
+ * and its saves, on ptp_symcache directly:
+ *   - a save of a file we read appends one segment (the bytes before it
+ *     and the inode unchanged); a reopen finds the old and the new
+ *     intervals; intervals the file already holds are not added again;
+ *   - a file changed by another process since we read it (stale) is not
+ *     appended to: the save rewrites it as one segment with both's
+ *     intervals;
+ *   - a torn last segment (an append cut short) is left out, the rest is
+ *     used, and the next save rewrites the file whole; a complete segment
+ *     that fails its CRC rejects the file; a version-1 file is refused;
+ *   - segments of frameless intervals or of flags alone read back;
+ *   - PTP_SYMCACHE_SEGS_MAX appends, then the next save compacts to one;
+ *   - two processes appending at once: the file stays valid, every
+ *     interval in it has its writer's frames, at least one writer's all.
+ */
+#include "pt_test.h"
+#include "prof/ptp_symcache.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *BID = "0123456789abcdef0123456789abcdef01234567";
+
+static char *sc_file(const char *dir) {
+  char *p = malloc(strlen(dir) + 64);
+  sprintf(p, "%s/%s.sym", dir, BID);
+  return p;
+}
+
+/* Adds [lo, lo + 16) -> one frame named name, line = lo. */
+static void add_named(ptp_symcache *c, uint64_t lo, const char *name) {
+  ptp_sym_frame f = {name, name, "seg.c", 1, (int)lo, 0};
+  PT_ASSERT_INT_EQ(ptp_symcache_add(c, lo, lo + 16, &f, 1), 0);
+}
+
+/* Whether c answers rel with the frame named name. */
+static bool has_named(ptp_symcache *c, uint64_t rel, const char *name) {
+  const ptp_sym_frame *f;
+  uint32_t n;
+  return ptp_symcache_find(c, rel, &f, &n) == 1 && n == 1 && strcmp(f[0].name, name) == 0 &&
+         strcmp(f[0].file, "seg.c") == 0;
+}
+
+static ptp_symcache *open_ok(const char *dir, ptp_symcache_state want) {
+  ptp_symcache *c;
+  PT_ASSERT_INT_EQ(ptp_symcache_open(&c, dir, BID), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), want);
+  return c;
+}
+
+static off_t size_of(const char *path, ino_t *ino) {
+  struct stat sb;
+  PT_ASSERT_INT_EQ(stat(path, &sb), 0);
+  if (ino) *ino = sb.st_ino;
+  return sb.st_size;
+}
+
+PT_TEST(prof_symcache_append_segment) {
+  char *dir = pt_tmpdir("symcache-seg");
+  char *path = sc_file(dir);
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  add_named(c, 0x100, "first");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 1);
+  ptp_symcache_del(c);
+  ino_t ino0, ino1;
+  size_t n0;
+  char *before = pt_read_file(path, &n0);
+  PT_ASSERT(before && (off_t)n0 == size_of(path, &ino0));
+
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_named(c, 0x105, "first"));
+  /* held by the file: not added, nothing to write */
+  ptp_sym_frame f = {"first", "first", "seg.c", 1, 0x100, 0};
+  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x102, 0x110, &f, 1), 0);
+  PT_ASSERT(!ptp_symcache_dirty(c));
+  add_named(c, 0x200, "second");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 2);
+  /* a second save of the same process appends to what it wrote */
+  add_named(c, 0x300, "third");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 3);
+  ptp_symcache_del(c);
+
+  size_t n1;
+  char *after = pt_read_file(path, &n1);
+  PT_ASSERT(after && (off_t)n1 == size_of(path, &ino1));
+  PT_ASSERT_MSG(ino0 == ino1, "the file was replaced, not appended to");
+  PT_ASSERT(n1 > n0 && memcmp(before, after, n0) == 0);
+  struct stat sb;
+  PT_ASSERT_INT_EQ(stat(path, &sb), 0);
+  PT_ASSERT_UINT_EQ(sb.st_mode & 07777, 0600);
+
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 3);
+  PT_ASSERT(has_named(c, 0x100, "first") && has_named(c, 0x20f, "second") && has_named(c, 0x300, "third"));
+  const ptp_sym_frame *g;
+  uint32_t k;
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x210, &g, &k), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_size(c), 3);
+  ptp_symcache_del(c);
+  free(before);
+  free(after);
+  free(path);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* An address known to resolve to nothing (no frames), alone in a file and
+ * then alone in an appended segment, and a segment that only changes the
+ * flags: all read back (a CRC over an empty part once broke them). */
+PT_TEST(prof_symcache_frameless_and_flags_segments) {
+  char *dir = pt_tmpdir("symcache-empty");
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x40, 0x41, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  const ptp_sym_frame *f = (const ptp_sym_frame *)1;
+  uint32_t n = 7;
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x40, &f, &n), 1);
+  PT_ASSERT_UINT_EQ(n, 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x80, 0x81, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 2);
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x80, &f, &n), 1);
+  PT_ASSERT_UINT_EQ(n, 0);
+  ptp_symcache_set_flags(c, PTP_SYMCACHE_HAS_SYMS);
+  PT_ASSERT(ptp_symcache_dirty(c));
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 3);
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT_UINT_EQ(ptp_symcache_flags(c), PTP_SYMCACHE_HAS_SYMS | PTP_SYMCACHE_FLAGS_SET);
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x40, &f, &n), 1);
+  ptp_symcache_del(c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+PT_TEST(prof_symcache_stale_file_rewritten) {
+  char *dir = pt_tmpdir("symcache-stale");
+  char *path = sc_file(dir);
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  add_named(c, 0x100, "base");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+  /* x and y read the same file; y appends first: x's view is stale */
+  ptp_symcache *x = open_ok(dir, PTP_SYMCACHE_LOADED), *y = open_ok(dir, PTP_SYMCACHE_LOADED);
+  add_named(y, 0x200, "from_y");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(y), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(y), 2);
+  ino_t ino_y, ino_x;
+  size_of(path, &ino_y);
+  add_named(x, 0x300, "from_x");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(x), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(x), 1);   /* rewritten, merged */
+  size_of(path, &ino_x);
+  PT_ASSERT_MSG(ino_x != ino_y, "a stale view was appended to the file");
+  /* y's next save sees the file changed too: rewrites, keeps x's */
+  add_named(y, 0x400, "again_y");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(y), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(y), 1);
+  ptp_symcache_del(x);
+  ptp_symcache_del(y);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_named(c, 0x100, "base") && has_named(c, 0x200, "from_y") && has_named(c, 0x300, "from_x") &&
+            has_named(c, 0x400, "again_y"));
+  ptp_symcache_del(c);
+  free(path);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+PT_TEST(prof_symcache_torn_and_bad_segments) {
+  char *dir = pt_tmpdir("symcache-torn");
+  char *path = sc_file(dir);
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  add_named(c, 0x100, "kept");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  off_t one = size_of(path, NULL);
+  add_named(c, 0x200, "torn");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+  off_t two = size_of(path, NULL);
+  PT_ASSERT(two > one + 24);
+
+  /* cut inside the second segment: the first is used, the file rewritten */
+  PT_ASSERT_INT_EQ(truncate(path, one + (two - one) / 2), 0);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_named(c, 0x100, "kept"));
+  const ptp_sym_frame *g;
+  uint32_t k;
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x200, &g, &k), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 0);   /* never appended to */
+  add_named(c, 0x200, "torn");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 1);
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_named(c, 0x100, "kept") && has_named(c, 0x200, "torn"));
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 1);
+  add_named(c, 0x300, "late");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+
+  /* a complete second segment with one flipped byte: the file is refused */
+  two = size_of(path, NULL);
+  one = two;
+  size_t n;
+  char *b = pt_read_file(path, &n);
+  PT_ASSERT(b && (off_t)n == two);
+  b[n - 12] ^= 0x40;   /* inside the last segment's strings/padding region */
+  pt_write_file(path, b, n);
+  free(b);
+  c = open_ok(dir, PTP_SYMCACHE_REJECTED);
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x100, &g, &k), 0);
+  add_named(c, 0x100, "kept");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_named(c, 0x100, "kept"));
+  ptp_symcache_del(c);
+
+  /* a file of format version 1 (same magic) is refused, then replaced */
+  b = pt_read_file(path, &n);
+  PT_ASSERT(b && n > 12);
+  uint32_t v1 = 1;
+  memcpy(b + 8, &v1, 4);
+  pt_write_file(path, b, n);
+  free(b);
+  c = open_ok(dir, PTP_SYMCACHE_REJECTED);
+  ptp_symcache_del(c);
+  free(path);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+PT_TEST(prof_symcache_segments_compacted) {
+  char *dir = pt_tmpdir("symcache-many");
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  char name[32];
+  for (unsigned i = 0; i < PTP_SYMCACHE_SEGS_MAX; i++) {
+    snprintf(name, sizeof name, "f%u", i);
+    add_named(c, 0x1000 + 0x100 * i, name);
+    PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+    PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), i + 1);
+  }
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), PTP_SYMCACHE_SEGS_MAX);
+  add_named(c, 0x100, "last");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 1);
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 1);
+  PT_ASSERT_UINT_EQ(ptp_symcache_size(c), PTP_SYMCACHE_SEGS_MAX + 1);
+  for (unsigned i = 0; i < PTP_SYMCACHE_SEGS_MAX; i++) {
+    snprintf(name, sizeof name, "f%u", i);
+    PT_ASSERT(has_named(c, 0x1000 + 0x100 * i + 3, name));
+  }
+  PT_ASSERT(has_named(c, 0x100, "last"));
+  ptp_symcache_del(c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+#define SEG_ROUNDS 40
+
+PT_TEST_T(prof_symcache_concurrent_appenders, 120000) {
+  char *dir = pt_tmpdir("symcache-conc");
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  add_named(c, 0x10, "seed");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+  pid_t kids[2];
+  for (int w = 0; w < 2; w++) {
+    kids[w] = fork();
+    PT_ASSERT(kids[w] >= 0);
+    if (kids[w] == 0) {
+      /* a process-like cache per round: open, one new interval, save */
+      for (int r = 0; r < SEG_ROUNDS; r++) {
+        ptp_symcache *k;
+        char nm[32];
+        if (ptp_symcache_open(&k, dir, BID)) _exit(2);
+        if (ptp_symcache_file_state(k) != PTP_SYMCACHE_LOADED) _exit(3);
+        snprintf(nm, sizeof nm, "w%d_r%d", w, r);
+        ptp_sym_frame f = {nm, nm, "seg.c", 1, r, w};
+        if (ptp_symcache_add(k, 0x100000u * (w + 1) + 0x100u * r, 0x100000u * (w + 1) + 0x100u * r + 16, &f, 1))
+          _exit(4);
+        if (ptp_symcache_save(k)) _exit(5);
+        ptp_symcache_del(k);
+      }
+      _exit(0);
+    }
+  }
+  for (int w = 0; w < 2; w++) {
+    int st;
+    PT_ASSERT_INT_EQ(waitpid(kids[w], &st, 0), kids[w]);
+    PT_ASSERT_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer %d failed: status %#x", w, st);
+  }
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_named(c, 0x10, "seed"));
+  unsigned found[2] = {0, 0};
+  for (int w = 0; w < 2; w++)
+    for (int r = 0; r < SEG_ROUNDS; r++) {
+      char nm[32];
+      snprintf(nm, sizeof nm, "w%d_r%d", w, r);
+      uint64_t lo = 0x100000u * (w + 1) + 0x100u * r;
+      const ptp_sym_frame *f;
+      uint32_t n;
+      if (ptp_symcache_find(c, lo + 7, &f, &n) != 1) continue;
+      PT_ASSERT_MSG(n == 1 && strcmp(f[0].name, nm) == 0 && f[0].line == r && f[0].column == w,
+                    "interval of %s answers %s", nm, n ? f[0].name : "(nothing)");
+      found[w]++;
+    }
+  /* a race may lose intervals (an append to a file renamed away at that
+   * moment), but the file as it ends is the work of the last save of one
+   * writer at least: its final interval is there */
+  fprintf(stderr, "# found %u and %u of %d intervals per writer\n", found[0], found[1], SEG_ROUNDS);
+  PT_ASSERT(has_named(c, 0x100000u + 0x100u * (SEG_ROUNDS - 1), "w0_r39") ||
+            has_named(c, 0x200000u + 0x100u * (SEG_ROUNDS - 1), "w1_r39"));
+  ptp_symcache_del(c);
+  pt_rm_rf(dir);
+  free(dir);
+}
