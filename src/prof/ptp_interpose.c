@@ -62,6 +62,7 @@
  * and the registration (pthread_getattr_np, a mutex) per thread creation;
  * dlopen/dlmopen: one atomic load and a jump.
  */
+#include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -229,15 +230,16 @@ PTPROF_API int execveat(int dirfd, const char *path, char *const argv[], char *c
   return exec_failed(q, real(dirfd, path, argv, envp, flags));
 }
 
-/* The list forms collect their arguments into an argv on the stack (as
- * glibc does; the count is bounded by what the caller passed) and go
+/* The list forms collect their arguments into an argv on the stack
+ * (alloca: no malloc, which a vfork child must not call; the count is
+ * bounded by what the caller passed) and go
  * through the wrappers above. */
 #define PTP_COLLECT_ARGS(ap, arg0, argv)                                           \
   size_t n_ = 1;                                                                   \
   va_start(ap, arg0);                                                              \
   while (va_arg(ap, char *)) n_++;                                                 \
   va_end(ap);                                                                      \
-  char *argv[n_ + 1];                                                              \
+  char **argv = alloca((n_ + 1) * sizeof *argv);                                  \
   argv[0] = (char *)(arg0);                                                        \
   va_start(ap, arg0);                                                              \
   for (size_t i_ = 1; i_ <= n_; i_++) argv[i_] = va_arg(ap, char *);

@@ -23,7 +23,6 @@
  * A process killed by a SIGPROF that was pending across an exec exits by
  * that signal (what preload_exec_test.sh checks never happens).
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
