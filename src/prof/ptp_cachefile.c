@@ -30,6 +30,14 @@ int ptp_cachefile_prepare_dir(const char *dir) {
   return 0;
 }
 
+int ptp_cachefile_hex_name_ok(const char *s, size_t max_len) {
+  size_t n = strnlen(s, max_len + 1);
+  if (n < 2 || n > max_len) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+  return 1;
+}
+
 int ptp_cachefile_write_all(int fd, const void *p, size_t n) {
   const unsigned char *b = p;
   while (n) {

@@ -24,6 +24,10 @@
  * others) or the errno of mkdir. */
 int ptp_cachefile_prepare_dir(const char *dir);
 
+/* Whether s is a cache file's name stem: 2 to max_len lowercase hex
+ * digits (a build id), so it can name no other path. */
+int ptp_cachefile_hex_name_ok(const char *s, size_t max_len);
+
 /* Writes all n bytes at p to fd (retrying short writes and EINTR); for
  * fill functions. Returns 0, the write's -errno, or -EIO for a write of 0. */
 int ptp_cachefile_write_all(int fd, const void *p, size_t n);

@@ -178,13 +178,7 @@ int ptp_cficache_ident(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o
 
 /* ---- reading ------------------------------------------------------------- */
 
-static int bid_ok(const char *b) {
-  size_t n = strnlen(b, PTP_CFICACHE_BID_MAX);
-  if (n < 2 || n >= PTP_CFICACHE_BID_MAX) return 0;
-  for (size_t i = 0; i < n; i++)
-    if (!((b[i] >= '0' && b[i] <= '9') || (b[i] >= 'a' && b[i] <= 'f'))) return 0;
-  return 1;
-}
+static int bid_ok(const char *b) { return ptp_cachefile_hex_name_ok(b, PTP_CFICACHE_BID_MAX - 1); }
 
 static int file_path(char *buf, size_t cap, const char *dir, const char *bid) {
   int n = snprintf(buf, cap, "%s/%s" CFC_SUFFIX, dir, bid);

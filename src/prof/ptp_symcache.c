@@ -244,13 +244,7 @@ static ptp_sym_frame seg_frame(const sc_seg *g, uint32_t i) {
 
 /* ---- reading ---- */
 
-static bool bid_ok(const char *b) {
-  size_t n = strlen(b);
-  if (n < 2 || n > SC_BID_MAX) return false;
-  for (size_t i = 0; i < n; i++)
-    if (!((b[i] >= '0' && b[i] <= '9') || (b[i] >= 'a' && b[i] <= 'f'))) return false;
-  return true;
-}
+static bool bid_ok(const char *b) { return ptp_cachefile_hex_name_ok(b, SC_BID_MAX); }
 
 static int sc_path(const ptp_symcache *c, char *buf, size_t cap) {
   int n = snprintf(buf, cap, "%s/%s" SC_SUFFIX, c->dir, c->build_id);
