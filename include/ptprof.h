@@ -155,6 +155,13 @@ typedef struct ptprof_options {
  * daemon and the TUI take AUTO. Figures: docs/performance.md, "During the
  * session"; docs/sampler.md, "Engines". */
 
+/* The engine a setting names: "auto", "perf" or "timer" give
+ * PTPROF_ENGINE_AUTO, _PERF or _TIMER; anything else (NULL included)
+ * -EINVAL. For programs that let their users choose (the preload's
+ * PTPROF_ENGINE, the daemon's and TUI's POLYTOKEN_PROFILE_ENGINE), so the
+ * names are the same everywhere. Any thread. */
+PTPROF_API int ptprof_engine_from_name(const char *name);
+
 /* Cumulative counters since ptprof_new (all windows). */
 typedef struct ptprof_stats {
   uint64_t samples;        /* timer expirations recorded into windows */

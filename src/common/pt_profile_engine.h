@@ -12,7 +12,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "ptprof.h"
 
@@ -24,12 +23,17 @@ static inline int pt_profile_engine(int def, char *err, size_t errlen) {
   if (errlen) err[0] = 0;
   const char *s = getenv("POLYTOKEN_PROFILE_ENGINE");
   if (!s || !*s) return def;
-  if (!strcmp(s, "auto")) return PTPROF_ENGINE_AUTO;
-  if (!strcmp(s, "perf")) return PTPROF_ENGINE_PERF;
-  if (!strcmp(s, "timer")) return PTPROF_ENGINE_TIMER;
+  int e = ptprof_engine_from_name(s);
+  if (e >= 0) return e;
   if (errlen)
     snprintf(err, errlen, "ignoring POLYTOKEN_PROFILE_ENGINE=%s (expected auto, perf or timer)", s);
   return def;
+}
+
+/* How the daemon's and the TUI's start log lines name the engine that
+ * ptprof_start chose (ptprof_stats.engine). */
+static inline const char *pt_profile_engine_label(int engine) {
+  return engine == PTPROF_ENGINE_PERF ? "perf_event" : "CPU-time timer";
 }
 
 #endif

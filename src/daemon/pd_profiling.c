@@ -286,7 +286,7 @@ int pd_profiling_init(uv_loop_t *loop) {
   ptprof_stats st;
   ptprof_get_stats(g.prof, &st);
   pd_info("profiling: sampling at %d Hz (%s engine), a snapshot every %lld ms, keeping %d", o.hz,
-          st.engine == PTPROF_ENGINE_PERF ? "perf_event" : "CPU-time timer",
+          pt_profile_engine_label(st.engine),
           (long long)g.interval_ms, o.keep);
 
   rc = uv_timer_init(loop, &g.timer);

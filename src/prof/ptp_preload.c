@@ -166,13 +166,12 @@ __attribute__((constructor)) static void ptp_preload_init(void) {
   if (r) g_opt.interval_ms = (int64_t)(d * 1000.0 + 0.5);
   const char *eng = getenv("PTPROF_ENGINE");   /* auto|perf|timer, see ptprof.h */
   if (eng && *eng) {
-    if (!strcmp(eng, "auto")) g_opt.engine = PTPROF_ENGINE_AUTO;
-    else if (!strcmp(eng, "perf")) g_opt.engine = PTPROF_ENGINE_PERF;
-    else if (!strcmp(eng, "timer")) g_opt.engine = PTPROF_ENGINE_TIMER;
-    else {
+    int e = ptprof_engine_from_name(eng);
+    if (e < 0) {
       fprintf(stderr, "ptprof: PTPROF_ENGINE=%s is not auto, perf or timer; profiler not started\n", eng);
       return;
     }
+    g_opt.engine = e;
   }
   const char *prefix = getenv("PTPROF_PREFIX");
   if (prefix && *prefix) {

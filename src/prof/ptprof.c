@@ -150,6 +150,14 @@ const char *ptprof_strerror(int err) {
 /* All-zero is the defaults (ptprof.h); ptprof_new resolves each 0. */
 void ptprof_options_init(ptprof_options *opt) { memset(opt, 0, sizeof *opt); }
 
+int ptprof_engine_from_name(const char *name) {
+  if (!name) return -EINVAL;
+  if (!strcmp(name, "auto")) return PTPROF_ENGINE_AUTO;
+  if (!strcmp(name, "perf")) return PTPROF_ENGINE_PERF;
+  if (!strcmp(name, "timer")) return PTPROF_ENGINE_TIMER;
+  return -EINVAL;
+}
+
 static int valid_prefix(const char *s) {
   size_t n = strlen(s);
   return n >= 1 && n <= PTP_STORE_PREFIX_MAX && !strchr(s, '/') && s[0] != '.';

@@ -146,7 +146,7 @@ void tui_profiling_conversation_reached(const char *session_id, const char *sess
   ptprof_stats st;
   ptprof_get_stats(g.prof, &st);
   tui_prof_log("INFO profiling: session %s reached, sampling at %d Hz (%s engine) into %s",
-               session_id, o.hz, st.engine == PTPROF_ENGINE_PERF ? "perf_event" : "CPU-time timer",
+               session_id, o.hz, pt_profile_engine_label(st.engine),
                dir);
 }
 

@@ -368,6 +368,18 @@ HOT SECTION("ptt_chain") static void *chain_0(void *arg) {
   return NULL;
 }
 
+/* The setting names every program uses for the engine (preload
+ * PTPROF_ENGINE, POLYTOKEN_PROFILE_ENGINE): exact words only. */
+PT_TEST(prof_sampler_engine_names) {
+  PT_ASSERT_INT_EQ(ptprof_engine_from_name("auto"), PTPROF_ENGINE_AUTO);
+  PT_ASSERT_INT_EQ(ptprof_engine_from_name("perf"), PTPROF_ENGINE_PERF);
+  PT_ASSERT_INT_EQ(ptprof_engine_from_name("timer"), PTPROF_ENGINE_TIMER);
+  PT_ASSERT_INT_EQ(ptprof_engine_from_name("Perf"), -EINVAL);
+  PT_ASSERT_INT_EQ(ptprof_engine_from_name("timers"), -EINVAL);
+  PT_ASSERT_INT_EQ(ptprof_engine_from_name(""), -EINVAL);
+  PT_ASSERT_INT_EQ(ptprof_engine_from_name(NULL), -EINVAL);
+}
+
 PT_TEST(prof_sampler_unwind_fp_chain) {
   PT_ASSERT_INT_EQ(ptp_threads_init(), 0);
   pthread_t t;
