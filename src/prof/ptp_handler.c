@@ -117,7 +117,7 @@ void ptp_handler(int sig, siginfo_t *si, void *ucv) {
   /* A slot with no frame is published empty (it was claimed) and skipped by
    * the consumer; the expirations count as "no stack". */
   if (n == 0) ptp_drop(sh, PTP_DROP_NO_STACK, weight);
-  ptp_ring_publish(slot, pos);
+  ptp_ring_publish(&sh->ring, slot, pos);
   ptp_wake_maybe(sh, asked);
 out_rec:
   if (rec) atomic_store_explicit(&rec->busy, 0, memory_order_release);

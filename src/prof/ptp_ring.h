@@ -10,7 +10,11 @@
  * Algorithm: a bounded multi-producer queue with one sequence number per
  * slot (D. Vyukov's bounded MPMC queue, used single-consumer). Slot i holds
  * seq == pos when free for the producer of position pos, pos + 1 once
- * published, and pos + cap again once the consumer released it. A producer
+ * published, and pos + cap again once the consumer released it. The slot
+ * stores seq - i (ptp_ring_seq_get/put), so all-zero memory is the initial
+ * state: the slots come from calloc untouched (a 1.1 MiB ring is not
+ * faulted in at start; each page is, by the kernel, at its first sample,
+ * which is async-signal-safe: no user-space lock is involved). A producer
  * that finds its slot not yet released reports "full" instead of waiting: the
  * handler then counts a PTP_DROP_RING_FULL drop. Producers never block; a
  * producer preempted between claim and publish only delays the consumer,
@@ -55,8 +59,17 @@ typedef struct ptp_ring {
   _Alignas(64) _Atomic uint64_t head;  /* next position producers claim */
   _Alignas(64) _Atomic uint64_t tail; /* next position the consumer reads (written by
                                           the consumer only; atomic for ptp_ring_fill) */
-  ptp_slot *slots;          /* cap slots, seq[i] initialised to i */
+  ptp_slot *slots;          /* cap slots, zero-filled (seq[i] starts as i) */
 } ptp_ring;
+
+/* A slot's sequence number (stored biased by the slot's index). */
+static inline uint64_t ptp_ring_seq_get(const ptp_ring *r, ptp_slot *s) {
+  return atomic_load_explicit(&s->seq, memory_order_acquire) + (uint64_t)(s - r->slots);
+}
+
+static inline void ptp_ring_seq_put(const ptp_ring *r, ptp_slot *s, uint64_t seq) {
+  atomic_store_explicit(&s->seq, seq - (uint64_t)(s - r->slots), memory_order_release);
+}
 
 /* Claims a slot for writing, or returns NULL when the ring is full.
  * *pos_out receives the position to pass to ptp_ring_publish. */
@@ -64,7 +77,7 @@ static inline ptp_slot *ptp_ring_claim(ptp_ring *r, uint64_t *pos_out) {
   uint64_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
   for (;;) {
     ptp_slot *s = &r->slots[pos & r->mask];
-    uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+    uint64_t seq = ptp_ring_seq_get(r, s);
     int64_t diff = (int64_t)(seq - pos);
     if (diff == 0) {
       if (atomic_compare_exchange_weak_explicit(&r->head, &pos, pos + 1,
@@ -82,8 +95,8 @@ static inline ptp_slot *ptp_ring_claim(ptp_ring *r, uint64_t *pos_out) {
 }
 
 /* Makes a claimed slot visible to the consumer. */
-static inline void ptp_ring_publish(ptp_slot *s, uint64_t pos) {
-  atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+static inline void ptp_ring_publish(ptp_ring *r, ptp_slot *s, uint64_t pos) {
+  ptp_ring_seq_put(r, s, pos + 1);
 }
 
 /* Consumer: the next published slot, or NULL (empty, or the next slot is
@@ -91,14 +104,13 @@ static inline void ptp_ring_publish(ptp_slot *s, uint64_t pos) {
 static inline ptp_slot *ptp_ring_peek(ptp_ring *r) {
   uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
   ptp_slot *s = &r->slots[t & r->mask];
-  uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
-  return seq == t + 1 ? s : NULL;
+  return ptp_ring_seq_get(r, s) == t + 1 ? s : NULL;
 }
 
 /* Consumer: gives the slot returned by ptp_ring_peek back to producers. */
 static inline void ptp_ring_release(ptp_ring *r, ptp_slot *s) {
   uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
-  atomic_store_explicit(&s->seq, t + r->cap, memory_order_release);
+  ptp_ring_seq_put(r, s, t + r->cap);
   atomic_store_explicit(&r->tail, t + 1, memory_order_relaxed);
 }
 

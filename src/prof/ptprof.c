@@ -544,6 +544,7 @@ static void free_shared(ptp_shared *sh) {
 static int new_shared(ptp_shared **out, int wake_fd) {
   ptp_shared *sh = calloc(1, sizeof *sh);
   if (!sh) return -ENOMEM;
+  /* zero-filled is the ring's initial state (ptp_ring.h): left untouched */
   sh->ring.slots = calloc(RING_SLOTS, sizeof *sh->ring.slots);
   if (!sh->ring.slots) {
     free(sh);
@@ -551,7 +552,6 @@ static int new_shared(ptp_shared **out, int wake_fd) {
   }
   sh->ring.cap = RING_SLOTS;
   sh->ring.mask = RING_SLOTS - 1;
-  for (uint64_t i = 0; i < RING_SLOTS; i++) atomic_init(&sh->ring.slots[i].seq, i);
   sh->wake_fd = wake_fd;
   sh->wake_fill = RING_SLOTS / 4;
   /* magic: any nonzero value that differs between starts */
