@@ -263,6 +263,12 @@ static int dc_fill_copy(int fd, void *arg) {
   int r = dc_copy_elf(f->in, oe, f->max_bytes, &bytes);
   if (!r && elf_update(oe, ELF_C_WRITE) < 0) r = -EIO;
   elf_end(oe);
+  /* Unlike the other caches' files, a copy has no checksum of its own
+   * (libdw reads it in place): its data must be on disk before the rename
+   * publishes it, or a crash could leave a whole-sized file with blocks
+   * never written, whose DWARF would name frames wrongly. Made once per
+   * debug file, after the snapshot is written. */
+  if (!r && fsync(fd) != 0) r = -errno;
   return r;
 }
 

@@ -13,8 +13,11 @@
  * ptp_cachefile_prepare_dir). A copy is an ELF file with the same sections in
  * the same order as its source, each SHF_COMPRESSED section stored
  * decompressed (what `eu-elfcompress -t none` makes), written with libelf to
- * a unique temp file in the same directory, fsync'ed, renamed into place,
- * then the directory fsync'ed: concurrent writers each rename a whole file.
+ * a unique temp file in the same directory, fsync'ed (a copy has no
+ * checksum: its data must be on disk before it is published), then renamed
+ * into place (ptp_cachefile_write_with; the directory is not fsync'ed: a
+ * copy a crash lost is made again): concurrent writers each rename a whole
+ * file.
  * Before use a copy is opened without following symlinks and checked: a
  * regular file owned by us, not writable by others, ELF, every section
  * inside the file, none compressed, the build id wanted. A copy failing a
