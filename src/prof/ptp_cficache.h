@@ -71,17 +71,13 @@ int ptp_cficache_ident(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o
 /* The table of (bid, key) in dir, for the object loaded at bias: a mapping
  * of the file (tab->bias = bias, tab->map set); every row must lie in
  * [lo, hi) (runtime addresses, bias <= lo <= hi). At most max_rows rows.
- * Returns 0 and *out (the caller frees it with ptp_cfi_tab_free, and only
+ * Returns 0 and *out (the caller frees it with ptp_cfi_tab_free of
+ * ptp_cfi.h, and only
  * after the last reader is gone: the mapping goes with it), -ENOENT (no
  * file), -ESTALE (another key or version), -E2BIG (more than max_rows
  * rows), -EBADMSG (invalid, not ours, too big), -EINVAL, -ENOMEM. */
 int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t bias,
                       uintptr_t lo, uintptr_t hi, size_t max_rows, ptp_cfi_tab **out);
-
-/* Frees a table of either origin (ptp_cfi_tab): unmaps a mapped one. NULL
- * is a no-op. The caller guarantees no reader is left (ptp_cfi.c frees a
- * set's tables only after the handler grace). */
-void ptp_cfi_tab_free(const ptp_cfi_tab *t);
 
 /* The file image of a table (header and bias-relative rows) in one malloc'd
  * buffer (caller frees), so the caller can write it after releasing its

@@ -20,6 +20,7 @@
  *     stable, and libc's real table survives a round trip.
  */
 #include "pt_test.h"
+#include "prof/ptp_cfi.h"
 #include "prof/ptp_cficache.h"
 
 #include <dirent.h>
