@@ -63,13 +63,16 @@ int ptp_crc_supported(unsigned algo) {
 }
 
 uint32_t ptp_crc_block(unsigned algo, uint32_t crc, const void *p, size_t n) {
+  if (!ptp_crc_supported(algo)) return crc ^ 0xffffffffu;
   if (!n) return crc;   /* also keeps NULL + 0 out of the lane arithmetic */
   if (algo == PTP_CRC_ZLIB) return (uint32_t)crc32_z(crc, (const Bytef *)p, n);
-  if (algo == PTP_CRC_C3 && ptp_crc_algo() == PTP_CRC_C3) return crc32c_3lanes(crc, p, n);
-  return crc ^ 0xffffffffu;
+  return crc32c_3lanes(crc, p, n);
 }
 
 uint32_t ptp_crc_blocks(unsigned algo, uint32_t crc, const void *p, size_t n, size_t block) {
+  /* checked once here: an unknown id over an even number of blocks must
+   * not flip crc back to itself */
+  if (!ptp_crc_supported(algo)) return crc ^ 0xffffffffu;
   if (algo == PTP_CRC_ZLIB || !block) return ptp_crc_block(algo, crc, p, n);
   const uint8_t *b = p;
   for (size_t off = 0; off < n; off += block)

@@ -29,7 +29,10 @@
  * crc argument is the value to continue (0 to start): ptp_crc_blocks(a,
  * ptp_crc_blocks(a, 0, p, n, b), q, m, b) sums p and then q, each cut into
  * blocks from its own start. An empty range (n == 0, p may be NULL)
- * returns crc unchanged for both algorithms.
+ * returns crc unchanged for both algorithms. An id this CPU does not
+ * compute (ptp_crc_supported) returns crc ^ 0xffffffff from either
+ * function, whatever the range (never a valid continuation, so a check
+ * against it fails).
  */
 #ifndef PTP_CRC_H
 #define PTP_CRC_H
@@ -49,13 +52,11 @@ unsigned ptp_crc_algo(void);
 int ptp_crc_supported(unsigned algo);
 
 /* Continues crc with one block [p, p + n) (for PTP_CRC_C3: one fold of
- * three lanes, whatever n). algo must be supported (ptp_crc_supported);
- * for another value the result is crc ^ 0xffffffff (never a valid
- * continuation, so a check against it fails). */
+ * three lanes, whatever n; n == 0 adds nothing). */
 uint32_t ptp_crc_block(unsigned algo, uint32_t crc, const void *p, size_t n);
 
 /* Continues crc with [p, p + n) cut into blocks of block bytes from p (the
- * last one shorter; block 0: one block). Same rules as ptp_crc_block. */
+ * last one shorter; block 0: one block). */
 uint32_t ptp_crc_blocks(unsigned algo, uint32_t crc, const void *p, size_t n, size_t block);
 
 #endif
