@@ -651,6 +651,7 @@ static int sc_append(ptp_symcache *c) {
   if (fd < 0) return 1;
   struct stat st;
   int r = 1;
+  bool bound = false;
   sc_out o = {0};
   if (fstat(fd, &st) != 0 || !ptp_cachefile_mappable(&st, sizeof(sc_fhdr), PTP_SYMCACHE_FILE_MAX) ||
       !ident_same(&c->id, &st))
@@ -669,13 +670,27 @@ static int sc_append(ptp_symcache *c) {
     goto out;
   }
   c->file_segs++;
-  if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == (uint64_t)c->id.size + len) ident_of(&c->id, &st);
+  uint64_t before = (uint64_t)c->id.size;
+  if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == before + len) ident_of(&c->id, &st);
   else c->id.valid = false;   /* someone else appended meanwhile: fine, but rewrite next time */
   mark_saved(c);
   r = 0;
+  /* The directory bound after an append too (a file grows by up to 31
+   * appends between rewrites, so bounding only at rewrites let a
+   * directory of growing files pass PTP_SYMCACHE_DIR_MAX), but cheaply:
+   * only when this append carried the file across a multiple of
+   * PTP_SYMCACHE_BOUND_STEP. Stateless, so it holds across processes: a
+   * directory scan per STEP bytes a file grows, and a directory exceeds
+   * its bound by less than one STEP per file at most. */
+  bound = before / PTP_SYMCACHE_BOUND_STEP != (before + len) / PTP_SYMCACHE_BOUND_STEP;
 out:
   out_free(&o);
-  close(fd);
+  close(fd);   /* unlocked before the scan */
+  if (bound) {
+    char name[SC_BID_MAX + 16];
+    snprintf(name, sizeof name, "%s" SC_SUFFIX, c->build_id);
+    (void)ptp_cachefile_bound(c->dir, SC_SUFFIX, PTP_SYMCACHE_DIR_MAX, name, SC_TMP_AGE_S);
+  }
   return r;
 }
 

@@ -21,17 +21,25 @@
  *     another algorithm (valid under it) or of version 2 is refused, never
  *     read, and rewritten by the next save; segments whose intervals and
  *     strings span several checksum blocks verify after a rewrite and after
- *     an append, and a flipped byte in a later block rejects the file.
+ *     an append, and a flipped byte in a later block rejects the file;
+ *   - the directory bound after appends: with an old (sparse) file of
+ *     another build id filling the directory to just under
+ *     PTP_SYMCACHE_DIR_MAX, an append that stays below
+ *     PTP_SYMCACHE_BOUND_STEP leaves it (no scan), the append that carries
+ *     the file across the step removes it, and the appended file is kept
+ *     whole.
  */
 #include "pt_test.h"
 #include "prof/ptp_crc.h"
 #include "prof/ptp_symcache.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -455,6 +463,54 @@ PT_TEST(prof_symcache_format3_multiblock) {
   pt_write_file(path, b, n);
   free(b);
   c = open_ok(dir, PTP_SYMCACHE_REJECTED);
+  ptp_symcache_del(c);
+  free(path);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+PT_TEST(prof_symcache_append_keeps_dir_bound) {
+  char *dir = pt_tmpdir("symcache-bound");
+  char *path = sc_file(dir);
+  char filler[4096];
+  snprintf(filler, sizeof filler, "%s/ff00ff00.sym", dir);
+  /* sparse: its st_size counts against the bound, no disk is used */
+  int fd = open(filler, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  PT_ASSERT(fd >= 0);
+  PT_ASSERT_INT_EQ(ftruncate(fd, (off_t)(PTP_SYMCACHE_DIR_MAX - (256u << 10))), 0);
+  close(fd);
+  struct timespec old[2] = {{time(NULL) - 86400, 0}, {time(NULL) - 86400, 0}};
+  PT_ASSERT_INT_EQ(utimensat(AT_FDCWD, filler, old, 0), 0);
+  struct stat st;
+
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  add_named(c, 0x100, "first");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);          /* rewrite: within the bound */
+  ptp_symcache_del(c);
+  PT_ASSERT_INT_EQ(stat(filler, &st), 0);
+
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  add_many(c, 0x10000, 5000, "c");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 2); /* appended */
+  ptp_symcache_del(c);
+  off_t sz = size_of(path, NULL);
+  PT_ASSERT_MSG(sz > (off_t)(256u << 10) && sz < (off_t)PTP_SYMCACHE_BOUND_STEP,
+                "first append left the file at %lld bytes", (long long)sz);
+  /* over the bound now, but below the step: not scanned */
+  PT_ASSERT_INT_EQ(stat(filler, &st), 0);
+
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  add_many(c, 0x100000, 6000, "d");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 3); /* appended again */
+  ptp_symcache_del(c);
+  PT_ASSERT(size_of(path, NULL) > (off_t)PTP_SYMCACHE_BOUND_STEP);
+  PT_ASSERT_INT_EQ(stat(filler, &st), -1);             /* the oldest file removed */
+  PT_ASSERT_INT_EQ(errno, ENOENT);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_named(c, 0x105, "first"));
+  PT_ASSERT(has_many(c, 0x10000, 5000, "c") && has_many(c, 0x100000, 6000, "d"));
   ptp_symcache_del(c);
   free(path);
   pt_rm_rf(dir);
