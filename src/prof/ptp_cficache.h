@@ -10,7 +10,8 @@
  * too), mode 0600, in a directory created 0700 and used only if it is ours
  * (ptp_cachefile_prepare_dir's rule). Format (native endianness, see
  * docs/sampler.md "Unwind-table cache"): a header (magic, version, row
- * size, row count, a CRC of the rows, a content key, the build id), then
+ * size, row count, a checksum of the rows and its ptp_crc.h algorithm
+ * id, a content key, the build id), then
  * the rows with start addresses relative to the object's load bias.
  *
  * Reading maps the file (read-only, private) and uses its rows in place:
@@ -18,13 +19,14 @@
  * are bias-relative, ptp_cfi_tab.bias relocates them at lookup). Only a
  * file that cannot change size under the mapping is mapped: a regular file
  * of ours with one link, not writable by others, in a directory of ours
- * not writable by others; our writers replace such files by rename only
+ * not writable by others (ptp_cachefile_map_fd, the rule the symbol
+ * cache maps by too); our writers replace such files by rename only
  * (the old inode stays mapped, whole), and the size is checked against the
  * header before any row is read, so the walker reading a mapped table in
  * the signal handler cannot take a SIGBUS. Reading checks everything
- * (owner, size bound, magic, version, build id, key, CRC-32C, and every
+ * (owner, size bound, magic, version, build id, key, checksum, and every
  * row: kind, non-empty, sorted, disjoint, inside the object's executable
- * range; the CRC and the row checks are one pass over the mapping): a
+ * range; the checksum and the row checks are one pass over the mapping): a
  * missing, truncated, corrupt, foreign or outdated file is a miss, the
  * table is built and the file replaced. The
  * key (ptp_cfi_hash over the object's .eh_frame_hdr bytes and its executable

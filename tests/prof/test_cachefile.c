@@ -52,6 +52,15 @@ static int spoil(int how, const char *path, const char *root) {
   }
 }
 
+/* The file a save left is fit for mapping again: one link, ours, 0600. */
+static void fit_again(const char *path) {
+  struct stat st;
+  PT_ASSERT_INT_EQ(stat(path, &st), 0);
+  PT_ASSERT_UINT_EQ(st.st_nlink, 1);
+  PT_ASSERT_UINT_EQ(st.st_uid, geteuid());
+  PT_ASSERT_UINT_EQ(st.st_mode & 0777, 0600);
+}
+
 static void write_file_0600(const char *path, size_t n) {
   char *b = calloc(1, n);
   PT_ASSERT(b);
@@ -158,11 +167,7 @@ PT_TEST(prof_cachefile_cficache_refuses_unfit) {
     PT_ASSERT_UINT_EQ(got->nrows, 300);
     ptp_cfi_tab_free(got);
     got = NULL;
-    struct stat st;
-    PT_ASSERT_INT_EQ(stat(path, &st), 0);
-    PT_ASSERT_UINT_EQ(st.st_nlink, 1);
-    PT_ASSERT_UINT_EQ(st.st_uid, geteuid());
-    PT_ASSERT_UINT_EQ(st.st_mode & 0777, 0600);
+    fit_again(path);
   }
   free(t);
   pt_rm_rf(root);
@@ -212,11 +217,7 @@ PT_TEST(prof_cachefile_symcache_refuses_unfit) {
     PT_ASSERT(sym_has(c, 0x204, "new"));
     PT_ASSERT(!sym_has(c, 0x104, "old"));   /* not merged from the unfit file either */
     ptp_symcache_del(c);
-    struct stat st;
-    PT_ASSERT_INT_EQ(stat(path, &st), 0);
-    PT_ASSERT_UINT_EQ(st.st_nlink, 1);
-    PT_ASSERT_UINT_EQ(st.st_uid, geteuid());
-    PT_ASSERT_UINT_EQ(st.st_mode & 0777, 0600);
+    fit_again(path);
   }
 
   /* read while fit, group-writable by the time of the save: no append */
