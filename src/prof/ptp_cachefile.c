@@ -1,6 +1,6 @@
 /*
- * ptp_cachefile.c - cache-directory checks, atomic cache-file writes and
- * cache-directory bounds (see ptp_cachefile.h). Used by the symbol cache,
+ * ptp_cachefile.c - cache-directory checks, the cache-file mapping check,
+ * atomic cache-file writes and cache-directory bounds (see ptp_cachefile.h). Used by the symbol cache,
  * the unwind-table cache and the debug-file copies.
  *
  * Threads: a temp-name counter (atomic) only. Not for signal handlers.
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +28,30 @@ int ptp_cachefile_prepare_dir(const char *dir) {
   if (lstat(dir, &st) != 0) return -errno;
   if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
   if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) return -EPERM;
+  return 0;
+}
+
+/* The directory rule of ptp_cachefile_prepare_dir, without creating. */
+static int dir_ok(const char *dir) {
+  struct stat st;
+  return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+         !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+int ptp_cachefile_mappable(const struct stat *st, uint64_t min_size, uint64_t max_size) {
+  return S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_nlink <= 1 &&
+         !(st->st_mode & (S_IWGRP | S_IWOTH)) && st->st_size > 0 &&
+         (uint64_t)st->st_size >= min_size && (uint64_t)st->st_size <= max_size;
+}
+
+int ptp_cachefile_map_fd(int fd, const char *dir, uint64_t min_size, uint64_t max_size,
+                         void **map, struct stat *st) {
+  *map = NULL;
+  if (fstat(fd, st) != 0 || !ptp_cachefile_mappable(st, min_size, max_size) || !dir_ok(dir))
+    return -EBADMSG;
+  void *p = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  if (p == MAP_FAILED) return errno == ENOMEM ? -ENOMEM : -EBADMSG;
+  *map = p;
   return 0;
 }
 

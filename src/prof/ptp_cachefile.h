@@ -2,7 +2,8 @@
  * ptp_cachefile.h - file helpers shared by the library's persistent caches
  * (the symbol cache ptp_symcache.c, the unwind-table cache ptp_cficache.c,
  * the debug-file copies ptp_debugcache.c): the safety check of a cache
- * directory, an atomic whole-file write, and a size bound on a directory.
+ * directory, the check and the mapping of a cache file, an atomic
+ * whole-file write, and a size bound on a directory.
  * One copy of each, so the three caches cannot drift apart on what "safe"
  * and "atomic" mean.
  *
@@ -14,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 /* Creates the directory (mkdir -p, new components 0700 whatever the umask)
@@ -27,6 +29,28 @@ int ptp_cachefile_prepare_dir(const char *dir);
 /* Whether s is a cache file's name stem: 2 to max_len lowercase hex
  * digits (a build id), so it can name no other path. */
 int ptp_cachefile_hex_name_ok(const char *s, size_t max_len);
+
+/* Whether a cache file with this fstat may be mapped and read in place:
+ * a regular file, owned by the effective uid, at most one link (0: a
+ * writer renamed a new file over it since it was opened; 2 or more: a
+ * name elsewhere could be used to rewrite it), not group- or
+ * world-writable, and min_size <= size <= max_size. Our writers only
+ * ever replace such a file by rename (ptp_cachefile_write_with) or append
+ * past its end, never truncate or rewrite it in place, so a mapping of it
+ * keeps its inode and at least its size: reading the mapping below the
+ * size checked here cannot fault with SIGBUS. Returns 1 or 0. */
+int ptp_cachefile_mappable(const struct stat *st, uint64_t min_size, uint64_t max_size);
+
+/* Maps the open cache file fd read-only (MAP_PRIVATE | MAP_POPULATE,
+ * exactly its size) if ptp_cachefile_mappable says so of its fstat and its
+ * directory dir still passes ptp_cachefile_prepare_dir's rule (a real
+ * directory of ours that others may not write into; checked again because
+ * it may have changed since it was prepared). fd stays the caller's
+ * (the mapping outlives its close). Returns 0 with *map (munmap it,
+ * st->st_size bytes) and *st; -EBADMSG (not mappable: the caller treats
+ * the file as missing or rejected); -ENOMEM. */
+int ptp_cachefile_map_fd(int fd, const char *dir, uint64_t min_size, uint64_t max_size,
+                         void **map, struct stat *st);
 
 /* Writes all n bytes at p to fd (retrying short writes and EINTR); for
  * fill functions. Returns 0, the write's -errno, or -EIO for a write of 0. */

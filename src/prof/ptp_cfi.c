@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "prof/ptp_cfi.h"
@@ -33,6 +34,17 @@
 #include "prof/ptp_producer.h"
 
 _Atomic(const ptp_cfi_set *) ptp_g_cfi;
+
+/* ---- table lifetime ---------------------------------------------------- */
+
+/* The owner of table lifetime frees both origins here, so the cache unit
+ * (which only makes mapped tables) is called by this one and never calls
+ * back. */
+void ptp_cfi_tab_free(const ptp_cfi_tab *t) {
+  if (!t) return;
+  if (t->map) munmap(t->map, t->maplen);
+  free((void *)t);
+}
 
 /* ---- objects ----------------------------------------------------------- */
 

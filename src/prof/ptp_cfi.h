@@ -75,6 +75,12 @@ int ptp_cfi_save_pending(void);
 int ptp_cfi_build(ptp_cfi_set **out);
 void ptp_cfi_free(ptp_cfi_set *set);
 
+/* Frees a table of either origin (ptp_cfi_tab: built, or a mapping of
+ * the cache file): unmaps a mapped one. NULL is a no-op. The caller owns
+ * t and guarantees no reader is left (ptp_cfi.c frees a set's tables only
+ * after the handler grace). Any thread; not for signal handlers. */
+void ptp_cfi_tab_free(const ptp_cfi_tab *t);
+
 /* Nonzero if the object path (as dl_iterate_phdr names it) is a glibc,
  * ld.so, libgcc_s or vDSO object (tables built eagerly, never walked with
  * frame pointers). */

@@ -15,18 +15,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <nmmintrin.h>
 
 #include "prof/ptp_cachefile.h"
 #include "prof/ptp_cficache.h"
+#include "prof/ptp_crc.h"
 #include "prof/ptp_symcache.h"
 
 #define CFC_MAGIC "PTPCFI\r\n"
@@ -40,91 +38,26 @@ typedef struct cfc_header {
   uint64_t nrows;
   uint64_t key;
   uint32_t crc;                      /* CRC of the rows (algorithm: algo) */
-  uint32_t algo;                     /* CFC_CRC32C or CFC_CRC32 */
+  uint32_t algo;                     /* ptp_crc.h id: PTP_CRC_C3 or PTP_CRC_ZLIB */
   char build_id[PTP_CFICACHE_BID_MAX + 6];   /* NUL-terminated, zero-padded */
 } cfc_header;
 
 /* ---- checksum ------------------------------------------------------------ */
 
-/* The rows' checksum, computed over blocks of CFC_BLOCK_ROWS rows (the
- * reader checks each block's rows right after summing it, while they are
- * in the cache). Where the CPU has SSE4.2, CFC_CRC32C3: each block's bytes
- * in three lanes (the first two (bytes / 3) rounded down to 8 bytes, the
- * third the rest), the CRC-32C of the three lanes computed side by side
- * with the crc32 instruction (latency 3 cycles, throughput 1: three
- * independent chains run about 3x faster than one), and the checksum the
- * CRC-32C, continued from block to block, of each block's three lane CRCs.
- * A corrupt lane changes its CRC (any burst up to 32 bits, any odd number
- * of flipped bits), and so the folded value. Measured on the 3.2 MB of a
- * profiling daemon's 13 tables: see docs/performance.md "Start-up and
- * cache I/O". Without SSE4.2: zlib's crc32 over all rows (CFC_CRC32). A
- * file of another algorithm (CFC_CRC32C, the single-chain CRC-32C of
- * earlier versions, included) is stale: rebuilt and rewritten. */
-#define CFC_CRC32C 1u                       /* not written any more */
-#define CFC_CRC32 2u
-#define CFC_CRC32C3 3u
+/* The rows' checksum: ptp_crc.h's best algorithm (id in the header: 2
+ * zlib crc32, 3 the three-lane CRC-32C), cut into blocks of CFC_BLOCK_ROWS
+ * rows (the reader checks each block's rows right after summing it, while
+ * they are in the cache). Measured on the 3.2 MB of a profiling daemon's
+ * 13 tables: see docs/performance.md "Start-up and cache I/O". A file of
+ * another algorithm (id 1, the single-chain CRC-32C of earlier versions,
+ * included) is stale: rebuilt and rewritten. */
 #define CFC_BLOCK_ROWS 768                  /* 18 KiB: stays in L1/L2 */
-
-/* Continues the CRC-32C crc (0 to start) over [p, p + n): pre- and
- * post-inverted like zlib's crc32, so a CRC can be computed in pieces. */
-__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const uint8_t *p,
-                                                             size_t n) {
-  uint64_t c = ~crc;
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t w;
-    memcpy(&w, p, 8);
-    c = _mm_crc32_u64(c, w);
-  }
-  for (; n; p++, n--) c = _mm_crc32_u8((uint32_t)c, *p);
-  return ~(uint32_t)c;
-}
-
-/* Continues crc with one block [p, p + n) the CFC_CRC32C3 way. */
-__attribute__((target("sse4.2"))) static uint32_t crc32c_3lanes(uint32_t crc, const uint8_t *p,
-                                                                size_t n) {
-  const size_t l = (n / 3) & ~(size_t)7;
-  const uint8_t *a = p, *b = p + l, *c = p + 2 * l;
-  uint64_t ca = 0xffffffffu, cb = 0xffffffffu, cc = 0xffffffffu;
-  for (size_t i = 0; i < l; i += 8) {
-    uint64_t wa, wb, wc;
-    memcpy(&wa, a + i, 8);
-    memcpy(&wb, b + i, 8);
-    memcpy(&wc, c + i, 8);
-    ca = _mm_crc32_u64(ca, wa);
-    cb = _mm_crc32_u64(cb, wb);
-    cc = _mm_crc32_u64(cc, wc);
-  }
-  uint32_t lanes[3] = { ~(uint32_t)ca, ~(uint32_t)cb, ~(uint32_t)cc };
-  lanes[2] = crc32c_hw(lanes[2], c + l, n - 3 * l);           /* the third lane's rest */
-  return crc32c_hw(crc, (const uint8_t *)lanes, sizeof lanes);
-}
-
-static uint32_t crc_algo(void) {
-  static _Atomic uint32_t algo;
-  uint32_t a = atomic_load_explicit(&algo, memory_order_relaxed);
-  if (!a) {
-    __builtin_cpu_init();               /* we may run in a preload constructor */
-    a = __builtin_cpu_supports("sse4.2") ? CFC_CRC32C3 : CFC_CRC32;
-    atomic_store_explicit(&algo, a, memory_order_relaxed);
-  }
-  return a;
-}
-
-/* Continues the rows' checksum crc (0 to start) with one block of at most
- * CFC_BLOCK_ROWS rows (every block but the last exactly that many). */
-static uint32_t block_crc(uint32_t crc, const ptp_cfi_row *rows, size_t nrows) {
-  const size_t n = nrows * sizeof *rows;
-  if (crc_algo() == CFC_CRC32C3) return crc32c_3lanes(crc, (const uint8_t *)rows, n);
-  return (uint32_t)crc32(crc, (const Bytef *)rows, (uInt)n);   /* n < 2^32: one block */
-}
+#define CFC_BLOCK_BYTES (CFC_BLOCK_ROWS * sizeof(ptp_cfi_row))
 
 /* The checksum of all rows (the writer's; the reader sums block by block
  * in rows_verify, the same blocks). */
-static uint32_t rows_crc(const ptp_cfi_row *rows, size_t n) {
-  uint32_t crc = 0;
-  for (size_t b = 0; b < n; b += CFC_BLOCK_ROWS)
-    crc = block_crc(crc, rows + b, n - b < CFC_BLOCK_ROWS ? n - b : CFC_BLOCK_ROWS);
-  return crc;
+static uint32_t rows_crc(unsigned algo, const ptp_cfi_row *rows, size_t n) {
+  return ptp_crc_blocks(algo, 0, rows, n * sizeof *rows, CFC_BLOCK_BYTES);
 }
 
 /* ---- directory ----------------------------------------------------------- */
@@ -193,14 +126,14 @@ static int file_path(char *buf, size_t cap, const char *dir, const char *bid) {
  * the object's range [rlo, rhi). The conditions are or-ed without branches
  * (a valid file, the common case, takes none). Counts the NORULE rows into
  * *norule. Returns 0 or -EBADMSG. */
-static int rows_verify(const ptp_cfi_row *rows, size_t n, uintptr_t rlo, uintptr_t rhi,
-                       uint32_t want, size_t *norule) {
+static int rows_verify(unsigned algo, const ptp_cfi_row *rows, size_t n, uintptr_t rlo,
+                       uintptr_t rhi, uint32_t want, size_t *norule) {
   uint32_t crc = 0;
   uintptr_t prev_end = rlo;
   size_t nr = 0;
   for (size_t b = 0; b < n; b += CFC_BLOCK_ROWS) {
     size_t e = n - b < CFC_BLOCK_ROWS ? n : b + CFC_BLOCK_ROWS;
-    crc = block_crc(crc, rows + b, e - b);
+    crc = ptp_crc_block(algo, crc, rows + b, (e - b) * sizeof *rows);
     unsigned bad = 0;
     for (size_t i = b; i < e; i++) {
       const uintptr_t st = rows[i].start, end = st + rows[i].len;
@@ -219,25 +152,6 @@ static int rows_verify(const ptp_cfi_row *rows, size_t n, uintptr_t rlo, uintptr
   return 0;
 }
 
-/* The file may be mapped: it is a regular file of ours, at most one link
- * (0: a writer renamed a new file over it since we opened it), that
- * nobody else may write, in a directory of ours that nobody else may write
- * into, within the size bounds. Our writers only ever replace such a file by
- * rename (ptp_cachefile_write_with), never truncate or rewrite it in place,
- * so a mapping of it keeps its inode and its size: reading the mapping
- * below st_size cannot fault with SIGBUS. */
-static int mappable(int fd, const char *dir, struct stat *st) {
-  struct stat ds;
-  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) || st->st_uid != geteuid() ||
-      st->st_nlink > 1 || (st->st_mode & (S_IWGRP | S_IWOTH)) ||
-      st->st_size < (off_t)sizeof(cfc_header) || (uint64_t)st->st_size > PTP_CFICACHE_FILE_MAX)
-    return 0;
-  if (lstat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode) || ds.st_uid != geteuid() ||
-      (ds.st_mode & (S_IWGRP | S_IWOTH)))
-    return 0;
-  return 1;
-}
-
 int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t bias,
                       uintptr_t lo, uintptr_t hi, size_t max_rows, ptp_cfi_tab **out) {
   *out = NULL;
@@ -247,22 +161,25 @@ int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t 
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return errno == ENOENT ? -ENOENT : -EBADMSG;
   struct stat st;
-  if (!mappable(fd, dir, &st)) { close(fd); return -EBADMSG; }
-  /* Read-only and private: the rows are used in place (bias-relative, see
-   * ptp_cfi_tab), so nothing is copied and no page is written; exactly the
-   * file's size, never beyond it. MAP_POPULATE maps the (page-cached) pages
-   * in one go instead of a fault per 64 KiB during the checks. */
-  size_t maplen = (size_t)st.st_size;
-  void *map = mmap(NULL, maplen, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  /* ptp_cachefile_map_fd's rules (regular, ours, one link, not writable
+   * by others, in a directory of ours, within the bounds) make the
+   * mapping safe to read in the signal handler (no SIGBUS). Read-only and
+   * private: the rows are used in place (bias-relative, see ptp_cfi_tab),
+   * so nothing is copied and no page is written; exactly the file's size,
+   * never beyond it. MAP_POPULATE maps the (page-cached) pages in one go
+   * instead of a fault per 64 KiB during the checks. */
+  void *map;
+  int r = ptp_cachefile_map_fd(fd, dir, sizeof(cfc_header), PTP_CFICACHE_FILE_MAX, &map, &st);
   close(fd);                                  /* the mapping keeps the inode */
-  if (map == MAP_FAILED) return errno == ENOMEM ? -ENOMEM : -EBADMSG;
-  int r = -EBADMSG;
+  if (r < 0) return r;
+  size_t maplen = (size_t)st.st_size;
+  r = -EBADMSG;
   ptp_cfi_tab *t = NULL;
   cfc_header h;
   memcpy(&h, map, sizeof h);
   const ptp_cfi_row *rows = (const ptp_cfi_row *)((const uint8_t *)map + sizeof h);
   if (memcmp(h.magic, CFC_MAGIC, 8) != 0 || h.rowsize != sizeof(ptp_cfi_row)) goto fail_map;
-  if (h.version != PTP_CFICACHE_VERSION || h.key != key || h.algo != crc_algo()) {
+  if (h.version != PTP_CFICACHE_VERSION || h.key != key || h.algo != ptp_crc_algo()) {
     r = -ESTALE;
     goto fail_map;
   }
@@ -275,7 +192,7 @@ int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t 
     goto fail_map;
   if (h.nrows > max_rows) { r = -E2BIG; goto fail_map; }
   size_t norule = 0;
-  if ((r = rows_verify(rows, (size_t)h.nrows, lo - bias, hi - bias, h.crc, &norule)) < 0)
+  if ((r = rows_verify(h.algo, rows, (size_t)h.nrows, lo - bias, hi - bias, h.crc, &norule)) < 0)
     goto fail_map;
   if (!(t = malloc(sizeof *t))) { r = -ENOMEM; goto fail_map; }
   *t = (ptp_cfi_tab){ .nrows = (size_t)h.nrows, .bytes = sizeof *t + maplen, .bias = bias,
@@ -286,12 +203,6 @@ int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t 
 fail_map:
   munmap(map, maplen);
   return r;
-}
-
-void ptp_cfi_tab_free(const ptp_cfi_tab *t) {
-  if (!t) return;
-  if (t->map) munmap(t->map, t->maplen);
-  free((void *)t);
 }
 
 /* ---- writing ------------------------------------------------------------- */
@@ -319,8 +230,8 @@ int ptp_cficache_image(const char *bid, uint64_t key, uintptr_t bias, const ptp_
   h.rowsize = sizeof(ptp_cfi_row);
   h.nrows = t->nrows;
   h.key = key;
-  h.algo = crc_algo();
-  h.crc = rows_crc(rows, t->nrows);
+  h.algo = ptp_crc_algo();
+  h.crc = rows_crc(h.algo, rows, t->nrows);
   snprintf(h.build_id, sizeof h.build_id, "%s", bid);
   memcpy(b, &h, sizeof h);
   *img = b;

@@ -10,7 +10,8 @@
  * too), mode 0600, in a directory created 0700 and used only if it is ours
  * (ptp_cachefile_prepare_dir's rule). Format (native endianness, see
  * docs/sampler.md "Unwind-table cache"): a header (magic, version, row
- * size, row count, a CRC of the rows, a content key, the build id), then
+ * size, row count, a checksum of the rows and its ptp_crc.h algorithm
+ * id, a content key, the build id), then
  * the rows with start addresses relative to the object's load bias.
  *
  * Reading maps the file (read-only, private) and uses its rows in place:
@@ -18,13 +19,14 @@
  * are bias-relative, ptp_cfi_tab.bias relocates them at lookup). Only a
  * file that cannot change size under the mapping is mapped: a regular file
  * of ours with one link, not writable by others, in a directory of ours
- * not writable by others; our writers replace such files by rename only
+ * not writable by others (ptp_cachefile_map_fd, the rule the symbol
+ * cache maps by too); our writers replace such files by rename only
  * (the old inode stays mapped, whole), and the size is checked against the
  * header before any row is read, so the walker reading a mapped table in
  * the signal handler cannot take a SIGBUS. Reading checks everything
- * (owner, size bound, magic, version, build id, key, CRC-32C, and every
+ * (owner, size bound, magic, version, build id, key, checksum, and every
  * row: kind, non-empty, sorted, disjoint, inside the object's executable
- * range; the CRC and the row checks are one pass over the mapping): a
+ * range; the checksum and the row checks are one pass over the mapping): a
  * missing, truncated, corrupt, foreign or outdated file is a miss, the
  * table is built and the file replaced. The
  * key (ptp_cfi_hash over the object's .eh_frame_hdr bytes and its executable
@@ -71,17 +73,13 @@ int ptp_cficache_ident(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o
 /* The table of (bid, key) in dir, for the object loaded at bias: a mapping
  * of the file (tab->bias = bias, tab->map set); every row must lie in
  * [lo, hi) (runtime addresses, bias <= lo <= hi). At most max_rows rows.
- * Returns 0 and *out (the caller frees it with ptp_cfi_tab_free, and only
+ * Returns 0 and *out (the caller frees it with ptp_cfi_tab_free of
+ * ptp_cfi.h, and only
  * after the last reader is gone: the mapping goes with it), -ENOENT (no
  * file), -ESTALE (another key or version), -E2BIG (more than max_rows
  * rows), -EBADMSG (invalid, not ours, too big), -EINVAL, -ENOMEM. */
 int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t bias,
                       uintptr_t lo, uintptr_t hi, size_t max_rows, ptp_cfi_tab **out);
-
-/* Frees a table of either origin (ptp_cfi_tab): unmaps a mapped one. NULL
- * is a no-op. The caller guarantees no reader is left (ptp_cfi.c frees a
- * set's tables only after the handler grace). */
-void ptp_cfi_tab_free(const ptp_cfi_tab *t);
 
 /* The file image of a table (header and bias-relative rows) in one malloc'd
  * buffer (caller frees), so the caller can write it after releasing its

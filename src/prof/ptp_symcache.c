@@ -18,6 +18,7 @@
  */
 #include "prof/ptp_symcache.h"
 #include "prof/ptp_cachefile.h"
+#include "prof/ptp_crc.h"
 #include "prof/ptp_sym_map.h"
 #include "prof/ptp_store.h"
 #include "prof/ptp_strarena.h"
@@ -33,11 +34,12 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #define SC_MAGIC "PTPSYMC\n"
-#define SC_VERSION 2u           /* 1: one block, rewritten whole at every save */
-#define SC_SEG_MAGIC 0x32474553u /* "SEG2" */
+#define SC_VERSION 3u           /* 1: one block, rewritten whole at every save;
+                                 * 2: segments, zlib crc32 */
+#define SC_SEG_MAGIC 0x33474553u /* "SEG3" */
+#define SC_CRC_BLOCK 16384u     /* bytes per checksum block (ptp_crc_blocks) */
 #define SC_SEGS_MAX PTP_SYMCACHE_SEGS_MAX
 #define SC_BID_MAX 128
 #define SC_SUFFIX ".sym"
@@ -47,13 +49,18 @@
 typedef struct sc_fhdr {
   char magic[8];
   uint32_t version;
-  uint32_t zero;
+  uint32_t algo;                /* checksum algorithm of every segment (ptp_crc.h id) */
   char build_id[SC_BID_MAX + 8];/* NUL-padded */
 } sc_fhdr;
 
 /* One segment: this header, nivals intervals, nframes frames, strbytes of
- * NUL-terminated strings, zero padding to 8 bytes. crc = CRC-32 (zlib) of
- * the header's first 20 bytes and the unpadded body. */
+ * NUL-terminated strings, zero padding to 8 bytes. crc = the file's
+ * checksum algorithm (sc_fhdr.algo) continued over four parts, each cut
+ * into SC_CRC_BLOCK-byte blocks from its own start (see seg_crc): the
+ * header's first 20 bytes, the intervals, the frames, the strings (no
+ * padding). Parts, not the body as one run: the writer holds them in
+ * separate arrays, the reader in one mapping, and both cut the same
+ * blocks. */
 typedef struct sc_shdr { uint32_t magic, flags, nivals, nframes, strbytes, crc; } sc_shdr;
 typedef struct sc_ival_disk { uint64_t lo, hi; uint32_t first, n; } sc_ival_disk;
 typedef struct sc_frame_disk { uint32_t name, sys, file, start_line, line, column; } sc_frame_disk;
@@ -260,27 +267,21 @@ static bool ident_same(const sc_ident *id, const struct stat *st) {
          id->mtime.tv_sec == st->st_mtim.tv_sec && id->mtime.tv_nsec == st->st_mtim.tv_nsec;
 }
 
-/* Whether st is a file of ours we may read: regular, owned by us, within
- * the size bound. */
-static bool st_ok(const struct stat *st) {
-  return S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_size >= (off_t)sizeof(sc_fhdr) &&
-         st->st_size <= (off_t)PTP_SYMCACHE_FILE_MAX;
-}
-
 /* Maps the open file fd read-only (MAP_PRIVATE, populated: the CRC reads
- * it all). Not read(2): the copy into fresh memory is what cost, 1.2 ms
- * against 0.3 ms for a 300 and a 200 KB file in a new process, CRC
+ * it all), under ptp_cachefile_map_fd's rules (a regular file of ours,
+ * one link, not writable by others, in a directory of ours, within the
+ * size bound). Not read(2): the copy into fresh memory is what cost, 1.2
+ * ms against 0.3 ms for a 300 and a 200 KB file in a new process, CRC
  * included (median of 20 here). The price: a file truncated in place while
  * mapped would fault. None of our writers does that (they append past the
- * end or rename a new file over the name; the bound unlinks), and only
- * the owner can write into the cache directory (ptp_cachefile_prepare_dir).
- * 0 with *buf (sc_unmap it) and *st, -EBADMSG (not usable), -ENOMEM. */
-static int sc_map_fd(int fd, uint8_t **buf, struct stat *st) {
-  if (fstat(fd, st) != 0 || !st_ok(st)) return -EBADMSG;
-  void *p = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-  if (p == MAP_FAILED) return errno == ENOMEM ? -ENOMEM : -EBADMSG;
-  *buf = p;
-  return 0;
+ * end or rename a new file over the name; the bound unlinks), and those
+ * rules keep anyone else from doing it. 0 with *buf (sc_unmap it) and
+ * *st, -EBADMSG (not usable), -ENOMEM. */
+static int sc_map_fd(const ptp_symcache *c, int fd, uint8_t **buf, struct stat *st) {
+  void *p;
+  int r = ptp_cachefile_map_fd(fd, c->dir, sizeof(sc_fhdr), PTP_SYMCACHE_FILE_MAX, &p, st);
+  if (r == 0) *buf = p;
+  return r;
 }
 
 static void sc_unmap(uint8_t *buf, size_t len) {
@@ -293,7 +294,7 @@ static int sc_map(const ptp_symcache *c, uint8_t **buf, struct stat *st) {
   if (sc_path(c, path, sizeof path)) return -EBADMSG;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return errno == ENOENT ? -ENOENT : -EBADMSG;
-  int r = sc_map_fd(fd, buf, st);
+  int r = sc_map_fd(c, fd, buf, st);
   close(fd);
   return r;
 }
@@ -333,15 +334,22 @@ static int sc_lock_open(const ptp_symcache *c, int flags) {
 
 static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-static uint32_t seg_crc(const sc_shdr *h, const void *body, size_t len) {
-  uLong crc = crc32(0, (const Bytef *)h, (uInt)offsetof(sc_shdr, crc));
-  return (uint32_t)crc32(crc, (const Bytef *)body, (uInt)len);
+/* The checksum of a segment: its header's first 20 bytes, then each part
+ * of the body (an empty one adds nothing), each blockwise from its own
+ * start. The reader and the writer both call this. */
+static uint32_t seg_crc(unsigned algo, const sc_shdr *h, const void *iv, const void *fr,
+                        const void *strs) {
+  uint32_t crc = ptp_crc_blocks(algo, 0, h, offsetof(sc_shdr, crc), SC_CRC_BLOCK);
+  crc = ptp_crc_blocks(algo, crc, iv, (size_t)h->nivals * sizeof(sc_ival_disk), SC_CRC_BLOCK);
+  crc = ptp_crc_blocks(algo, crc, fr, (size_t)h->nframes * sizeof(sc_frame_disk), SC_CRC_BLOCK);
+  return ptp_crc_blocks(algo, crc, strs, h->strbytes, SC_CRC_BLOCK);
 }
 
 /* Checks one segment at buf[off..len). 0 and *g, *next; 1: it does not fit
  * in the file (a torn tail: an append cut short, or one in progress);
  * -EBADMSG: anything else wrong. */
-static int seg_parse(const uint8_t *buf, size_t len, size_t off, sc_seg *g, size_t *next) {
+static int seg_parse(unsigned algo, const uint8_t *buf, size_t len, size_t off, sc_seg *g,
+                     size_t *next) {
   sc_shdr h;
   if (len - off < sizeof h) return 1;
   memcpy(&h, buf + off, sizeof h);
@@ -350,10 +358,10 @@ static int seg_parse(const uint8_t *buf, size_t len, size_t off, sc_seg *g, size
                   h.strbytes;
   if (body > len - off - sizeof h) return 1;
   const uint8_t *p = buf + off + sizeof h;
-  if (seg_crc(&h, p, (size_t)body) != h.crc) return -EBADMSG;
   const sc_ival_disk *iv = (const sc_ival_disk *)p;
   const sc_frame_disk *fr = (const sc_frame_disk *)(iv + h.nivals);
   const char *strs = (const char *)(fr + h.nframes);
+  if (seg_crc(algo, &h, iv, fr, strs) != h.crc) return -EBADMSG;
   if (h.strbytes == 0 || strs[h.strbytes - 1] != 0) return -EBADMSG;
   uint64_t prev_hi = 0;
   for (uint32_t i = 0; i < h.nivals; i++) {
@@ -378,7 +386,11 @@ static int sc_parse(const ptp_symcache *c, const uint8_t *buf, size_t len, sc_se
   sc_fhdr h;
   if (len < sizeof h) return -EBADMSG;
   memcpy(&h, buf, sizeof h);
-  if (memcmp(h.magic, SC_MAGIC, 8) != 0 || h.version != SC_VERSION) return -EBADMSG;
+  /* another version, or a checksum this process does not compute (the
+   * file of a CPU with other features, on a shared home): refused, and
+   * rewritten at the next save */
+  if (memcmp(h.magic, SC_MAGIC, 8) != 0 || h.version != SC_VERSION || h.algo != ptp_crc_algo())
+    return -EBADMSG;
   h.build_id[sizeof h.build_id - 1] = 0;
   if (strcmp(h.build_id, c->build_id) != 0) return -EBADMSG;
   sc_seg *v = NULL;
@@ -386,7 +398,7 @@ static int sc_parse(const ptp_symcache *c, const uint8_t *buf, size_t len, sc_se
   *torn = false;
   while (off < len) {
     sc_seg g;
-    int r = seg_parse(buf, len, off, &g, &off);
+    int r = seg_parse(h.algo, buf, len, off, &g, &off);
     if (r == 1) { *torn = true; break; }
     if (r < 0 || k == SC_SEGS_MAX * 2) { free(v); return -EBADMSG; }
     if (sc_reserve((void **)&v, &cap, k + 1, sizeof *v)) { free(v); return -ENOMEM; }
@@ -601,14 +613,10 @@ static int out_ivals(sc_out *o, const ptp_symcache *c, bool only_new) {
 /* The segment header of o (flags: c's) and its padded size. */
 static size_t out_seg(const sc_out *o, unsigned flags, sc_shdr *h) {
   *h = (sc_shdr){SC_SEG_MAGIC, flags, (uint32_t)o->niv, (uint32_t)o->nfr, (uint32_t)o->nstrs, 0};
-  /* an empty part is skipped, not passed: crc32(crc, NULL, 0) returns the
-   * initial value, not crc (a segment of intervals without frames, or
-   * flags alone, would fail its own check) */
-  uLong crc = crc32(0, (const Bytef *)h, (uInt)offsetof(sc_shdr, crc));
-  if (o->niv) crc = crc32(crc, (const Bytef *)o->iv, (uInt)(o->niv * sizeof *o->iv));
-  if (o->nfr) crc = crc32(crc, (const Bytef *)o->fr, (uInt)(o->nfr * sizeof *o->fr));
-  crc = crc32(crc, o->strs, (uInt)o->nstrs);
-  h->crc = (uint32_t)crc;
+  /* the file's algorithm: a rewrite writes ptp_crc_algo() into the file
+   * header, and an append goes only to a file read or written by this
+   * process, whose header says the same */
+  h->crc = seg_crc(ptp_crc_algo(), h, o->iv, o->fr, o->strs);
   return sizeof *h + o->niv * sizeof *o->iv + o->nfr * sizeof *o->fr + pad8(o->nstrs);
 }
 
@@ -643,8 +651,11 @@ static int sc_append(ptp_symcache *c) {
   if (fd < 0) return 1;
   struct stat st;
   int r = 1;
+  bool bound = false;
   sc_out o = {0};
-  if (fstat(fd, &st) != 0 || !st_ok(&st) || !ident_same(&c->id, &st)) goto out;
+  if (fstat(fd, &st) != 0 || !ptp_cachefile_mappable(&st, sizeof(sc_fhdr), PTP_SYMCACHE_FILE_MAX) ||
+      !ident_same(&c->id, &st))
+    goto out;
   if ((r = out_ivals(&o, c, true))) goto out;
   sc_shdr h;
   size_t len = out_seg(&o, c->flags, &h);
@@ -659,13 +670,27 @@ static int sc_append(ptp_symcache *c) {
     goto out;
   }
   c->file_segs++;
-  if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == (uint64_t)c->id.size + len) ident_of(&c->id, &st);
+  uint64_t before = (uint64_t)c->id.size;
+  if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == before + len) ident_of(&c->id, &st);
   else c->id.valid = false;   /* someone else appended meanwhile: fine, but rewrite next time */
   mark_saved(c);
   r = 0;
+  /* The directory bound after an append too (a file grows by up to 31
+   * appends between rewrites, so bounding only at rewrites let a
+   * directory of growing files pass PTP_SYMCACHE_DIR_MAX), but cheaply:
+   * only when this append carried the file across a multiple of
+   * PTP_SYMCACHE_BOUND_STEP. Stateless, so it holds across processes: a
+   * directory scan per STEP bytes a file grows, and a directory exceeds
+   * its bound by less than one STEP per file at most. */
+  bound = before / PTP_SYMCACHE_BOUND_STEP != (before + len) / PTP_SYMCACHE_BOUND_STEP;
 out:
   out_free(&o);
-  close(fd);
+  close(fd);   /* unlocked before the scan */
+  if (bound) {
+    char name[SC_BID_MAX + 16];
+    snprintf(name, sizeof name, "%s" SC_SUFFIX, c->build_id);
+    (void)ptp_cachefile_bound(c->dir, SC_SUFFIX, PTP_SYMCACHE_DIR_MAX, name, SC_TMP_AGE_S);
+  }
   return r;
 }
 
@@ -707,7 +732,7 @@ static void merge_disk(ptp_symcache *c, int fd) {
   sc_seg *segs = NULL;
   size_t n = 0;
   bool torn;
-  if ((fd >= 0 ? sc_map_fd(fd, &buf, &st) : sc_map(c, &buf, &st)) != 0) return;
+  if ((fd >= 0 ? sc_map_fd(c, fd, &buf, &st) : sc_map(c, &buf, &st)) != 0) return;
   if (ident_same(&c->id, &st) || sc_parse(c, buf, (size_t)st.st_size, &segs, &n, &torn) != 0) {
     sc_unmap(buf, (size_t)st.st_size);   /* unchanged since we read or wrote it, or unusable */
     return;
@@ -761,6 +786,7 @@ static int sc_rewrite(ptp_symcache *c) {
   memset(&fh, 0, sizeof fh);
   memcpy(fh.magic, SC_MAGIC, 8);
   fh.version = SC_VERSION;
+  fh.algo = ptp_crc_algo();
   snprintf(fh.build_id, sizeof fh.build_id, "%s", c->build_id);
   sc_shdr h;
   size_t len = sizeof fh + out_seg(&o, c->flags, &h);

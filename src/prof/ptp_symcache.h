@@ -16,13 +16,18 @@
  *
  * Files: <dir>/<build id>.sym, one per object, mode 0600, in a directory
  * created 0700 (whatever the umask) and used only if it is ours (owner =
- * euid, not group/world writable). Format (native endianness, version 2,
+ * euid, not group/world writable). Format (native endianness, version 3,
  * see docs/pprof-format.md "Symbol cache"): a fixed header (magic, version,
- * the build id), then one or more segments, each a header (counts, flags,
- * CRC-32 of the segment) with its own intervals, frames and strings.
- * Reading checks everything (sizes, CRCs, build id, bounds, order, string
- * termination): a truncated, corrupt, foreign or older-version file is
- * ignored (treated as empty) and replaced at the next save. A last segment
+ * the checksum algorithm as a ptp_crc.h id, the build id), then one or
+ * more segments, each a header (counts, flags, the segment's checksum:
+ * the header's first 20 bytes, the intervals, the frames and the strings,
+ * each part blockwise from its own start) with its own intervals, frames
+ * and strings. A file is mapped only under ptp_cachefile_map_fd's rule
+ * (regular, ours, one link, not writable by others, in a directory of
+ * ours). Reading checks everything (sizes, checksums, build id, bounds,
+ * order, string termination): a truncated, corrupt, foreign, unfit, older
+ * version or other-algorithm file is ignored (treated as empty) and
+ * replaced at the next save. A last segment
  * that does not fit in the file (an append cut short or in progress) is
  * left out and makes the next save rewrite the file.
  *
@@ -37,8 +42,9 @@
  * wrong; at worst one writer's new intervals are lost and recomputed
  * later. Bounds: a file holds at most PTP_SYMCACHE_FILE_MAX bytes (further
  * intervals are not added), the directory PTP_SYMCACHE_DIR_MAX bytes of
- * cache files (the oldest by mtime are removed after a rewrite); stale temp
- * files (> 1 hour) are removed too.
+ * cache files (the oldest by mtime are removed after a rewrite, and after
+ * an append that carries the file across a multiple of
+ * PTP_SYMCACHE_BOUND_STEP); stale temp files (> 1 hour) are removed too.
  *
  * Threads: a ptp_symcache is not thread-safe (the symbolizer's user
  * serializes). Never call from a signal handler (allocates, does I/O).
@@ -56,6 +62,9 @@
 #define PTP_SYMCACHE_FILE_MAX (16u << 20)
 #define PTP_SYMCACHE_DIR_MAX (256ull << 20)
 #define PTP_SYMCACHE_SEGS_MAX 32   /* segments before a save rewrites the file as one */
+/* An append that carries a file across a multiple of this applies the
+ * directory bound (a rewrite always does). */
+#define PTP_SYMCACHE_BOUND_STEP (1u << 20)
 
 /* Object facts kept with the intervals (the pprof Mapping's has_* flags). */
 #define PTP_SYMCACHE_HAS_SYMS 1u

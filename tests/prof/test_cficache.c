@@ -17,10 +17,15 @@
  *     and no temp file is left;
  *   - files 0600 in a directory made 0700, under umask 000;
  *   - libc's build id (from its PT_NOTE in memory) and key are found and
- *     stable, and libc's real table survives a round trip.
+ *     stable, and libc's real table survives a round trip;
+ *   - the checksum of a known table is pinned for each algorithm (values
+ *     of the image written by the code before ptp_crc.c existed, commit
+ *     c463268), so files already on disk keep verifying.
  */
 #include "pt_test.h"
+#include "prof/ptp_cfi.h"
 #include "prof/ptp_cficache.h"
+#include "prof/ptp_crc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -388,4 +393,37 @@ PT_TEST(prof_cficache_libc_roundtrip) {
   ptp_cfi_tab_free(got);
   free(a.tab);
   free(b.tab);
+}
+
+/* The header's checksum and algorithm of a known table's image: the
+ * values the code before ptp_crc.c wrote (c463268, the same 120112-byte
+ * image; the zlib value is Python's zlib.crc32 over its rows), so a change
+ * of the algorithm or of the 768-row blocks fails here. */
+PT_TEST(prof_cficache_crc_pinned) {
+  ptp_cfi_tab *t = mk_tab(0x10000000, 5000, 0);
+  void *img;
+  size_t len;
+  PT_ASSERT_INT_EQ(ptp_cficache_image(BID_A, 42, 0x10000000, t, &img, &len), 0);
+  PT_ASSERT_UINT_EQ(len, 120112);
+  uint32_t crc, algo;
+  memcpy(&crc, (const uint8_t *)img + 32, 4);
+  memcpy(&algo, (const uint8_t *)img + 36, 4);
+  PT_ASSERT_UINT_EQ(algo, ptp_crc_algo());
+  PT_ASSERT_UINT_EQ(crc, algo == PTP_CRC_C3 ? 0x9d5e9a07u : 0x38c3b865u);
+  /* the zlib value holds on every CPU */
+  PT_ASSERT_UINT_EQ(ptp_crc_blocks(PTP_CRC_ZLIB, 0, (const uint8_t *)img + 112, len - 112, 0),
+                    0x38c3b865u);
+  /* and the image loads */
+  char *root = pt_tmpdir("cficache-pin");
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/unwind", root);
+  PT_ASSERT_INT_EQ(ptp_cficache_write(dir, BID_A, img, len), 0);
+  ptp_cfi_tab *got = NULL;
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 42, 0x10000000, &got), 0);
+  same_rows(t, 0x10000000, got, 0x10000000);
+  ptp_cfi_tab_free(got);
+  free(img);
+  free(t);
+  pt_rm_rf(root);
+  free(root);
 }

@@ -1,6 +1,7 @@
 /*
- * test_symcache_segments.c - the symbol cache's file format 2 (segments)
- * and its saves, on ptp_symcache directly:
+ * test_symcache_segments.c - the symbol cache's file format 3 (segments,
+ * checksum algorithm in the header) and its saves, on ptp_symcache
+ * directly:
  *   - a save of a file we read appends one segment (the bytes before it
  *     and the inode unchanged); a reopen finds the old and the new
  *     intervals; intervals the file already holds are not added again;
@@ -13,16 +14,32 @@
  *   - segments of frameless intervals or of flags alone read back;
  *   - PTP_SYMCACHE_SEGS_MAX appends, then the next save compacts to one;
  *   - two processes appending at once: the file stays valid, every
- *     interval in it has its writer's frames, at least one writer's all.
+ *     interval in it has its writer's frames, at least one writer's all;
+ *   - format 3: the header holds version 3 and ptp_crc_algo(); a known
+ *     segment's checksum is pinned (the value of ptp_crc.h's definition,
+ *     checked once by hand in Python over the file's bytes); a file of
+ *     another algorithm (valid under it) or of version 2 is refused, never
+ *     read, and rewritten by the next save; segments whose intervals and
+ *     strings span several checksum blocks verify after a rewrite and after
+ *     an append, and a flipped byte in a later block rejects the file;
+ *   - the directory bound after appends: with an old (sparse) file of
+ *     another build id filling the directory to just under
+ *     PTP_SYMCACHE_DIR_MAX, an append that stays below
+ *     PTP_SYMCACHE_BOUND_STEP leaves it (no scan), the append that carries
+ *     the file across the step removes it, and the appended file is kept
+ *     whole.
  */
 #include "pt_test.h"
+#include "prof/ptp_crc.h"
 #include "prof/ptp_symcache.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -332,6 +349,170 @@ PT_TEST_T(prof_symcache_concurrent_appenders, 120000) {
   PT_ASSERT(has_named(c, 0x100000u + 0x100u * (SEG_ROUNDS - 1), "w0_r39") ||
             has_named(c, 0x200000u + 0x100u * (SEG_ROUNDS - 1), "w1_r39"));
   ptp_symcache_del(c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* Format 3's layout, as docs/pprof-format.md "Symbol cache" gives it. */
+#define F_HDR 152            /* magic 8, version 4, algo 4, build id 136 */
+#define S_HDR 24             /* magic, flags, nivals, nframes, strbytes, crc */
+
+static uint32_t u32_at(const char *b, size_t off) {
+  uint32_t v;
+  memcpy(&v, b + off, 4);
+  return v;
+}
+
+PT_TEST(prof_symcache_format3_header_and_pin) {
+  char *dir = pt_tmpdir("symcache-f3");
+  char *path = sc_file(dir);
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  add_named(c, 0x100, "first");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+  size_t n;
+  char *b = pt_read_file(path, &n);
+  PT_ASSERT(b && n > F_HDR + S_HDR);
+  PT_ASSERT_UINT_EQ(u32_at(b, 8), 3);
+  PT_ASSERT_UINT_EQ(u32_at(b, 12), ptp_crc_algo());
+  /* one interval, one frame, strings "\0first\0seg.c\0" */
+  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 8), 1);
+  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 12), 1);
+  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 16), 13);
+  uint32_t crc = u32_at(b, F_HDR + 20);
+  if (ptp_crc_algo() == PTP_CRC_C3) PT_ASSERT_UINT_EQ(crc, 0x8194d8f4u);
+
+  /* the same file under zlib's crc32 (valid for algorithm 2) is refused
+   * here, since this process computes algorithm 3: never read */
+  if (ptp_crc_algo() == PTP_CRC_C3) {
+    uint32_t two = PTP_CRC_ZLIB;
+    memcpy(b + 12, &two, 4);
+    uint32_t z = ptp_crc_blocks(PTP_CRC_ZLIB, 0, b + F_HDR, 20, 0);
+    z = ptp_crc_blocks(PTP_CRC_ZLIB, z, b + F_HDR + S_HDR, 24 + 24 + 13, 0);
+    memcpy(b + F_HDR + 20, &z, 4);
+    pt_write_file(path, b, n);
+    c = open_ok(dir, PTP_SYMCACHE_REJECTED);
+    PT_ASSERT(!has_named(c, 0x105, "first"));
+    add_named(c, 0x200, "second");
+    PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+    ptp_symcache_del(c);
+    c = open_ok(dir, PTP_SYMCACHE_LOADED);
+    PT_ASSERT(has_named(c, 0x205, "second"));
+    ptp_symcache_del(c);
+    free(b);
+    b = pt_read_file(path, &n);
+    PT_ASSERT(b && n > F_HDR);
+    PT_ASSERT_UINT_EQ(u32_at(b, 12), PTP_CRC_C3);
+  }
+  /* version 2 (the zlib-only format before) is refused */
+  uint32_t v2 = 2;
+  memcpy(b + 8, &v2, 4);
+  pt_write_file(path, b, n);
+  c = open_ok(dir, PTP_SYMCACHE_REJECTED);
+  ptp_symcache_del(c);
+  free(b);
+  free(path);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* Adds count intervals from lo, each with a frame named by a long,
+ * distinct string, so both the intervals and the strings of the segment
+ * span several 16 KiB checksum blocks. */
+static void add_many(ptp_symcache *c, uint64_t lo, unsigned count, const char *tag) {
+  char name[96];
+  for (unsigned i = 0; i < count; i++) {
+    snprintf(name, sizeof name, "%s_function_with_a_rather_long_symbol_name_%05u", tag, i);
+    add_named(c, lo + 16 * i, name);
+  }
+}
+
+static bool has_many(ptp_symcache *c, uint64_t lo, unsigned count, const char *tag) {
+  char name[96];
+  for (unsigned i = 0; i < count; i++) {
+    snprintf(name, sizeof name, "%s_function_with_a_rather_long_symbol_name_%05u", tag, i);
+    if (!has_named(c, lo + 16 * i + 7, name)) return false;
+  }
+  return true;
+}
+
+PT_TEST(prof_symcache_format3_multiblock) {
+  char *dir = pt_tmpdir("symcache-blocks");
+  char *path = sc_file(dir);
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  add_many(c, 0x10000, 1500, "a");      /* 36 KB of intervals and frames, 90 KB of strings */
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_many(c, 0x10000, 1500, "a"));
+  add_many(c, 0x100000, 1500, "b");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 2);     /* appended */
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 2);
+  PT_ASSERT(has_many(c, 0x10000, 1500, "a") && has_many(c, 0x100000, 1500, "b"));
+  ptp_symcache_del(c);
+  /* a byte of the first segment's strings in their third block */
+  size_t n;
+  char *b = pt_read_file(path, &n);
+  PT_ASSERT(b);
+  size_t strs = F_HDR + S_HDR + 1500 * 24 + 1500 * 24;
+  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 16) > 3 * 16384, 1);
+  b[strs + 2 * 16384 + 100] ^= 0x20;
+  pt_write_file(path, b, n);
+  free(b);
+  c = open_ok(dir, PTP_SYMCACHE_REJECTED);
+  ptp_symcache_del(c);
+  free(path);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+PT_TEST(prof_symcache_append_keeps_dir_bound) {
+  char *dir = pt_tmpdir("symcache-bound");
+  char *path = sc_file(dir);
+  char filler[4096];
+  snprintf(filler, sizeof filler, "%s/ff00ff00.sym", dir);
+  /* sparse: its st_size counts against the bound, no disk is used */
+  int fd = open(filler, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  PT_ASSERT(fd >= 0);
+  PT_ASSERT_INT_EQ(ftruncate(fd, (off_t)(PTP_SYMCACHE_DIR_MAX - (256u << 10))), 0);
+  close(fd);
+  struct timespec old[2] = {{time(NULL) - 86400, 0}, {time(NULL) - 86400, 0}};
+  PT_ASSERT_INT_EQ(utimensat(AT_FDCWD, filler, old, 0), 0);
+  struct stat st;
+
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  add_named(c, 0x100, "first");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);          /* rewrite: within the bound */
+  ptp_symcache_del(c);
+  PT_ASSERT_INT_EQ(stat(filler, &st), 0);
+
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  add_many(c, 0x10000, 5000, "c");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 2); /* appended */
+  ptp_symcache_del(c);
+  off_t sz = size_of(path, NULL);
+  PT_ASSERT_MSG(sz > (off_t)(256u << 10) && sz < (off_t)PTP_SYMCACHE_BOUND_STEP,
+                "first append left the file at %lld bytes", (long long)sz);
+  /* over the bound now, but below the step: not scanned */
+  PT_ASSERT_INT_EQ(stat(filler, &st), 0);
+
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  add_many(c, 0x100000, 6000, "d");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 3); /* appended again */
+  ptp_symcache_del(c);
+  PT_ASSERT(size_of(path, NULL) > (off_t)PTP_SYMCACHE_BOUND_STEP);
+  PT_ASSERT_INT_EQ(stat(filler, &st), -1);             /* the oldest file removed */
+  PT_ASSERT_INT_EQ(errno, ENOENT);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_named(c, 0x105, "first"));
+  PT_ASSERT(has_many(c, 0x10000, 5000, "c") && has_many(c, 0x100000, 6000, "d"));
+  ptp_symcache_del(c);
+  free(path);
   pt_rm_rf(dir);
   free(dir);
 }
