@@ -114,6 +114,7 @@ int ptp_symbolizer_lookup(ptp_symbolizer *s, uint64_t addr, ptp_sym_result *out)
     } else {
       if (!m->loaded) {
         m->dc = s->dc;   /* borrowed for sym_find_debuginfo during the load */
+        m->dwfl_reference = s->dwfl_reference;
         ptp_symbolize_module_load(m);
         m->dc = NULL;
         s->st.modules_opened++;
@@ -357,6 +358,8 @@ fail:
   free(by_start);
   return r;
 }
+
+void ptp_symbolizer_set_dwfl_reference(ptp_symbolizer *s, bool on) { s->dwfl_reference = on; }
 
 int ptp_symbolizer_refresh(ptp_symbolizer *s) {
   scan_state st = {.s = s, .check_only = true, .vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR)};
