@@ -61,10 +61,26 @@ typedef struct cu_seg {
   int32_t entry;
 } cu_seg;
 
+/* What ptp_symbolize_module_resolve reads of one entry's DIE, read once
+ * per entry (a CU filled into the cache resolves thousands of pieces over
+ * the same few hundred DIEs). */
+typedef struct cu_memo {
+  Dwarf_Die die;
+  const char *name;       /* DW_AT_name (integrated), NULL none */
+  const char *linkage;    /* DW_AT_linkage_name, else DW_AT_MIPS_linkage_name */
+  const char *decl_file;  /* dwarf_decl_file, NULL none */
+  int decl_line;          /* dwarf_decl_line, 0 none */
+  int8_t entry_state;     /* dwarf_entrypc: 0 not asked yet, 1 entry valid, -1 none */
+  bool done;              /* the fields above are filled */
+  Dwarf_Addr entry;
+  int64_t call_line, call_col;   /* DW_AT_call_line/column, 0 none */
+} cu_memo;
+
 typedef struct cu_index {
   Dwarf_Off cu_off;
   cu_entry *ents;
   size_t nents;
+  cu_memo *memo;       /* nents of them, allocated on first resolve, or NULL */
   cu_seg *segs;
   size_t nsegs;
   bool cached;         /* written to the persistent cache (whole CU) */

@@ -59,6 +59,7 @@
 #define SYM_MAX_INLINE 64       /* inline chain cap per PC */
 
 static void cu_index_free(cu_index *c) {
+  free(c->memo);
   free(c->pts);
   free(c->rs);
   free(c->ents);
@@ -718,6 +719,39 @@ static int64_t die_udata(Dwarf_Die *die, int at) {
   return (int64_t)w;
 }
 
+/* The DIE facts of entry e of cu, read on first use and kept (scratch when
+ * the reference mode asks for none kept, or without memory). NULL when
+ * the DIE cannot be read. */
+static cu_memo *entry_memo(sym_module *m, cu_index *cu, int32_t e, cu_memo *scratch) {
+  cu_memo *mm = scratch;
+  if (!m->dwfl_reference) {
+    if (!cu->memo) cu->memo = calloc(cu->nents, sizeof *cu->memo);
+    if (cu->memo) mm = &cu->memo[e];
+  }
+  if (mm != scratch && mm->done) return mm;
+  memset(mm, 0, sizeof *mm);
+  if (!dwarf_offdie(m->dw, cu->ents[e].off, &mm->die)) return NULL;
+  mm->name = die_str(&mm->die, DW_AT_name);
+  mm->linkage = die_str(&mm->die, DW_AT_linkage_name);
+  if (!mm->linkage) mm->linkage = die_str(&mm->die, DW_AT_MIPS_linkage_name);
+  mm->decl_file = dwarf_decl_file(&mm->die);
+  int dline = 0;
+  if (dwarf_decl_line(&mm->die, &dline) == 0) mm->decl_line = dline;
+  if (cu->ents[e].inlined) {
+    mm->call_line = die_udata(&mm->die, DW_AT_call_line);
+    mm->call_col = die_udata(&mm->die, DW_AT_call_column);
+  }
+  mm->done = true;
+  return mm;
+}
+
+/* dwarf_entrypc of the memo's DIE, asked once. */
+static bool memo_entry(cu_memo *mm, Dwarf_Addr *entry) {
+  if (!mm->entry_state) mm->entry_state = dwarf_entrypc(&mm->die, &mm->entry) == 0 ? 1 : -1;
+  *entry = mm->entry;
+  return mm->entry_state == 1;
+}
+
 int ptp_symbolize_push_frame(ptp_symbolizer *s, const ptp_sym_frame *f) {
   if (s->nframes == s->capframes) {
     size_t nc = s->capframes ? s->capframes * 2 : 1024;
@@ -764,20 +798,20 @@ int ptp_symbolize_module_resolve(ptp_symbolizer *s, sym_module *m, uint64_t pc) 
       int32_t e = cu ? cu_lookup(cu, pc - cubias) : -1;
       size_t first = s->nframes;
       for (int depth = 0; e >= 0 && depth < SYM_MAX_INLINE; depth++) {
-        Dwarf_Die die;
+        cu_memo scratch;
         const cu_entry *ce = &cu->ents[e];
-        if (!dwarf_offdie(m->dw, ce->off, &die)) break;
+        cu_memo *mm = entry_memo(m, cu, e, &scratch);
+        if (!mm) break;
         ptp_sym_frame f = {0};
-        f.name = die_str(&die, DW_AT_name);
-        f.system_name = die_str(&die, DW_AT_linkage_name);
-        if (!f.system_name) f.system_name = die_str(&die, DW_AT_MIPS_linkage_name);
+        f.name = mm->name;
+        f.system_name = mm->linkage;
         if (!ce->inlined && es) {
           /* Prefer the public ELF alias at the function's entry when DWARF
            * names the internal one: glibc's __libc_malloc is exported as
            * malloc, and malloc is what users look for. */
           Dwarf_Addr entry;
           if (!f.name || (f.name[0] == '_' && es->name[0] != '_' &&
-                          dwarf_entrypc(&die, &entry) == 0 && entry + m->dwbias == es->addr))
+                          memo_entry(mm, &entry) && entry + m->dwbias == es->addr))
           {
             if (!f.system_name) f.system_name = f.name;   /* keep the DWARF name */
             f.name = es->name;
@@ -786,17 +820,15 @@ int ptp_symbolize_module_resolve(ptp_symbolizer *s, sym_module *m, uint64_t pc) 
         if (!f.name) f.name = f.system_name;
         if (!f.name) f.name = "[unknown]";
         if (!f.system_name) f.system_name = f.name;
-        const char *df = dwarf_decl_file(&die);
-        f.file = df ? df : lfile ? lfile : "";
-        int dline = 0;
-        if (dwarf_decl_line(&die, &dline) == 0) f.start_line = dline;
+        f.file = mm->decl_file ? mm->decl_file : lfile ? lfile : "";
+        f.start_line = mm->decl_line;
         f.line = line;
         f.column = col;
         if (ptp_symbolize_push_frame(s, &f)) return -ENOMEM;
         if (!ce->inlined) break;
         /* the caller's position is where this inline instance was called */
-        line = die_udata(&die, DW_AT_call_line);
-        col = die_udata(&die, DW_AT_call_column);
+        line = mm->call_line;
+        col = mm->call_col;
         e = ce->parent;
         if (e < 0) {
           /* inline chain without a physical subprogram: name it by ELF symbol */
