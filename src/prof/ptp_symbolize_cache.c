@@ -67,9 +67,19 @@ static int u64_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Sorts a->v and drops repeated values. */
+/* Sorts a->v and drops repeated values. The radix sort of the symbols
+ * (a CU like glibc's malloc.c has ~6k boundaries: qsort took ~0.35 ms of
+ * its fill here); qsort without memory for its keys. */
 static void u64vec_sort_unique(u64vec *a) {
-  qsort(a->v, a->n, sizeof *a->v, u64_cmp);
+  sym_key *keys = a->n > 1 ? malloc(2 * a->n * sizeof *keys) : NULL;
+  if (keys) {
+    for (size_t i = 0; i < a->n; i++) keys[i] = (sym_key){a->v[i], 0};
+    ptp_symbolize_key_sort(keys, keys + a->n, a->n);
+    for (size_t i = 0; i < a->n; i++) a->v[i] = keys[i].key;
+    free(keys);
+  } else {
+    qsort(a->v, a->n, sizeof *a->v, u64_cmp);
+  }
   size_t k = 0;
   for (size_t i = 0; i < a->n; i++)
     if (!k || a->v[i] != a->v[k - 1]) a->v[k++] = a->v[i];
