@@ -100,6 +100,14 @@ typedef struct sym_curun {
   int8_t state;        /* 0 not looked up, 1 die valid, -1 unusable */
 } sym_curun;
 
+/* What ptp_symbolize_module_addrdie knows of a module's .debug_aranges. */
+enum {
+  SYM_RUNS_UNBUILT = 0,  /* not looked at yet */
+  SYM_RUNS_BUILT,        /* m->runs is the index */
+  SYM_RUNS_NONE,         /* no section, or one libdw refuses: no CU anywhere */
+  SYM_RUNS_DWFL          /* not what libdw reads (compressed, no memory): ask libdwfl */
+};
+
 typedef struct sym_module {
   char *name;          /* shown as the mapping's file: path or "[vdso]" */
   char *open_path;     /* what we open ("/proc/self/exe" for the main program) */
@@ -125,7 +133,7 @@ typedef struct sym_module {
   sym_curun *runs;     /* the CU-by-address index (ptp_symbolize_module_addrdie) */
   size_t nruns;
   uint64_t runs_end;   /* last range's end, inclusive as libdwfl has it */
-  int8_t runs_state;   /* 0 not built, 1 built, 2 no CU anywhere, 3 use libdwfl */
+  int8_t runs_state;   /* SYM_RUNS_* */
   ptp_strarena strs;   /* copies of version-stripped names */
   bool seen;           /* refresh mark */
   char *debug_path;    /* separate debug file found by sym_find_debuginfo */

@@ -433,11 +433,11 @@ static void aranges_build(sym_module *m) {
   size_t n = 0;
   int r = aranges_parse(m->dw, &v, &n);
   if (r == -ENOTSUP || r == -ENOMEM) {
-    m->runs_state = 3;
+    m->runs_state = SYM_RUNS_DWFL;
     return;
   }
   if (r != 0 || n == 0) {
-    m->runs_state = 2;
+    m->runs_state = SYM_RUNS_NONE;
     free(v);
     return;
   }
@@ -463,7 +463,7 @@ static void aranges_build(sym_module *m) {
   sym_curun *runs = calloc(nr, sizeof *runs);
   if (!runs) {
     free(v);
-    m->runs_state = 3;
+    m->runs_state = SYM_RUNS_DWFL;
     return;
   }
   nr = 0;
@@ -473,7 +473,7 @@ static void aranges_build(sym_module *m) {
   free(v);
   m->runs = runs;
   m->nruns = nr;
-  m->runs_state = 1;
+  m->runs_state = SYM_RUNS_BUILT;
 }
 
 /* The CU DIE of run u: the DIE after the header at u->cu_hdr, checked to
@@ -496,10 +496,10 @@ static Dwarf_Die *run_die(sym_module *m, sym_curun *u) {
 
 Dwarf_Die *ptp_symbolize_module_addrdie(sym_module *m, uint64_t pc, Dwarf_Addr *bias) {
   if (m->dwfl_reference) return dwfl_module_addrdie(m->mod, pc, bias);
-  if (!m->runs_state) aranges_build(m);
-  if (m->runs_state == 3) return dwfl_module_addrdie(m->mod, pc, bias);
+  if (m->runs_state == SYM_RUNS_UNBUILT) aranges_build(m);
+  if (m->runs_state == SYM_RUNS_DWFL) return dwfl_module_addrdie(m->mod, pc, bias);
   *bias = m->dwbias;
-  if (m->runs_state != 1) return NULL;
+  if (m->runs_state != SYM_RUNS_BUILT) return NULL;
   /* libdwfl's addrarange search, probe for probe (so ties between runs
    * starting at one address resolve alike): an address belongs to the
    * run starting at or below it, the last run up to the last range's end */

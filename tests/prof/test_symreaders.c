@@ -81,7 +81,7 @@ static sym_module *check_module(ptp_symbolizer *sn, ptp_symbolizer *sr, uint64_t
     PT_ASSERT_MSG(mn->dw && mr->dw, "%s: no DWARF", mn->name);
     Dwarf_Addr b;
     (void)ptp_symbolize_module_addrdie(mn, pc, &b);   /* builds the index */
-    PT_ASSERT_MSG(mn->runs_state == 1 && mn->nruns > 0, "%s: no CU index (state %d)", mn->name,
+    PT_ASSERT_MSG(mn->runs_state == SYM_RUNS_BUILT && mn->nruns > 0, "%s: no CU index (state %d)", mn->name,
                   mn->runs_state);
     for (size_t i = 0; i < mn->nruns; i++) {
       uint64_t st = mn->runs[i].start + mn->dwbias;
