@@ -1,12 +1,13 @@
 /*
  * ptp_symbolize.c - see ptp_symbolize.h.
  *
- * DESIGN: the symbolizer is three units around one state, struct
+ * DESIGN: the symbolizer is four units around one state, struct
  * ptp_symbolizer and its per-module data (ptp_symbolize_internal.h, which
  * lists them in call order): this file (the object list, the in-memory PC
  * cache, lookups, new/del) on top of ptp_symbolize_cache.c (the persistent
  * cache glue) on top of ptp_symbolize_module.c (one object: debug info,
- * ELF symbols, DWARF index, resolving). Each calls only those below it.
+ * the CU of a PC, DWARF index, resolving) on top of ptp_symbolize_syms.c
+ * (one object's ELF symbols). Each calls only those below it.
  * What they share is the sym_module struct and its lifetime (a module and
  * its caches live from the refresh that finds it to the one that drops it),
  * stated once in the internal header.

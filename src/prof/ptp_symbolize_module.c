@@ -36,9 +36,9 @@
  *    replaced by its uncompressed copy from ptp_debugcache.h when a valid
  *    one exists (libdw then maps it instead of inflating ~10 MB), else a
  *    copy is requested (made after the snapshot, ptprof.c).
- * Calls only libdw/libdwfl/libelf, ptp_symbolize_syms.c, ptp_debugcache and ptp_symcache
- * (saving a module's cache file when the module is freed); nothing of the
- * other two symbolizer units.
+ * Calls only libdw/libdwfl/libelf, ptp_symbolize_syms.c, ptp_debugcache
+ * and ptp_symcache (saving a module's cache file when the module is
+ * freed); nothing of the two symbolizer units above it.
  */
 #include "prof/ptp_symbolize_internal.h"
 
