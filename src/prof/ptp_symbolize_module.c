@@ -12,7 +12,7 @@
  *    copied from memory into a memfd and reported from there.
  *  - ELF symbols: ptp_symbolize_syms.c.
  *  - the CU of a PC: our own index of .debug_aranges, parsed as libdw
- *    0.188 parses it and searched as libdwfl's dwfl_module_addrdie does
+ *    0.188 parses it (ptp_aranges.h) and searched as libdwfl's dwfl_module_addrdie does
  *    (so the CU is the same for every address, gaps between a CU's ranges
  *    included), but without dwarf_getaranges, which interns every CU of
  *    the object (libdw reads CU headers in order) before the first
@@ -41,6 +41,7 @@
  * freed); nothing of the two symbolizer units above it.
  */
 #include "prof/ptp_symbolize_internal.h"
+#include "prof/ptp_aranges.h"
 
 #include <dwarf.h>
 #include <elf.h>
@@ -313,22 +314,10 @@ void ptp_symbolize_module_load(sym_module *m) {
 
 /* ---- compile unit by address ---- */
 
-typedef struct sym_arange {
-  uint64_t lo, len;
-  Dwarf_Off cu;
-  uint32_t ord;        /* position in the section: the sort is stable */
-} sym_arange;
-
 static int arange_cmp(const void *a, const void *b) {
-  const sym_arange *x = a, *y = b;
+  const ptp_arange *x = a, *y = b;
   if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
   return x->ord < y->ord ? -1 : x->ord > y->ord;
-}
-
-static uint64_t rd_le(const unsigned char *p, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
 }
 
 /* The section of e named name, or NULL; *compressed when it is still
@@ -347,13 +336,12 @@ static Elf_Scn *find_scn(Elf *e, size_t shstrndx, const char *name, bool *compre
   return NULL;
 }
 
-/* Parses .debug_aranges as libdw 0.188's dwarf_getaranges does (every
- * check it makes on the section's bytes, in its order; sets chained by
- * their terminators, not their lengths) into *out (caller frees) and *n.
- * Returns 0, 1 (no section: no CU holds any address), -EINVAL (libdw
- * would refuse the table: no CU for any address either), -ENOTSUP (not
- * what libdw reads: leave it to libdwfl) or -ENOMEM. */
-static int aranges_parse(Dwarf *dw, sym_arange **out, size_t *n) {
+/* The .debug_aranges entries of dw's file (ptp_aranges.h) into *out
+ * (caller frees) and *n. Returns 0, 1 (no section: no CU holds any
+ * address), -EINVAL (libdw would refuse the table: no CU for any address
+ * either), -ENOTSUP (not what libdw reads: leave it to libdwfl) or
+ * -ENOMEM. */
+static int aranges_read(Dwarf *dw, ptp_arange **out, size_t *n) {
   Elf *e = dwarf_getelf(dw);
   size_t shstrndx;
   GElf_Ehdr eh;
@@ -368,70 +356,16 @@ static int aranges_parse(Dwarf *dw, sym_arange **out, size_t *n) {
   Elf_Data *d = elf_getdata(scn, NULL), *di = elf_getdata(info, NULL);
   if (!d || !di) return -ENOTSUP;
   if (!d->d_buf) return d->d_size ? -EINVAL : 1;
-  const unsigned char *p = d->d_buf, *end = p + d->d_size;
-  size_t cap = d->d_size / 16 + 1, k = 0;   /* entries are 16 bytes on x86-64 */
-  sym_arange *v = malloc(cap * sizeof *v);
-  if (!v) return -ENOMEM;
-  int r = -EINVAL;
-  while (p < end) {
-    const unsigned char *hdr = p;
-    if (end - p < 4) goto out;
-    uint64_t len = rd_le(p, 4);
-    unsigned lbytes = 4;
-    p += 4;
-    if (len == 0xffffffffu) {
-      if (end - p < 8) goto out;
-      p += 8;
-      lbytes = 8;
-    } else if (len >= 0xfffffff0u) {
-      goto out;
-    }
-    if (end - p < 2 || rd_le(p, 2) != 2) goto out;
-    p += 2;
-    if ((size_t)(end - p) < lbytes) goto out;
-    uint64_t cu = rd_le(p, lbytes);
-    p += lbytes;
-    if (di->d_size < 4 || cu > di->d_size - 4) goto out;   /* libdw's offset check */
-    if (end - p < 2) goto out;
-    unsigned asz = p[0], ssz = p[1];
-    p += 2;
-    if ((asz != 4 && asz != 8) || ssz != 0) goto out;
-    size_t pad = (2 * asz - (size_t)(p - hdr) % (2 * asz)) % (2 * asz);
-    if ((size_t)(end - p) < pad) goto out;   /* libdw: the next read fails */
-    p += pad;
-    for (;;) {
-      if ((size_t)(end - p) < 2u * asz) goto out;
-      uint64_t lo = rd_le(p, asz), rl = rd_le(p + asz, asz);
-      p += 2 * asz;
-      if (lo == 0 && rl == 0) break;
-      if (k >= UINT32_MAX) { r = -ENOTSUP; goto out; }   /* ord and key_sort's counts */
-      if (k == cap) {   /* 4-byte addresses: up to twice as many */
-        sym_arange *g = realloc(v, 2 * cap * sizeof *v);
-        if (!g) { r = -ENOMEM; goto out; }
-        v = g;
-        cap *= 2;
-      }
-      v[k] = (sym_arange){lo, rl, (Dwarf_Off)cu, (uint32_t)k};
-      k++;
-    }
-  }
-  r = 0;
-out:
-  if (r) {
-    free(v);
-    return r;
-  }
-  *out = v;
-  *n = k;
-  return 0;
+  int r = ptp_aranges_parse(d->d_buf, d->d_size, di->d_size, out, n);
+  return r == -E2BIG ? -ENOTSUP : r;
 }
 
 /* Builds m->runs: libdwfl's one record per run of consecutive (by address)
  * ranges of one CU. */
 static void aranges_build(sym_module *m) {
-  sym_arange *v = NULL;
+  ptp_arange *v = NULL;
   size_t n = 0;
-  int r = aranges_parse(m->dw, &v, &n);
+  int r = aranges_read(m->dw, &v, &n);
   if (r == -ENOTSUP || r == -ENOMEM) {
     m->runs_state = SYM_RUNS_DWFL;
     return;
@@ -444,7 +378,7 @@ static void aranges_build(sym_module *m) {
   /* libdw sorts by address with qsort (glibc's merge sort: stable), from
    * the section's order: the same order as ptp_symbolize_key_sort's */
   sym_key *keys = malloc(2 * n * sizeof *keys);
-  sym_arange *sorted = malloc(n * sizeof *sorted);
+  ptp_arange *sorted = malloc(n * sizeof *sorted);
   if (keys && sorted) {
     for (size_t i = 0; i < n; i++) keys[i] = (sym_key){v[i].lo, i};
     ptp_symbolize_key_sort(keys, keys + n, n);
