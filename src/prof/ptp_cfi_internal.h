@@ -40,8 +40,9 @@ typedef struct ptp_cfi_objinfo {
 #define PTP_CFI_BID_MAX 66     /* hex of a build id up to 32 bytes, NUL */
 
 /* The object's GNU build id in lowercase hex, from its PT_NOTE segments in
- * memory (bounds-checked). Returns 0, -ENOENT (none, or longer than 32
- * bytes). */
+ * memory (bounds-checked; ptp_elfnote_build_id_hex, the reader the
+ * symbolizer uses too). Returns 0, -ENOENT (none, empty, or longer than 32
+ * bytes). o is unused (kept for the callers). */
 int ptp_cfi_build_id(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o,
                      char bid[PTP_CFI_BID_MAX]);
 

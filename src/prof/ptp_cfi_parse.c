@@ -29,6 +29,9 @@
 #include <string.h>
 
 #include "prof/ptp_cfi_internal.h"
+#include "prof/ptp_elfnote.h"
+
+_Static_assert(PTP_CFI_BID_MAX >= PTP_ELFNOTE_HEX_MAX, "a build id in hex fits bid");
 
 /* ---- bounded reader ------------------------------------------------------ */
 
@@ -458,36 +461,10 @@ static void parse_fde(const ptp_cfi_objmem *m, uintptr_t a, rowvec *rv, cie_cach
 
 int ptp_cfi_build_id(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o,
                      char bid[PTP_CFI_BID_MAX]) {
-  bid[0] = 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_NOTE) continue;
-    uintptr_t a = info->dlpi_addr + ph->p_vaddr, end = a + ph->p_memsz;
-    if (end < a || !ptp_cfi_mem_ok(&o->m, a, ph->p_memsz)) continue;
-    size_t align = ph->p_align == 8 ? 8 : 4;
-    while (end - a >= sizeof(ElfW(Nhdr))) {
-      ElfW(Nhdr) nh;
-      memcpy(&nh, (const void *)a, sizeof nh);
-      size_t nsz = (nh.n_namesz + align - 1) & ~(align - 1);
-      size_t dsz = (nh.n_descsz + align - 1) & ~(align - 1);
-      uintptr_t name = a + sizeof nh, desc = name + nsz;
-      if (nsz > end - name || dsz > end - desc) break;
-      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-          memcmp((const void *)name, "GNU", 4) == 0) {
-        if (nh.n_descsz == 0 || nh.n_descsz > 32) return -ENOENT;
-        const uint8_t *d = (const uint8_t *)desc;
-        static const char hex[] = "0123456789abcdef";
-        for (uint32_t k = 0; k < nh.n_descsz; k++) {
-          bid[2 * k] = hex[d[k] >> 4];
-          bid[2 * k + 1] = hex[d[k] & 15];
-        }
-        bid[2 * nh.n_descsz] = 0;
-        return 0;
-      }
-      a = desc + dsz;
-    }
-  }
-  return -ENOENT;
+  /* ptp_elfnote checks each note segment against the object's readable
+   * PT_LOADs itself (all of them, not only the 16 of o->m). */
+  (void)o;
+  return ptp_elfnote_build_id_hex(info, bid);
 }
 
 void ptp_cfi_obj_scan(const struct dl_phdr_info *info, ptp_cfi_objinfo *o) {

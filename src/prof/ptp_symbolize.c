@@ -1,27 +1,29 @@
 /*
  * ptp_symbolize.c - see ptp_symbolize.h.
  *
- * DESIGN: the symbolizer is three units around one state, struct
+ * DESIGN: the symbolizer is four units around one state, struct
  * ptp_symbolizer and its per-module data (ptp_symbolize_internal.h, which
  * lists them in call order): this file (the object list, the in-memory PC
  * cache, lookups, new/del) on top of ptp_symbolize_cache.c (the persistent
  * cache glue) on top of ptp_symbolize_module.c (one object: debug info,
- * ELF symbols, DWARF index, resolving). Each calls only those below it.
+ * the CU of a PC, DWARF index, resolving) on top of ptp_symbolize_syms.c
+ * (one object's ELF symbols). Each calls only those below it.
  * What they share is the sym_module struct and its lifetime (a module and
  * its caches live from the refresh that finds it to the one that drops it),
  * stated once in the internal header.
  *
  * This file:
  *  - refresh: dl_iterate_phdr -> list of objects (bias, name, executable
- *    segments, build id from the in-memory PT_NOTE). Objects are matched
- *    against the previous list by (bias, name, build id) so their caches
- *    survive dlopen/dlclose of other objects.
+ *    segments, build id from the in-memory PT_NOTE by ptp_elfnote.h).
+ *    Objects are matched against the previous list by (bias, name, build
+ *    id) so their caches survive dlopen/dlclose of other objects.
  *  - lookup: the PC cache (address -> frames, cleared when the object set
  *    changes, restarted past SYM_PC_CACHE_MAX), then the module's persistent
  *    cache, then resolving from the object (which feeds the persistent
  *    cache).
  */
 #include "prof/ptp_symbolize_internal.h"
+#include "prof/ptp_elfnote.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -33,6 +35,8 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
+
+_Static_assert(SYM_MAX_BUILD_ID * 2 + 1 >= PTP_ELFNOTE_HEX_MAX, "a build id in hex fits");
 
 #define SYM_VDSO_MAX (1u << 20) /* the vDSO image is a few pages */
 #define SYM_PC_CACHE_MAX (1u << 20) /* cached addresses before the cache restarts */
@@ -111,6 +115,7 @@ int ptp_symbolizer_lookup(ptp_symbolizer *s, uint64_t addr, ptp_sym_result *out)
     } else {
       if (!m->loaded) {
         m->dc = s->dc;   /* borrowed for sym_find_debuginfo during the load */
+        m->dwfl_reference = s->dwfl_reference;
         ptp_symbolize_module_load(m);
         m->dc = NULL;
         s->st.modules_opened++;
@@ -177,39 +182,6 @@ typedef struct scan_state {
   uintptr_t vdso;
 } scan_state;
 
-static void read_build_id(const struct dl_phdr_info *info, char *hex) {
-  hex[0] = 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_NOTE) continue;
-    /* Notes are in memory (PT_NOTE lies inside a PT_LOAD): walk them. */
-    const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
-    size_t left = ph->p_memsz;
-    size_t align = ph->p_align == 8 ? 8 : 4;
-    while (left >= sizeof(ElfW(Nhdr))) {
-      const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
-      size_t namesz = (nh->n_namesz + align - 1) & ~(align - 1);
-      size_t descsz = (nh->n_descsz + align - 1) & ~(align - 1);
-      size_t total = sizeof *nh + namesz + descsz;
-      if (total > left) break;
-      const char *name = (const char *)(p + sizeof *nh);
-      const unsigned char *desc = p + sizeof *nh + namesz;
-      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
-        size_t n = nh->n_descsz > SYM_MAX_BUILD_ID ? SYM_MAX_BUILD_ID : nh->n_descsz;
-        static const char digits[] = "0123456789abcdef";
-        for (size_t k = 0; k < n; k++) {
-          hex[2 * k] = digits[desc[k] >> 4];
-          hex[2 * k + 1] = digits[desc[k] & 15];
-        }
-        hex[2 * n] = 0;
-        return;
-      }
-      p += total;
-      left -= total;
-    }
-  }
-}
-
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
   scan_state *st = data;
   int index = st->index++;
@@ -255,7 +227,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
     o.vdso_image = (const void *)st->vdso;
     o.vdso_size = end <= SYM_VDSO_MAX ? (size_t)end : 0;
   }
-  read_build_id(info, o.build_id);
+  (void)ptp_elfnote_build_id_hex(info, o.build_id);   /* "" when none */
   o.name_copy = strdup(o.name);
   if (!o.name_copy) { st->err = -ENOMEM; return 1; }
   if (st->nobjs == st->cap) {
@@ -387,6 +359,8 @@ fail:
   free(by_start);
   return r;
 }
+
+void ptp_symbolizer_set_dwfl_reference(ptp_symbolizer *s, bool on) { s->dwfl_reference = on; }
 
 int ptp_symbolizer_refresh(ptp_symbolizer *s) {
   scan_state st = {.s = s, .check_only = true, .vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR)};

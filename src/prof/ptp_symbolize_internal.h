@@ -1,11 +1,13 @@
 /*
  * ptp_symbolize_internal.h - the state shared by the symbolizer's units;
- * included only by them. The units, in call order (each calls only those
- * before it, never back):
+ * included only by them (and their unit tests). The units, in call order
+ * (each calls only those before it, never back):
+ *   ptp_symbolize_syms.c    one loaded object's ELF symbol table (read,
+ *                           ranked, sorted, searched); the key sort;
  *   ptp_symbolize_module.c  one loaded object: finding its debug info
- *                           (locally only), opening it, its ELF symbol
- *                           table, its DWARF compile-unit index, and
- *                           resolving a PC inside it into frames;
+ *                           (locally only), opening it, the compile unit
+ *                           of a PC, a CU's DWARF index, and resolving a
+ *                           PC inside it into frames;
  *   ptp_symbolize_cache.c   the glue to the persistent cache (ptp_symcache.h):
  *                           opening a module's cache file, filling it a
  *                           whole compile unit at a time, flushing;
@@ -45,6 +47,7 @@ typedef struct sym_elfsym {
   uint64_t size;       /* 0: extends to the next symbol */
   const char *name;    /* version suffix stripped */
   int rank;            /* alias preference, higher wins (elfsym_rank) */
+  uint32_t len;        /* strlen(name) (the sort's tie-break) */
 } sym_elfsym;
 
 typedef struct cu_entry {
@@ -58,10 +61,26 @@ typedef struct cu_seg {
   int32_t entry;
 } cu_seg;
 
+/* What ptp_symbolize_module_resolve reads of one entry's DIE, read once
+ * per entry (a CU filled into the cache resolves thousands of pieces over
+ * the same few hundred DIEs). */
+typedef struct cu_memo {
+  Dwarf_Die die;
+  const char *name;       /* DW_AT_name (integrated), NULL none */
+  const char *linkage;    /* DW_AT_linkage_name, else DW_AT_MIPS_linkage_name */
+  const char *decl_file;  /* dwarf_decl_file, NULL none */
+  int decl_line;          /* dwarf_decl_line, 0 none */
+  int8_t entry_state;     /* dwarf_entrypc: 0 not asked yet, 1 entry valid, -1 none */
+  bool done;              /* the fields above are filled */
+  Dwarf_Addr entry;
+  int64_t call_line, call_col;   /* DW_AT_call_line/column, 0 none */
+} cu_memo;
+
 typedef struct cu_index {
   Dwarf_Off cu_off;
   cu_entry *ents;
   size_t nents;
+  cu_memo *memo;       /* nents of them, allocated on first resolve, or NULL */
   cu_seg *segs;
   size_t nsegs;
   bool cached;         /* written to the persistent cache (whole CU) */
@@ -71,6 +90,23 @@ typedef struct cu_index {
   uint64_t *rs;        /* the CU's ranges, [rs[2i], rs[2i+1]), biased */
   size_t nrs;
 } cu_index;
+
+/* One run of .debug_aranges entries of one CU (sorted by address; what
+ * libdwfl's addrarange keeps), with its CU DIE found on first use. */
+typedef struct sym_curun {
+  uint64_t start;      /* DWARF address (unbiased) of the run's first range */
+  Dwarf_Off cu_hdr;    /* the CU header's offset in .debug_info */
+  Dwarf_Die die;       /* valid when state == 1 */
+  int8_t state;        /* 0 not looked up, 1 die valid, -1 unusable */
+} sym_curun;
+
+/* What ptp_symbolize_module_addrdie knows of a module's .debug_aranges. */
+enum {
+  SYM_RUNS_UNBUILT = 0,  /* not looked at yet */
+  SYM_RUNS_BUILT,        /* m->runs is the index */
+  SYM_RUNS_NONE,         /* no section, or one libdw refuses: no CU anywhere */
+  SYM_RUNS_DWFL          /* not what libdw reads (compressed, no memory): ask libdwfl */
+};
 
 typedef struct sym_module {
   char *name;          /* shown as the mapping's file: path or "[vdso]" */
@@ -94,6 +130,10 @@ typedef struct sym_module {
   cu_index *cus;       /* built lazily, one per CU hit */
   size_t ncus, capcus;
   size_t last_cu;      /* index of the last CU hit (locality) */
+  sym_curun *runs;     /* the CU-by-address index (ptp_symbolize_module_addrdie) */
+  size_t nruns;
+  uint64_t runs_end;   /* last range's end, inclusive as libdwfl has it */
+  int8_t runs_state;   /* SYM_RUNS_* */
   ptp_strarena strs;   /* copies of version-stripped names */
   bool seen;           /* refresh mark */
   char *debug_path;    /* separate debug file found by sym_find_debuginfo */
@@ -101,6 +141,9 @@ typedef struct sym_module {
   ptp_symcache *cache; /* persistent results for this build id, or NULL */
   bool cache_tried;
   bool syms_cached;    /* no DWARF: the symbol table went to the cache */
+  bool syms_direct;    /* the symbol table was read by syms_from_elf */
+  bool dwfl_reference; /* read symbols and find CUs through libdwfl only
+                          (ptp_symbolizer_set_dwfl_reference; for tests) */
 } sym_module;
 
 /* ---- the symbolizer ---- */
@@ -134,7 +177,35 @@ struct ptp_symbolizer {
   ptp_debugcache *dc;      /* uncompressed debug-file copies, NULL = off */
   uint64_t dc_max;         /* their size bound */
   ptp_symbolizer_stats st;
+  bool dwfl_reference;     /* modules loaded from now on read through libdwfl only */
 };
+
+/* ---- ptp_symbolize.c ---- */
+
+/* For tests: modules loaded after this call read their symbol table with
+ * dwfl_module_getsym_info and find CUs and lines with
+ * dwfl_module_addrdie/dwfl_module_getsrc (the libdwfl paths our own
+ * readers replace, which must give the same results). Same thread rules
+ * as the rest of ptp_symbolizer. */
+void ptp_symbolizer_set_dwfl_reference(ptp_symbolizer *s, bool on);
+
+/* ---- ptp_symbolize_syms.c ---- */
+
+typedef struct sym_key {
+  uint64_t key;
+  uint64_t idx;        /* the element's index before the sort */
+} sym_key;
+
+/* Sorts v[0..n) by key, stable (equal keys keep their order); tmp is
+ * scratch room for n keys; n < 2^32. No allocation. */
+void ptp_symbolize_key_sort(sym_key *v, sym_key *tmp, size_t n);
+/* Reads loaded module m's ELF function symbols into m->syms/m->nsyms
+ * (sorted by address, one per address) and sets m->has_syms and
+ * m->syms_direct; m->mod must be open. Out of memory: no symbols. */
+void ptp_symbolize_syms_load(sym_module *m);
+/* The symbol naming addr (biased) in m, or NULL: the last one at or
+ * below it, unless it has a size that addr is past. */
+const sym_elfsym *ptp_symbolize_syms_find(const sym_module *m, uint64_t addr);
 
 /* ---- ptp_symbolize_module.c ---- */
 
@@ -144,6 +215,12 @@ void ptp_symbolize_module_free(sym_module *m);
 /* Opens m's file (once: sets m->loaded), its symbols and DWARF. Failures
  * leave m->mod NULL (nothing known) or m->dw NULL (symbols only). */
 void ptp_symbolize_module_load(sym_module *m);
+/* The CU DIE holding pc (biased) in loaded module m with DWARF, and the
+ * bias of its DWARF addresses: the answer dwfl_module_addrdie gives, from
+ * our own index of .debug_aranges (built on first use; see the DESIGN
+ * comment of ptp_symbolize_module.c). NULL when no CU holds pc. The DIE
+ * is owned by m. */
+Dwarf_Die *ptp_symbolize_module_addrdie(sym_module *m, uint64_t pc, Dwarf_Addr *bias);
 /* The index of the compile unit cudie of m, built on first use; NULL when
  * out of memory. Owned by m. */
 cu_index *ptp_symbolize_module_cu(sym_module *m, Dwarf_Die *cudie);

@@ -1,19 +1,28 @@
 /*
  * ptp_symbolize_module.c - one loaded object of the symbolizer (see
  * ptp_symbolize_internal.h for the units and their order): local-only
- * debuginfo lookup, opening the object with libdwfl, its ELF symbols, its
- * DWARF compile-unit index, and resolving one PC into frames.
+ * debuginfo lookup, opening the object with libdwfl, finding a PC's
+ * compile unit, the DWARF index of a compile unit, and resolving one PC
+ * into frames (its ELF symbols: ptp_symbolize_syms.c).
  *
  * DESIGN:
  *  - a module is opened lazily, on the first lookup of a PC inside it: one
  *    Dwfl per module (so modules come and go independently), reported with
  *    dwfl_report_elf at its real bias. The vDSO has no file: its image is
  *    copied from memory into a memfd and reported from there.
- *  - ELF symbols: collected once per module (dwfl_module_getsym_info over
- *    .symtab/.dynsym of the file and its debug file), sorted by address;
- *    lookups are binary searches (dwfl_module_addrinfo rescans the table per
- *    call, ~80 us: too slow for 10k PCs). Version-stripped names are copied
- *    into the module's string arena (ptp_strarena.h).
+ *  - ELF symbols: ptp_symbolize_syms.c.
+ *  - the CU of a PC: our own index of .debug_aranges, parsed as libdw
+ *    0.188 parses it (ptp_aranges.h) and searched as libdwfl's dwfl_module_addrdie does
+ *    (so the CU is the same for every address, gaps between a CU's ranges
+ *    included), but without dwarf_getaranges, which interns every CU of
+ *    the object (libdw reads CU headers in order) before the first
+ *    answer: only the CUs up to the one asked for are read. The line row
+ *    comes from dwarf_getsrc_die on that CU (dwfl_module_getsrc's search,
+ *    without its second aranges lookup). One divergence, on corrupt DWARF
+ *    only: an arange pointing at no CU start makes libdw refuse the whole
+ *    table, and us only that arange's run. ptp_symbolizer_set_dwfl_reference
+ *    switches a symbolizer back to the libdwfl calls, for the test that
+ *    compares the two (test_symreaders.c).
  *  - DWARF: per compile unit, once, a walk of the DIE tree records every
  *    subprogram and inlined_subroutine (with the nearest enclosing one as
  *    parent) and flattens their address ranges into sorted, non-overlapping
@@ -27,11 +36,12 @@
  *    replaced by its uncompressed copy from ptp_debugcache.h when a valid
  *    one exists (libdw then maps it instead of inflating ~10 MB), else a
  *    copy is requested (made after the snapshot, ptprof.c).
- * Calls only libdw/libdwfl, ptp_strarena, ptp_debugcache and ptp_symcache
- * (saving a module's cache file when the module is freed); nothing of the
- * other two symbolizer units.
+ * Calls only libdw/libdwfl/libelf, ptp_symbolize_syms.c, ptp_debugcache
+ * and ptp_symcache (saving a module's cache file when the module is
+ * freed); nothing of the two symbolizer units above it.
  */
 #include "prof/ptp_symbolize_internal.h"
+#include "prof/ptp_aranges.h"
 
 #include <dwarf.h>
 #include <elf.h>
@@ -50,6 +60,7 @@
 #define SYM_MAX_INLINE 64       /* inline chain cap per PC */
 
 static void cu_index_free(cu_index *c) {
+  free(c->memo);
   free(c->pts);
   free(c->rs);
   free(c->ents);
@@ -60,6 +71,7 @@ void ptp_symbolize_module_free(sym_module *m) {
   if (!m) return;
   if (m->dwfl) dwfl_end(m->dwfl);
   free(m->syms);
+  free(m->runs);
   for (size_t i = 0; i < m->ncus; i++) cu_index_free(&m->cus[i]);
   free(m->cus);
   ptp_strarena_free(&m->strs);
@@ -246,90 +258,6 @@ static const Dwfl_Callbacks sym_callbacks = {
   .debuginfo_path = NULL,
 };
 
-/* ---- ELF symbols ---- */
-
-/* Which of several aliases at one address names it: a default-versioned or
- * unversioned symbol over a compat one ("cfree@GLIBC_2.2.5" is an old
- * alias of free), a name without leading '_' over an internal one
- * (__libc_malloc), GLOBAL over WEAK over LOCAL, a sized symbol over an
- * unsized one. Remaining ties: shorter name, then alphabetical. */
-static int elfsym_rank(const char *raw, const GElf_Sym *sym) {
-  const char *at = strchr(raw, '@');
-  bool compat = at && at[1] != '@';
-  int bind = GELF_ST_BIND(sym->st_info);
-  return (compat ? 0 : 16) + (raw[0] != '_' ? 8 : 0) +
-         (bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0) + (sym->st_size ? 1 : 0);
-}
-
-static int elfsym_cmp(const void *a, const void *b) {
-  const sym_elfsym *x = a, *y = b;
-  if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
-  /* at one address: the preferred alias first */
-  if (x->rank != y->rank) return x->rank > y->rank ? -1 : 1;
-  size_t lx = strlen(x->name), ly = strlen(y->name);
-  if (lx != ly) return lx < ly ? -1 : 1;
-  return strcmp(x->name, y->name);
-}
-
-static void module_load_syms(sym_module *m) {
-  int n = dwfl_module_getsymtab(m->mod);
-  if (n <= 0) return;
-  sym_elfsym *v = malloc((size_t)n * sizeof *v);
-  if (!v) return;
-  size_t k = 0;
-  for (int i = 0; i < n; i++) {
-    GElf_Sym sym;
-    GElf_Addr addr;
-    GElf_Word shndx;
-    Elf *elf;
-    Dwarf_Addr bias;
-    const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, &elf, &bias);
-    if (!name || !*name) continue;
-    int type = GELF_ST_TYPE(sym.st_info);
-    if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
-    if (shndx == SHN_UNDEF || addr == 0) continue;
-    int rank = elfsym_rank(name, &sym);
-    /* "memcpy@@GLIBC_2.14" -> "memcpy": the viewer shows the plain name. */
-    const char *at = strchr(name, '@');
-    if (at) {
-      name = ptp_strarena_dup_n(&m->strs, name, (size_t)(at - name));
-      if (!name) continue;
-    }
-    v[k].addr = addr;
-    v[k].size = sym.st_size;
-    v[k].name = name;
-    v[k].rank = rank;
-    k++;
-  }
-  qsort(v, k, sizeof *v, elfsym_cmp);
-  /* One symbol per address (aliases like __libc_malloc/malloc share one):
-   * the first after sorting is the preferred one; a sized alias lends its
-   * size when the preferred one has none. */
-  size_t w = 0;
-  for (size_t i = 0; i < k; i++) {
-    if (w && v[w - 1].addr == v[i].addr) {
-      if (!v[w - 1].size) v[w - 1].size = v[i].size;
-      continue;
-    }
-    v[w++] = v[i];
-  }
-  m->syms = v;
-  m->nsyms = w;
-  m->has_syms = w > 0;
-}
-
-static const sym_elfsym *module_find_sym(const sym_module *m, uint64_t addr) {
-  size_t lo = 0, hi = m->nsyms;
-  while (lo < hi) {   /* first symbol with addr > target */
-    size_t mid = lo + (hi - lo) / 2;
-    if (m->syms[mid].addr <= addr) lo = mid + 1; else hi = mid;
-  }
-  if (lo == 0) return NULL;
-  const sym_elfsym *c = &m->syms[lo - 1];
-  if (c->size && addr >= c->addr + c->size) return NULL;
-  return c;
-}
-
 /* ---- opening a module ---- */
 
 void ptp_symbolize_module_load(sym_module *m) {
@@ -375,13 +303,162 @@ void ptp_symbolize_module_load(sym_module *m) {
       return;
     }
   }
-  module_load_syms(m);
+  ptp_symbolize_syms_load(m);
   Dwarf_Addr bias = 0;
   m->dw = dwfl_module_getdwarf(m->mod, &bias);
   if (m->dw) {
     m->dwbias = bias;
     m->has_dwarf = true;
   }
+}
+
+/* ---- compile unit by address ---- */
+
+static int arange_cmp(const void *a, const void *b) {
+  const ptp_arange *x = a, *y = b;
+  if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+  return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
+/* The section of e named name, or NULL; *compressed when it is still
+ * compressed (libdw inflates compressed debug sections in place at
+ * dwarf_begin, so one still compressed is not what libdw reads). */
+static Elf_Scn *find_scn(Elf *e, size_t shstrndx, const char *name, bool *compressed) {
+  Elf_Scn *scn = NULL;
+  while ((scn = elf_nextscn(e, scn)) != NULL) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh)) continue;
+    const char *sn = elf_strptr(e, shstrndx, sh.sh_name);
+    if (!sn || strcmp(sn, name) != 0) continue;
+    *compressed = (sh.sh_flags & SHF_COMPRESSED) != 0;
+    return scn;
+  }
+  return NULL;
+}
+
+/* The .debug_aranges entries of dw's file (ptp_aranges.h) into *out
+ * (caller frees) and *n. Returns 0, 1 (no section: no CU holds any
+ * address), -EINVAL (libdw would refuse the table: no CU for any address
+ * either), -ENOTSUP (not what libdw reads: leave it to libdwfl) or
+ * -ENOMEM. */
+static int aranges_read(Dwarf *dw, ptp_arange **out, size_t *n) {
+  Elf *e = dwarf_getelf(dw);
+  size_t shstrndx;
+  GElf_Ehdr eh;
+  if (!e || !gelf_getehdr(e, &eh) || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+      elf_getshdrstrndx(e, &shstrndx) != 0)
+    return -ENOTSUP;
+  bool zi = false, za = false, zz = false;
+  Elf_Scn *info = find_scn(e, shstrndx, ".debug_info", &zi);
+  Elf_Scn *scn = find_scn(e, shstrndx, ".debug_aranges", &za);
+  if (!info || zi || za || find_scn(e, shstrndx, ".zdebug_aranges", &zz)) return -ENOTSUP;
+  if (!scn) return 1;
+  Elf_Data *d = elf_getdata(scn, NULL), *di = elf_getdata(info, NULL);
+  if (!d || !di) return -ENOTSUP;
+  if (!d->d_buf) return d->d_size ? -EINVAL : 1;
+  int r = ptp_aranges_parse(d->d_buf, d->d_size, di->d_size, out, n);
+  return r == -E2BIG ? -ENOTSUP : r;
+}
+
+/* Builds m->runs: libdwfl's one record per run of consecutive (by address)
+ * ranges of one CU. */
+static void aranges_build(sym_module *m) {
+  ptp_arange *v = NULL;
+  size_t n = 0;
+  int r = aranges_read(m->dw, &v, &n);
+  if (r == -ENOTSUP || r == -ENOMEM) {
+    m->runs_state = SYM_RUNS_DWFL;
+    return;
+  }
+  if (r != 0 || n == 0) {
+    m->runs_state = SYM_RUNS_NONE;
+    free(v);
+    return;
+  }
+  /* libdw sorts by address with qsort (glibc's merge sort: stable), from
+   * the section's order: the same order as ptp_symbolize_key_sort's */
+  sym_key *keys = malloc(2 * n * sizeof *keys);
+  ptp_arange *sorted = malloc(n * sizeof *sorted);
+  if (keys && sorted) {
+    for (size_t i = 0; i < n; i++) keys[i] = (sym_key){v[i].lo, i};
+    ptp_symbolize_key_sort(keys, keys + n, n);
+    for (size_t i = 0; i < n; i++) sorted[i] = v[keys[i].idx];
+    free(v);
+    v = sorted;
+    sorted = NULL;
+  } else {
+    qsort(v, n, sizeof *v, arange_cmp);
+  }
+  free(keys);
+  free(sorted);
+  size_t nr = 0;
+  for (size_t i = 0; i < n; i++)
+    if (i == 0 || v[i].cu != v[i - 1].cu) nr++;
+  sym_curun *runs = calloc(nr, sizeof *runs);
+  if (!runs) {
+    free(v);
+    m->runs_state = SYM_RUNS_DWFL;
+    return;
+  }
+  nr = 0;
+  for (size_t i = 0; i < n; i++)
+    if (i == 0 || v[i].cu != v[i - 1].cu) runs[nr++] = (sym_curun){.start = v[i].lo, .cu_hdr = v[i].cu};
+  m->runs_end = v[n - 1].lo + v[n - 1].len;
+  free(v);
+  m->runs = runs;
+  m->nruns = nr;
+  m->runs_state = SYM_RUNS_BUILT;
+}
+
+/* The CU DIE of run u: the DIE after the header at u->cu_hdr, checked to
+ * be that CU's own DIE. Only the CUs before it in .debug_info are read
+ * (libdw interns CU headers in order), where dwarf_getaranges reads all
+ * of them. */
+static Dwarf_Die *run_die(sym_module *m, sym_curun *u) {
+  if (u->state == 0) {
+    u->state = -1;
+    Dwarf_Off next;
+    size_t hsize;
+    Dwarf_Die cu;
+    if (dwarf_next_unit(m->dw, u->cu_hdr, &next, &hsize, NULL, NULL, NULL, NULL, NULL, NULL) == 0 &&
+        dwarf_offdie(m->dw, u->cu_hdr + hsize, &u->die) &&
+        dwarf_diecu(&u->die, &cu, NULL, NULL) && dwarf_dieoffset(&cu) == u->cu_hdr + hsize)
+      u->state = 1;
+  }
+  return u->state == 1 ? &u->die : NULL;
+}
+
+Dwarf_Die *ptp_symbolize_module_addrdie(sym_module *m, uint64_t pc, Dwarf_Addr *bias) {
+  if (m->dwfl_reference) return dwfl_module_addrdie(m->mod, pc, bias);
+  if (m->runs_state == SYM_RUNS_UNBUILT) aranges_build(m);
+  if (m->runs_state == SYM_RUNS_DWFL) return dwfl_module_addrdie(m->mod, pc, bias);
+  *bias = m->dwbias;
+  if (m->runs_state != SYM_RUNS_BUILT) return NULL;
+  /* libdwfl's addrarange search, probe for probe (so ties between runs
+   * starting at one address resolve alike): an address belongs to the
+   * run starting at or below it, the last run up to the last range's end */
+  uint64_t a = pc - m->dwbias;
+  size_t l = 0, u = m->nruns;
+  while (l < u) {
+    size_t idx = (l + u) / 2;
+    uint64_t start = m->runs[idx].start;
+    if (a < start) {
+      u = idx;
+      continue;
+    }
+    if (a > start) {
+      if (idx + 1 < m->nruns) {
+        if (a >= m->runs[idx + 1].start) {
+          l = idx + 1;
+          continue;
+        }
+      } else if (a > m->runs_end) {
+        break;
+      }
+    }
+    return run_die(m, &m->runs[idx]);
+  }
+  return NULL;
 }
 
 /* ---- DWARF compile-unit index ---- */
@@ -576,6 +653,39 @@ static int64_t die_udata(Dwarf_Die *die, int at) {
   return (int64_t)w;
 }
 
+/* The DIE facts of entry e of cu, read on first use and kept (scratch when
+ * the reference mode asks for none kept, or without memory). NULL when
+ * the DIE cannot be read. */
+static cu_memo *entry_memo(sym_module *m, cu_index *cu, int32_t e, cu_memo *scratch) {
+  cu_memo *mm = scratch;
+  if (!m->dwfl_reference) {
+    if (!cu->memo) cu->memo = calloc(cu->nents, sizeof *cu->memo);
+    if (cu->memo) mm = &cu->memo[e];
+  }
+  if (mm != scratch && mm->done) return mm;
+  memset(mm, 0, sizeof *mm);
+  if (!dwarf_offdie(m->dw, cu->ents[e].off, &mm->die)) return NULL;
+  mm->name = die_str(&mm->die, DW_AT_name);
+  mm->linkage = die_str(&mm->die, DW_AT_linkage_name);
+  if (!mm->linkage) mm->linkage = die_str(&mm->die, DW_AT_MIPS_linkage_name);
+  mm->decl_file = dwarf_decl_file(&mm->die);
+  int dline = 0;
+  if (dwarf_decl_line(&mm->die, &dline) == 0) mm->decl_line = dline;
+  if (cu->ents[e].inlined) {
+    mm->call_line = die_udata(&mm->die, DW_AT_call_line);
+    mm->call_col = die_udata(&mm->die, DW_AT_call_column);
+  }
+  mm->done = true;
+  return mm;
+}
+
+/* dwarf_entrypc of the memo's DIE, asked once. */
+static bool memo_entry(cu_memo *mm, Dwarf_Addr *entry) {
+  if (!mm->entry_state) mm->entry_state = dwarf_entrypc(&mm->die, &mm->entry) == 0 ? 1 : -1;
+  *entry = mm->entry;
+  return mm->entry_state == 1;
+}
+
 int ptp_symbolize_push_frame(ptp_symbolizer *s, const ptp_sym_frame *f) {
   if (s->nframes == s->capframes) {
     size_t nc = s->capframes ? s->capframes * 2 : 1024;
@@ -590,38 +700,52 @@ int ptp_symbolize_push_frame(ptp_symbolizer *s, const ptp_sym_frame *f) {
 
 /* Appends the frames for pc (in module m) to s->frames. */
 int ptp_symbolize_module_resolve(ptp_symbolizer *s, sym_module *m, uint64_t pc) {
-  const sym_elfsym *es = m->nsyms ? module_find_sym(m, pc) : NULL;
+  const sym_elfsym *es = m->nsyms ? ptp_symbolize_syms_find(m, pc) : NULL;
   if (m->dw) {
     Dwarf_Addr cubias = 0;
-    Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, pc, &cubias);
+    Dwarf_Die *cudie = ptp_symbolize_module_addrdie(m, pc, &cubias);
     if (cudie) {
       int64_t line = 0, col = 0;
       const char *lfile = NULL;
-      Dwfl_Line *dl = dwfl_module_getsrc(m->mod, pc);
-      if (dl) {
-        int li = 0, ci = 0;
-        lfile = dwfl_lineinfo(dl, NULL, &li, &ci, NULL, NULL);
-        line = li;
-        col = ci;
+      if (m->dwfl_reference) {
+        Dwfl_Line *dl = dwfl_module_getsrc(m->mod, pc);
+        if (dl) {
+          int li = 0, ci = 0;
+          lfile = dwfl_lineinfo(dl, NULL, &li, &ci, NULL, NULL);
+          line = li;
+          col = ci;
+        }
+      } else {
+        /* dwfl_module_getsrc's lookup (the same binary search over the
+         * CU's line table) without its second walk of the aranges */
+        Dwarf_Line *dl = dwarf_getsrc_die(cudie, pc - cubias);
+        if (dl) {
+          int li = 0, ci = 0;
+          (void)dwarf_lineno(dl, &li);
+          (void)dwarf_linecol(dl, &ci);
+          lfile = dwarf_linesrc(dl, NULL, NULL);
+          line = li;
+          col = ci;
+        }
       }
       cu_index *cu = ptp_symbolize_module_cu(m, cudie);
       int32_t e = cu ? cu_lookup(cu, pc - cubias) : -1;
       size_t first = s->nframes;
       for (int depth = 0; e >= 0 && depth < SYM_MAX_INLINE; depth++) {
-        Dwarf_Die die;
+        cu_memo scratch;
         const cu_entry *ce = &cu->ents[e];
-        if (!dwarf_offdie(m->dw, ce->off, &die)) break;
+        cu_memo *mm = entry_memo(m, cu, e, &scratch);
+        if (!mm) break;
         ptp_sym_frame f = {0};
-        f.name = die_str(&die, DW_AT_name);
-        f.system_name = die_str(&die, DW_AT_linkage_name);
-        if (!f.system_name) f.system_name = die_str(&die, DW_AT_MIPS_linkage_name);
+        f.name = mm->name;
+        f.system_name = mm->linkage;
         if (!ce->inlined && es) {
           /* Prefer the public ELF alias at the function's entry when DWARF
            * names the internal one: glibc's __libc_malloc is exported as
            * malloc, and malloc is what users look for. */
           Dwarf_Addr entry;
           if (!f.name || (f.name[0] == '_' && es->name[0] != '_' &&
-                          dwarf_entrypc(&die, &entry) == 0 && entry + m->dwbias == es->addr))
+                          memo_entry(mm, &entry) && entry + m->dwbias == es->addr))
           {
             if (!f.system_name) f.system_name = f.name;   /* keep the DWARF name */
             f.name = es->name;
@@ -630,17 +754,15 @@ int ptp_symbolize_module_resolve(ptp_symbolizer *s, sym_module *m, uint64_t pc) 
         if (!f.name) f.name = f.system_name;
         if (!f.name) f.name = "[unknown]";
         if (!f.system_name) f.system_name = f.name;
-        const char *df = dwarf_decl_file(&die);
-        f.file = df ? df : lfile ? lfile : "";
-        int dline = 0;
-        if (dwarf_decl_line(&die, &dline) == 0) f.start_line = dline;
+        f.file = mm->decl_file ? mm->decl_file : lfile ? lfile : "";
+        f.start_line = mm->decl_line;
         f.line = line;
         f.column = col;
         if (ptp_symbolize_push_frame(s, &f)) return -ENOMEM;
         if (!ce->inlined) break;
         /* the caller's position is where this inline instance was called */
-        line = die_udata(&die, DW_AT_call_line);
-        col = die_udata(&die, DW_AT_call_column);
+        line = mm->call_line;
+        col = mm->call_col;
         e = ce->parent;
         if (e < 0) {
           /* inline chain without a physical subprogram: name it by ELF symbol */
