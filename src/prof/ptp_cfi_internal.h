@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "prof/ptp_elfnote.h"
 #include "prof/ptp_unwind.h"
 
 typedef struct ptp_cfi_seg { uintptr_t lo, hi; } ptp_cfi_seg;
@@ -37,14 +38,11 @@ typedef struct ptp_cfi_objinfo {
   size_t hdrsz;
 } ptp_cfi_objinfo;
 
-#define PTP_CFI_BID_MAX 66     /* hex of a build id up to 32 bytes, NUL */
-
-/* The object's GNU build id in lowercase hex, from its PT_NOTE segments in
- * memory (bounds-checked; ptp_elfnote_build_id_hex, the reader the
- * symbolizer uses too). Returns 0, -ENOENT (none, empty, or longer than 32
- * bytes). o is unused (kept for the callers). */
-int ptp_cfi_build_id(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o,
-                     char bid[PTP_CFI_BID_MAX]);
+/* Room for an object's build id in hex (ptp_elfnote_build_id_hex, the one
+ * reader of the note, shared with the symbolizer), NUL included; 66, not
+ * PTP_ELFNOTE_HEX_MAX, because the table-cache file header is sized by it. */
+#define PTP_CFI_BID_MAX 66
+_Static_assert(PTP_CFI_BID_MAX >= PTP_ELFNOTE_HEX_MAX, "a build id in hex fits bid");
 
 /* Continues the 64-bit hash h over [p, p + n) (not cryptographic: the
  * identity of an object across set rebuilds, and the table cache's content

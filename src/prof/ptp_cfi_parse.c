@@ -29,9 +29,6 @@
 #include <string.h>
 
 #include "prof/ptp_cfi_internal.h"
-#include "prof/ptp_elfnote.h"
-
-_Static_assert(PTP_CFI_BID_MAX >= PTP_ELFNOTE_HEX_MAX, "a build id in hex fits bid");
 
 /* ---- bounded reader ------------------------------------------------------ */
 
@@ -458,14 +455,6 @@ static void parse_fde(const ptp_cfi_objmem *m, uintptr_t a, rowvec *rv, cie_cach
   if (loc < end) emit(rv, loc, end, &st);
 }
 
-
-int ptp_cfi_build_id(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o,
-                     char bid[PTP_CFI_BID_MAX]) {
-  /* ptp_elfnote checks each note segment against the object's readable
-   * PT_LOADs itself (all of them, not only the 16 of o->m). */
-  (void)o;
-  return ptp_elfnote_build_id_hex(info, bid);
-}
 
 void ptp_cfi_obj_scan(const struct dl_phdr_info *info, ptp_cfi_objinfo *o) {
   memset(o, 0, sizeof *o);

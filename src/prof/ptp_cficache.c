@@ -94,7 +94,7 @@ uint64_t ptp_cfi_hash(uint64_t h, const void *p, size_t n) {
 
 int ptp_cficache_ident(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o,
                        char bid[PTP_CFICACHE_BID_MAX], uint64_t *key) {
-  if (ptp_cfi_build_id(info, o, bid) < 0) return -ENOENT;
+  if (ptp_elfnote_build_id_hex(info, bid) < 0) return -ENOENT;
   uint64_t h = 0xcbf29ce484222325ull ^ PTP_CFICACHE_VERSION;
   for (int i = 0; i < o->ntext; i++) {
     uint64_t rel[2] = { o->text[i].lo - info->dlpi_addr, o->text[i].hi - info->dlpi_addr };

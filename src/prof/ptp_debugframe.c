@@ -122,7 +122,7 @@ int ptp_cfi_debugframe(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o
                        size_t max_rows, ptp_cfi_tab **out) {
   *out = NULL;
   char bid[PTP_CFI_BID_MAX];
-  if (ptp_cfi_build_id(info, o, bid) < 0) return -ENOENT;
+  if (ptp_elfnote_build_id_hex(info, bid) < 0) return -ENOENT;
   /* linux-vdso and friends have no file; the main program is named "". */
   const char *self = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe";
   elf_version(EV_CURRENT);

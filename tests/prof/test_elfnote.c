@@ -11,11 +11,12 @@
  *   - an empty build id and one over PTP_ELFNOTE_BID_MAX are refused and
  *     stop the walk (a later valid-looking note is not taken);
  *   - libc's id from its PT_NOTE in memory equals the one libelf reads
- *     from its file (dwelf_elf_gnu_build_id), and the unwind-table module
- *     (ptp_cfi_build_id) reports the same.
+ *     from its file (dwelf_elf_gnu_build_id), and the unwind-table cache's
+ *     identity of libc (ptp_cficache_ident) carries the same.
  */
 #include "pt_test.h"
 #include "prof/ptp_cfi_internal.h"
+#include "prof/ptp_cficache.h"
 #include "prof/ptp_elfnote.h"
 
 #include <elf.h>
@@ -187,7 +188,8 @@ static int find_libc(struct dl_phdr_info *info, size_t size, void *data) {
   f->r = ptp_elfnote_build_id_hex(info, f->hex);
   ptp_cfi_objinfo o;
   ptp_cfi_obj_scan(info, &o);
-  f->rc = ptp_cfi_build_id(info, &o, f->cfi);
+  uint64_t key;
+  f->rc = ptp_cficache_ident(info, &o, f->cfi, &key);
   return 1;
 }
 
