@@ -21,9 +21,9 @@
 #include "prof/ptp_cachefile.h"
 #include "prof/ptp_store.h"
 
-int ptp_cachefile_prepare_dir(const char *dir) {
-  int r = ptp_mkdir_p(dir);
-  if (r < 0) return r;
+/* The directory rule (see ptp_cachefile_prepare_dir), without creating:
+ * 0, -ENOTDIR, -EPERM or lstat's -errno. */
+static int dir_check(const char *dir) {
   struct stat st;
   if (lstat(dir, &st) != 0) return -errno;
   if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
@@ -31,11 +31,10 @@ int ptp_cachefile_prepare_dir(const char *dir) {
   return 0;
 }
 
-/* The directory rule of ptp_cachefile_prepare_dir, without creating. */
-static int dir_ok(const char *dir) {
-  struct stat st;
-  return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
-         !(st.st_mode & (S_IWGRP | S_IWOTH));
+int ptp_cachefile_prepare_dir(const char *dir) {
+  int r = ptp_mkdir_p(dir);
+  if (r < 0) return r;
+  return dir_check(dir);
 }
 
 int ptp_cachefile_mappable(const struct stat *st, uint64_t min_size, uint64_t max_size) {
@@ -47,7 +46,8 @@ int ptp_cachefile_mappable(const struct stat *st, uint64_t min_size, uint64_t ma
 int ptp_cachefile_map_fd(int fd, const char *dir, uint64_t min_size, uint64_t max_size,
                          void **map, struct stat *st) {
   *map = NULL;
-  if (fstat(fd, st) != 0 || !ptp_cachefile_mappable(st, min_size, max_size) || !dir_ok(dir))
+  if (fstat(fd, st) != 0 || !ptp_cachefile_mappable(st, min_size, max_size) ||
+      dir_check(dir) != 0)
     return -EBADMSG;
   void *p = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   if (p == MAP_FAILED) return errno == ENOMEM ? -ENOMEM : -EBADMSG;
