@@ -51,9 +51,15 @@ static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t sweep_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
 
-/* reg_mu */
+/* reg_mu. Records [0, rec_hwm) have been used at least once; the others
+ * were never touched (their pages not even faulted in). A new thread takes
+ * the most recently freed record, or else record rec_hwm, so the scans over
+ * all records (activate, deactivate, sweep, collect, fork) stop at rec_hwm:
+ * a process with ten threads reads ten records, not all PTP_MAX_THREADS
+ * (960 KiB: ~220 page faults of a profiling daemon's start-up). */
 static uint32_t free_stack[PTP_MAX_THREADS];
 static uint32_t nfree;
+static uint32_t rec_hwm;
 static int active;
 static uint32_t cur_magic;
 static int64_t cur_period;
@@ -89,8 +95,14 @@ static uint64_t rng_next(void) {
 /* ---- records (reg_mu held) ---------------------------------------------- */
 
 static ptp_thread_rec *rec_insert(uint32_t tid, uintptr_t lo, uintptr_t hi) {
-  if (tid == 0 || tid >= PTP_TID_LIMIT || nfree == 0) return NULL;
-  uint32_t idx = free_stack[--nfree];
+  if (tid == 0 || tid >= PTP_TID_LIMIT) return NULL;
+  uint32_t idx;
+  if (nfree > 0)
+    idx = free_stack[--nfree];
+  else if (rec_hwm < PTP_MAX_THREADS)
+    idx = rec_hwm++;
+  else
+    return NULL;
   ptp_thread_rec *r = &RECS[idx];
   r->stack_lo = lo;
   r->stack_hi = hi;
@@ -326,7 +338,7 @@ static void atfork_child(void) {
   active = 0;
   uint32_t me = self_tid();
   ptp_thread_rec *mine = rec_find(fork_parent_tid);
-  for (uint32_t i = 0; i < PTP_MAX_THREADS; i++) {
+  for (uint32_t i = 0; i < rec_hwm; i++) {
     ptp_thread_rec *r = &RECS[i];
     if (atomic_load_explicit(&r->tid, memory_order_relaxed) == 0) continue;
     int fd = atomic_exchange_explicit(&r->perf_fd, -1, memory_order_relaxed);
@@ -432,8 +444,8 @@ static void do_init(void) {
   main_stack_bounds(&main_lo, &main_hi);
   pthread_mutex_lock(&reg_mu);
   atomic_store_explicit(&ptp_g_recs, recs, memory_order_relaxed);
-  for (uint32_t i = 0; i < PTP_MAX_THREADS; i++) free_stack[i] = PTP_MAX_THREADS - 1 - i;
-  nfree = PTP_MAX_THREADS;
+  nfree = 0;
+  rec_hwm = 0;
   rng_state = (uint64_t)ptp_now_mono() ^ ((uint64_t)getpid() << 32);
   atomic_store_explicit(&ptp_g_tidmap, map, memory_order_release);
   if (rec_insert((uint32_t)getpid(), main_lo, main_hi)) atomic_fetch_add(&st_registered, 1);
@@ -547,7 +559,7 @@ int ptp_threads_activate(uint32_t magic, int64_t period_ns, int engine) {
   cur_magic = magic;
   cur_period = period_ns;
   cur_engine = engine;
-  for (uint32_t i = 0; i < PTP_MAX_THREADS; i++) {
+  for (uint32_t i = 0; i < rec_hwm; i++) {
     ptp_thread_rec *r = &RECS[i];
     if (atomic_load_explicit(&r->tid, memory_order_relaxed)) arm(r);
   }
@@ -562,7 +574,7 @@ void ptp_threads_deactivate(void) {
   /* Perf events: unpublish every fd first, wait until no handler is inside
    * (one may be about to ioctl the fd it loaded), then close. Timers carry
    * no fd: a late signal of a deleted timer only fails the magic check. */
-  for (uint32_t i = 0; i < PTP_MAX_THREADS; i++) {
+  for (uint32_t i = 0; i < rec_hwm; i++) {
     ptp_thread_rec *r = &RECS[i];
     if (!atomic_load_explicit(&r->tid, memory_order_relaxed) || !r->has_perf) continue;
     int fd = atomic_exchange_explicit(&r->perf_fd, -1, memory_order_acq_rel);
@@ -573,7 +585,7 @@ void ptp_threads_deactivate(void) {
     if (i < 100) sched_yield();
     else nanosleep(&(struct timespec){ 0, 100000 }, NULL);
   }
-  for (uint32_t i = 0; i < PTP_MAX_THREADS; i++) {
+  for (uint32_t i = 0; i < rec_hwm; i++) {
     ptp_thread_rec *r = &RECS[i];
     if (!atomic_load_explicit(&r->tid, memory_order_relaxed)) continue;
     if (r->closing_fd >= 0) {
@@ -647,7 +659,7 @@ int ptp_threads_sweep(void) {
   /* Forget foreign records whose thread is gone. Self-registered records
    * remove themselves at thread exit (a thread that registered after our
    * readdir must not be removed here). */
-  for (uint32_t i = 0; i < PTP_MAX_THREADS; i++) {
+  for (uint32_t i = 0; i < rec_hwm; i++) {
     ptp_thread_rec *r = &RECS[i];
     uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
     if (!tid || r->self_registered) continue;
@@ -671,7 +683,7 @@ size_t ptp_threads_collect_unsignalled(ptp_unsignalled *out, size_t cap) {
    * signals merged while one was pending. Not "thread exit": the thread
    * lives. */
   int cause = ptp_perf_excludes_kernel() ? PTP_DROP_KERNEL : PTP_DROP_UNDELIVERED;
-  for (uint32_t i = 0; i < PTP_MAX_THREADS && n < cap && active; i++) {
+  for (uint32_t i = 0; i < rec_hwm && n < cap && active; i++) {
     ptp_thread_rec *r = &RECS[i];
     uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
     if (!tid || !r->has_perf) continue;
@@ -696,6 +708,9 @@ void ptp_threads_get_stats(ptp_threads_stats *out) {
   out->flushed = atomic_load(&st_flushed);
   out->registered = atomic_load(&st_registered);
   out->live = atomic_load(&st_live);
+  pthread_mutex_lock(&reg_mu);
+  out->records_used = rec_hwm;
+  pthread_mutex_unlock(&reg_mu);
   out->last_errno = atomic_load(&st_last_errno);
   out->perf_fallbacks = atomic_load(&st_perf_fallbacks);
   out->lost_at_exit = atomic_load(&st_lost_exit);

@@ -150,6 +150,9 @@ typedef struct ptp_threads_stats {
   uint64_t perf_fallbacks;    /* threads that got a timer under the perf engine */
   uint64_t lost_at_exit;      /* expirations accounted as lost at thread exit */
   uint64_t live;              /* records in use now */
+  uint64_t records_used;      /* records ever used (the scans' bound): freed
+                                 records are reused first, so this stays at
+                                 the most threads alive at once */
   int last_errno;             /* errno of the last timer error */
 } ptp_threads_stats;
 void ptp_threads_get_stats(ptp_threads_stats *out);

@@ -587,6 +587,13 @@ PT_TEST_T(prof_sampler_short_threads, 90000) {
   PT_ASSERT(st.timers_created >= 200);
   PT_ASSERT_MSG(st.timers_deleted == st.timers_created, "created %llu deleted %llu",
                 (unsigned long long)st.timers_created, (unsigned long long)st.timers_deleted);
+  /* Records of exited threads are reused: 200 threads, two alive at a
+   * time, use a handful of records (the bound of every registry scan),
+   * not one each. */
+  ptp_threads_stats ts;
+  ptp_threads_get_stats(&ts);
+  PT_ASSERT_MSG(ts.records_used >= 3 && ts.records_used <= 16, "records used %llu",
+                (unsigned long long)ts.records_used);
   ptprof_del(p);
   cap_free(&c);
   pt_rm_rf(dir);
