@@ -16,5 +16,8 @@ else bash bench/real/run.sh build/profile; fi
 echo "== Daemon overhead, 20-turn session (bench/daemon/run.sh; QUICK=1 for a smoke run)"
 if [ "${QUICK:-0}" = 1 ]; then bash bench/daemon/run.sh --quick build/dev build/profile
 else bash bench/daemon/run.sh build/dev build/profile; fi
+echo "== Perf engine cost per sleep/wake cycle (bench/daemon/switch.sh)"
+if [ "${QUICK:-0}" = 1 ]; then bash bench/daemon/switch.sh 4 500 20
+else bash bench/daemon/switch.sh 40 2000 20; fi
 echo "== Task console (bench/console/run.sh)"
 bash bench/console/run.sh build/profile

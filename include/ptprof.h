@@ -180,6 +180,9 @@ typedef struct ptprof_stats {
   uint64_t lost_thread_exit; /* expirations due by exiting threads' CPU time
                               but never delivered (under "[lost: thread exit]") */
   int      engine;         /* PTPROF_ENGINE_PERF/TIMER of the last start; 0 */
+  uint64_t expirations_no_cpu; /* perf engine: expirations ignored because the
+                              thread's CPU clock did not back them (a VM's
+                              steal time; see docs/sampler.md) */
 } ptprof_stats;
 
 /* Zero-fills *opt: every field 0 or NULL, which ptprof_new reads as its

@@ -2,8 +2,9 @@
  * ptp_handler.c - the SIGPROF handler.
  *
  * ASYNC-SIGNAL-SAFE FILE: every function in this file may run inside a
- * signal handler and calls only: atomics, gettid(2) and ioctl(2) on our own
- * perf event (plain system calls), the producer (ptp_producer.c: vDSO
+ * signal handler and calls only: atomics, gettid(2), ioctl(2) on our own
+ * perf event and clock_gettime(2) of the thread's CPU clock (plain system
+ * calls), the producer (ptp_producer.c: vDSO
  * clock_gettime, write(2) on a non-blocking pipe), ptp_unwind
  * (ptp_unwind.c, equally restricted) and atomic loads of the thread's own
  * initial-exec TLS label block (ptp_label_set.h). No malloc, no locks, no stdio, no
@@ -23,21 +24,28 @@
  *    thread that owns the event (F_OWNER_TID), so the tid is our own. The
  *    first period of each event is random (see ptp_threads.c); at its first
  *    signal the handler sets the regular period (PERF_EVENT_IOC_PERIOD).
+ *    An expiration with no CPU time of the thread behind it (the event's
+ *    clock ran on while the host took the virtual CPU: steal time) records
+ *    nothing and is counted in ptp_shared.no_cpu (ptp_perf_expiry_backed).
  * Every expiration that is not recorded is counted in ptp_shared.drops by
  * cause.
  */
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <time.h>
 #include <sys/ioctl.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "prof/ptp_handler.h"
 #include "prof/ptp_label_set.h"
+#include "prof/ptp_perf.h"
 #include "prof/ptp_threads.h"
 
-/* Which thread this signal samples, or 0 when it is not ours. */
-static uint32_t signal_tid(const ptp_shared *sh, const siginfo_t *si, uint32_t *weight,
+/* Which thread this signal samples, or 0 when it records nothing: not
+ * ours, or a perf expiration with no CPU of the thread behind it (counted
+ * in sh->no_cpu; see ptp_perf_expiry_backed). */
+static uint32_t signal_tid(ptp_shared *sh, const siginfo_t *si, uint32_t *weight,
                            ptp_thread_rec **rec_out) {
   *rec_out = NULL;
   /* Both kinds are accepted whatever the engine: under the perf engine a
@@ -59,6 +67,17 @@ static uint32_t signal_tid(const ptp_shared *sh, const siginfo_t *si, uint32_t *
   if (atomic_exchange_explicit(&rec->perf_first, 0, memory_order_relaxed)) {
     uint64_t period = (uint64_t)sh->period_ns;
     (void)ioctl(fd, PERF_EVENT_IOC_PERIOD, &period);
+  }
+  /* This thread's own CPU clock (clock_gettime is async-signal-safe; for a
+   * CPU-time clock it is a system call, once per sample). armed_cpu_ns and
+   * first_ns were written before perf_fd was published (acquire above). */
+  struct timespec ts;
+  int64_t now = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
+                    ? (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec : -1;
+  if (!ptp_perf_expiry_backed(rec->armed_cpu_ns, rec->first_ns, sh->period_ns,
+                              atomic_load_explicit(&rec->delivered, memory_order_relaxed), now)) {
+    atomic_fetch_add_explicit(&sh->no_cpu, 1, memory_order_relaxed);
+    return 0;
   }
   *weight = 1;
   *rec_out = rec;

@@ -40,6 +40,10 @@ typedef struct ptp_shared {
   ptp_ring ring;
   /* Drops since the last window cut, by cause, in expirations. */
   _Atomic uint64_t drops[PTP_DROP__COUNT];
+  /* Perf expirations since the last window cut that had no CPU time of
+   * their thread behind them (ptp_perf_expiry_backed) and were ignored:
+   * not a drop, since no CPU is missing from the profile. */
+  _Atomic uint64_t no_cpu;
   /* Wake-up of the consumer: it sets wake_armed before sleeping; the first
    * producer that sees the ring at least wake_fill full (or that needs the
    * consumer now) clears it and writes one byte to wake_fd (non-blocking

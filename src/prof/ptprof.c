@@ -97,6 +97,7 @@ struct ptprof {
 
   _Atomic uint64_t st_samples, st_signals, st_truncated, st_dumps, st_dump_errors;
   _Atomic uint64_t st_drops[PTP_DROP__COUNT];
+  _Atomic uint64_t st_no_cpu;  /* perf expirations ignored: no CPU behind them */
   _Atomic int64_t st_last_window, st_last_blind;
 };
 
@@ -435,9 +436,11 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
         w.drops[i] && agg_rc == 0)
       agg_rc = ptp_agg_add(full, 0, PTP_SAMPLE_LOST, NULL, &cause, 1, w.drops[i]);
   }
+  uint64_t no_cpu = atomic_exchange(&sh->no_cpu, 0);
+  atomic_fetch_add(&p->st_no_cpu, no_cpu);
   ptp_threads_stats ts;
   ptp_threads_get_stats(&ts);
-  char c0[512];
+  char c0[640];
   int engine = atomic_load(&p->engine);
   char why[96] = "";
   if (p->engine_why)
@@ -446,14 +449,23 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   if (engine == PTP_ENGINE_PERF && ts.perf_fallbacks)
     snprintf(fb, sizeof fb, " (%llu threads on CPU-time timers: out of fds)",
              (unsigned long long)ts.perf_fallbacks);
+  /* Expirations of the event's clock that the thread's CPU clock did not
+   * back (a VM's steal time): said, since a reader comparing the profile
+   * with the event's own count would otherwise find them missing. */
+  char nc[160] = "";
+  if (engine == PTP_ENGINE_PERF)
+    snprintf(nc, sizeof nc,
+             "; %llu expirations ignored with no thread CPU behind them (the event's clock ran "
+             "while the thread's CPU clock did not: steal time)",
+             (unsigned long long)no_cpu);
   snprintf(c0, sizeof c0,
            "sampler engine: %s, %d Hz%s%s; %llu exiting threads had expirations due but not "
-           "delivered (under [lost: thread exit] or [lost: kernel mode])",
+           "delivered (under [lost: thread exit] or [lost: kernel mode])%s",
            engine != PTP_ENGINE_PERF ? "POSIX CPU-time timer per thread"
            : ptp_perf_excludes_kernel() ? "perf_event task-clock per thread (user mode only: "
                                           "perf_event_paranoid > 1)"
                                         : "perf_event task-clock per thread",
-           p->hz, why, fb, (unsigned long long)(ts.flushed - p->flushed_at_cut));
+           p->hz, why, fb, (unsigned long long)(ts.flushed - p->flushed_at_cut), nc);
   p->flushed_at_cut = ts.flushed;
   /* How the unwind tables stand: a library whose table was refused by the
    * memory cap keeps its samples truncated, and this line says so. */
@@ -688,6 +700,7 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   ptp_labels_release(UINT64_MAX);   /* no sample left to name */
   for (int i = 0; i < PTP_DROP__COUNT; i++)
     atomic_fetch_add(&p->st_drops[i], atomic_load(&p->sh->drops[i]));
+  atomic_fetch_add(&p->st_no_cpu, atomic_load(&p->sh->no_cpu));
   free_shared(p->sh);
   p->sh = NULL;
   close(p->wake_rd);
@@ -754,6 +767,7 @@ void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
     out->drops[i] = atomic_load(&q->st_drops[i]);
     if (mine) out->drops[i] += atomic_load(&sh->drops[i]);
   }
+  out->expirations_no_cpu = atomic_load(&q->st_no_cpu) + (mine ? atomic_load(&sh->no_cpu) : 0);
   atomic_fetch_sub(&ptp_g_inside, 1);
   out->dumps = atomic_load(&q->st_dumps);
   out->dump_errors = atomic_load(&q->st_dump_errors);

@@ -380,6 +380,47 @@ PT_TEST(prof_sampler_engine_names) {
   PT_ASSERT_INT_EQ(ptprof_engine_from_name(NULL), -EINVAL);
 }
 
+/* The perf handler's steal guard (ptp_perf_expiry_backed): an event
+ * whose clock runs faster than the thread's CPU clock (steal time) gets
+ * only as many samples as the CPU clock backs; an event that keeps pace,
+ * expiring a few microseconds late as real ones do, loses none. */
+static unsigned backed_run(double clock_ratio, int64_t late_ns, int n, int64_t first) {
+  const int64_t period = 10101010, armed = 5000000;
+  uint64_t delivered = 0;
+  unsigned backed = 0;
+  for (int k = 0; k < n; k++) {
+    /* the k-th expiration, on the event's clock, since arming */
+    double ev = (double)first + (double)k * (double)period + (double)late_ns;
+    int64_t cpu = armed + (int64_t)(ev / clock_ratio);
+    if (ptp_perf_expiry_backed(armed, first, period, delivered, cpu)) {
+      delivered++;
+      backed++;
+    }
+  }
+  return backed;
+}
+
+PT_TEST(prof_sampler_perf_steal_guard) {
+  /* Keeping pace: every expiration is a sample. */
+  PT_ASSERT_INT_EQ(backed_run(1.0, 3000, 300, 4000000), 300);
+  PT_ASSERT_INT_EQ(backed_run(1.0, 0, 300, 1), 300);
+  /* The event's clock 1.5x the CPU clock (a third of the time stolen):
+   * 300 expirations for 200 periods of CPU. */
+  unsigned b = backed_run(1.5, 0, 300, 4000000);
+  PT_ASSERT_MSG(b >= 199 && b <= 201, "1.5x: %u backed of 300", b);
+  b = backed_run(3.0, 0, 300, 7000000);
+  PT_ASSERT_MSG(b >= 99 && b <= 101, "3x: %u backed of 300", b);
+  /* Never early by the thread's clock: the first expiration is always
+   * backed; one due beyond half a period ahead of the CPU clock is not. */
+  PT_ASSERT(ptp_perf_expiry_backed(0, 5000000, 10000000, 0, 0));
+  PT_ASSERT(ptp_perf_expiry_backed(0, 5000000, 10000000, 1, 10000001));
+  PT_ASSERT(!ptp_perf_expiry_backed(0, 5000000, 10000000, 1, 9999999));
+  /* Unknown clocks keep the sample. */
+  PT_ASSERT(ptp_perf_expiry_backed(-1, 5000000, 10000000, 7, 0));
+  PT_ASSERT(ptp_perf_expiry_backed(0, 5000000, 10000000, 7, -1));
+  PT_ASSERT(ptp_perf_expiry_backed(0, 5000000, 10000000, UINT64_MAX, 0));
+}
+
 PT_TEST(prof_sampler_unwind_fp_chain) {
   PT_ASSERT_INT_EQ(ptp_threads_init(), 0);
   pthread_t t;
@@ -1189,6 +1230,65 @@ static void short_three(int engine, int hz, const char *tag) {
   /* Completeness: the CPU is all there, the unknown part labelled. */
   check_bands(t.total, t.lost, real, hz);
   PT_ASSERT(t.fn[0] > 0 && t.fn[1] > 0 && t.fn[2] > 0);
+  ptprof_del(p);
+  cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* The steal guard in the handler, end to end: a thread whose CPU clock
+ * lags its perf event's clock (what a VM's steal time does) gets no
+ * samples for the expirations its CPU did not back, and they are counted.
+ * The lag is made by moving the thread's own record: its armed CPU time
+ * 1000 s ahead, so no later expiration is due by its CPU clock. Written by
+ * the thread itself, the only one whose handler reads it. */
+typedef struct steal_ctx {
+  _Atomic uint32_t tid;
+  int armed;           /* the event was armed and its first signal handled */
+} steal_ctx;
+
+static void *steal_worker(void *arg) {
+  steal_ctx *x = arg;
+  uint32_t tid = (uint32_t)gettid();
+  atomic_store(&x->tid, tid);
+  int64_t t0 = thread_cpu_ns();
+  ptp_thread_rec *r = NULL;
+  while (thread_cpu_ns() - t0 < 2000000000) {
+    r = ptp_threads_lookup(tid);
+    if (r && atomic_load(&r->perf_fd) >= 0 && !atomic_load(&r->perf_first)) break;
+    r = NULL;
+    hot_a(1000000);
+  }
+  x->armed = r != NULL;
+  if (r) r->armed_cpu_ns += INT64_C(1000000000000);
+  hot_b(300000000);
+  return NULL;
+}
+
+PT_TEST_T(prof_sampler_perf_steal_e2e, 60000) {
+  if (!perf_engine_works()) PT_SKIP("perf_event_open refused here");
+  char *dir = pt_tmpdir("sampler-steal");
+  capture c;
+  cap_init(&c);
+  ptprof *p = start_sampler_engine(dir, 99, &c, PTPROF_ENGINE_PERF);
+  static steal_ctx x;
+  memset(&x, 0, sizeof x);
+  pthread_t th;
+  PT_ASSERT_INT_EQ(pthread_create(&th, NULL, steal_worker, &x), 0);
+  PT_ASSERT_INT_EQ(pthread_join(th, NULL), 0);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), 0);
+  PT_ASSERT_MSG(x.armed, "the worker's perf event was never armed");
+  uint64_t in_b = count_tid(&c, x.tid, __start_ptt_hot_b, __stop_ptt_hot_b);
+  ptprof_stats st;
+  ptprof_get_stats(p, &st);
+  printf("# steal guard: %llu samples in hot_b for 300 ms of CPU after the lag, %llu "
+         "expirations ignored\n", (unsigned long long)in_b,
+         (unsigned long long)st.expirations_no_cpu);
+  /* 300 ms at 99 Hz is ~30 expirations, none backed by the thread's clock:
+   * at most the one due within half a period of the lag's start. */
+  PT_ASSERT_MSG(in_b <= 1, "%llu samples in hot_b", (unsigned long long)in_b);
+  PT_ASSERT_MSG(st.expirations_no_cpu >= 20, "%llu ignored",
+                (unsigned long long)st.expirations_no_cpu);
   ptprof_del(p);
   cap_free(&c);
   pt_rm_rf(dir);

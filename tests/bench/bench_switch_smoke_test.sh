@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Smoke run of the per-cycle engine cost bench (bench/daemon/switch.sh, 3
+# rounds of 100 cycles): it builds warning-free and prints one line per
+# variant, the perf and timer ones with a paired difference and interval.
+# No timing assertions: the figures belong to docs/performance.md ("Why the
+# perf engine costs the daemon"). Skips (77) only when perf_event_open is
+# refused here.
+source "$(dirname "$0")/../lib.sh"
+
+bin=$TMPDIR/switch_cost
+cc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$bin" "$PT_SRC/bench/daemon/switch_cost.c" -lm \
+  || fail "bench/daemon/switch_cost.c does not build warning-free"
+rc=0
+out=$("$bin" 3 100 5 2>"$TMPDIR/err") || rc=$?
+if [ $rc != 0 ]; then
+  grep -q "perf_event_open" "$TMPDIR/err" && skip "perf_event_open refused: $(cat "$TMPDIR/err")"
+  cat "$TMPDIR/err" >&2
+  fail "switch_cost exited $rc"
+fi
+echo "$out"
+echo "$out" | grep -qE '^switch_cost: 3 rounds of 100 cycles \(epoll_wait 1 ms, then 5 us of CPU\)$' \
+  || fail "no header line"
+echo "$out" | grep -qE '^  none +[0-9]+\.[0-9]{2} us CPU per cycle \(mean\)$' || fail "no 'none' line"
+for m in perf timer; do
+  echo "$out" | grep -qE "^  $m +[0-9]+\.[0-9]{2} us CPU per cycle \(mean\)   vs none: +[-+][0-9]+\.[0-9]{2} \+- [0-9]+\.[0-9]{2} us per cycle$" \
+    || fail "no '$m' line with a paired difference"
+done
+# Bad arguments are refused with the usage line.
+if "$bin" 1 >/dev/null 2>"$TMPDIR/usage"; then fail "1 round accepted"; fi
+grep -q "^usage: switch_cost" "$TMPDIR/usage" || fail "no usage line for bad arguments"
+echo ok
