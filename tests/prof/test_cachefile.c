@@ -15,6 +15,7 @@
  *     not appended to: the save rewrites it (one segment, 0600 again).
  */
 #include "pt_test.h"
+#include "cfi_tab_fixture.h"
 #include "prof/ptp_cachefile.h"
 #include "prof/ptp_cfi.h"
 #include "prof/ptp_cficache.h"
@@ -119,19 +120,6 @@ PT_TEST(prof_cachefile_map_rule) {
   free(root);
 }
 
-static ptp_cfi_tab *mk_tab(uintptr_t base, size_t n) {
-  ptp_cfi_tab *t = calloc(1, sizeof *t + n * sizeof(ptp_cfi_row));
-  PT_ASSERT(t);
-  ptp_cfi_row *rows = (ptp_cfi_row *)(t + 1);
-  t->nrows = n;
-  t->bytes = sizeof *t + n * sizeof(ptp_cfi_row);
-  t->rows = rows;
-  for (size_t i = 0; i < n; i++)
-    rows[i] = (ptp_cfi_row){ .start = base + 0x1000 + 16 * i, .len = 16, .cfa_off = 16,
-                             .rbp_off = PTP_RBP_SAME, .ra_off = -8, .kind = PTP_CFI_RSP };
-  return t;
-}
-
 static void cfi_save(const char *dir, const ptp_cfi_tab *t, uintptr_t bias) {
   void *img;
   size_t len;
@@ -150,7 +138,7 @@ PT_TEST(prof_cachefile_cficache_refuses_unfit) {
   snprintf(dir, sizeof dir, "%s/unwind", root);
   snprintf(path, sizeof path, "%s/%s.cfi", dir, BID);
   const uintptr_t bias = 0x20000000;
-  ptp_cfi_tab *t = mk_tab(bias, 300), *got = NULL;
+  ptp_cfi_tab *t = ptt_cfi_tab_make(bias, 300, 0), *got = NULL;
   for (int how = 0; how < SP_N; how++) {
     unlink(path);
     cfi_save(dir, t, bias);

@@ -23,6 +23,7 @@
  *     c463268), so files already on disk keep verifying.
  */
 #include "pt_test.h"
+#include "cfi_tab_fixture.h"
 #include "prof/ptp_cfi.h"
 #include "prof/ptp_cficache.h"
 #include "prof/ptp_crc.h"
@@ -41,24 +42,6 @@
 
 #define BID_A "0123456789abcdef0123456789abcdef01234567"
 #define BID_B "fedcba9876543210fedcba9876543210fedcba98"
-
-/* A table of n rows from base, each 16 bytes, kinds cycling; variant
- * changes every cfa_off (so two writers' tables differ). */
-static ptp_cfi_tab *mk_tab(uintptr_t base, size_t n, int variant) {
-  ptp_cfi_tab *t = calloc(1, sizeof *t + n * sizeof(ptp_cfi_row));
-  PT_ASSERT(t);
-  ptp_cfi_row *rows = (ptp_cfi_row *)(t + 1);
-  t->nrows = n;
-  t->bytes = sizeof *t + n * sizeof(ptp_cfi_row);
-  t->rows = rows;
-  for (size_t i = 0; i < n; i++) {
-    rows[i] = (ptp_cfi_row){ .start = base + 0x1000 + 16 * i, .len = 16,
-                                .cfa_off = (int32_t)(8 + 8 * (i % 5) + 1000 * variant),
-                                .rbp_off = (int16_t)(i % 3 ? -16 : PTP_RBP_SAME),
-                                .ra_off = -8, .kind = (uint8_t)(i % 4) };
-  }
-  return t;
-}
 
 static void save(const char *dir, const char *bid, uint64_t key, uintptr_t bias,
                  const ptp_cfi_tab *t) {
@@ -108,7 +91,7 @@ PT_TEST(prof_cficache_miss_hit_bid) {
   mode_t old = umask(0);
   ptp_cfi_tab *got = NULL;
   PT_ASSERT_INT_EQ(load(dir, BID_A, 42, 0x10000000, &got), -ENOENT);
-  ptp_cfi_tab *t = mk_tab(0x10000000, 5000, 0);
+  ptp_cfi_tab *t = ptt_cfi_tab_make(0x10000000, 5000, 0);
   save(dir, BID_A, 42, 0x10000000, t);
   umask(old);
   /* Hit at another bias (ASLR): same rows, relocated. */
@@ -142,7 +125,7 @@ PT_TEST(prof_cficache_corrupt) {
   char dir[PATH_MAX], path[PATH_MAX];
   char *root = fresh_cache("cficache-bad", dir, path);
   const uintptr_t bias = 0x40000000;
-  ptp_cfi_tab *t = mk_tab(bias, 3000, 0), *got = NULL;
+  ptp_cfi_tab *t = ptt_cfi_tab_make(bias, 3000, 0), *got = NULL;
   save(dir, BID_A, 7, bias, t);
   /* One flipped byte in the rows: the checksum refuses it. */
   int fd = open(path, O_RDWR);
@@ -165,7 +148,7 @@ PT_TEST(prof_cficache_corrupt) {
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
   /* Rows out of order, with a valid checksum (the writer is trusted for
    * nothing): refused. */
-  ptp_cfi_tab *bad = mk_tab(bias, 10, 0);
+  ptp_cfi_tab *bad = ptt_cfi_tab_make(bias, 10, 0);
   ptp_cfi_row *br = (ptp_cfi_row *)(bad + 1), tmp = br[3];
   br[3] = br[4];
   br[4] = tmp;
@@ -173,13 +156,13 @@ PT_TEST(prof_cficache_corrupt) {
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
   /* A row outside the object's range: refused. */
   free(bad);
-  bad = mk_tab(bias, 10, 0);
+  bad = ptt_cfi_tab_make(bias, 10, 0);
   ((ptp_cfi_row *)(bad + 1))[9].start = bias + (2u << 20);
   save(dir, BID_A, 7, bias, bad);
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
   /* A bad row kind: refused. */
   free(bad);
-  bad = mk_tab(bias, 10, 0);
+  bad = ptt_cfi_tab_make(bias, 10, 0);
   ((ptp_cfi_row *)(bad + 1))[2].kind = 9;
   save(dir, BID_A, 7, bias, bad);
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
@@ -217,7 +200,7 @@ PT_TEST(prof_cficache_mapped_replace_truncate) {
   char dir[PATH_MAX], path[PATH_MAX];
   char *root = fresh_cache("cficache-map", dir, path);
   const uintptr_t bias = 0x60000000;
-  ptp_cfi_tab *t1 = mk_tab(bias, 4000, 1), *t2 = mk_tab(bias, 3000, 2);
+  ptp_cfi_tab *t1 = ptt_cfi_tab_make(bias, 4000, 1), *t2 = ptt_cfi_tab_make(bias, 3000, 2);
   save(dir, BID_A, 11, bias, t1);
   ptp_cfi_tab *m1 = NULL, *m2 = NULL;
   const uintptr_t bias2 = 0x7f1234560000;          /* loaded elsewhere (ASLR) */
@@ -293,7 +276,7 @@ PT_TEST_T(prof_cficache_two_writers, 60000) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/unwind", root);
   const uintptr_t bias = 0x50000000;
-  ptp_cfi_tab *t[2] = { mk_tab(bias, 20000, 1), mk_tab(bias, 20000, 2) };
+  ptp_cfi_tab *t[2] = { ptt_cfi_tab_make(bias, 20000, 1), ptt_cfi_tab_make(bias, 20000, 2) };
   pid_t kids[2];
   for (int k = 0; k < 2; k++) {
     kids[k] = fork();
@@ -400,7 +383,7 @@ PT_TEST(prof_cficache_libc_roundtrip) {
  * image; the zlib value is Python's zlib.crc32 over its rows), so a change
  * of the algorithm or of the 768-row blocks fails here. */
 PT_TEST(prof_cficache_crc_pinned) {
-  ptp_cfi_tab *t = mk_tab(0x10000000, 5000, 0);
+  ptp_cfi_tab *t = ptt_cfi_tab_make(0x10000000, 5000, 0);
   void *img;
   size_t len;
   PT_ASSERT_INT_EQ(ptp_cficache_image(BID_A, 42, 0x10000000, t, &img, &len), 0);
