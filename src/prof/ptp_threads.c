@@ -56,10 +56,12 @@ static pthread_key_t exit_key;
  * the most recently freed record, or else record rec_hwm, so the scans over
  * all records (activate, deactivate, sweep, collect, fork) stop at rec_hwm:
  * a process with ten threads reads ten records, not all PTP_MAX_THREADS
- * (960 KiB: ~220 page faults of a profiling daemon's start-up). */
+ * (960 KiB: ~220 page faults of a profiling daemon's start-up). Written
+ * under reg_mu only; atomic so that ptp_threads_get_stats reads it without
+ * the lock, like its other counters. */
 static uint32_t free_stack[PTP_MAX_THREADS];
 static uint32_t nfree;
-static uint32_t rec_hwm;
+static _Atomic uint32_t rec_hwm;
 static int active;
 static uint32_t cur_magic;
 static int64_t cur_period;
@@ -708,9 +710,7 @@ void ptp_threads_get_stats(ptp_threads_stats *out) {
   out->flushed = atomic_load(&st_flushed);
   out->registered = atomic_load(&st_registered);
   out->live = atomic_load(&st_live);
-  pthread_mutex_lock(&reg_mu);
-  out->records_used = rec_hwm;
-  pthread_mutex_unlock(&reg_mu);
+  out->records_used = atomic_load(&rec_hwm);
   out->last_errno = atomic_load(&st_last_errno);
   out->perf_fallbacks = atomic_load(&st_perf_fallbacks);
   out->lost_at_exit = atomic_load(&st_lost_exit);
