@@ -22,6 +22,8 @@
 
 #include <stdint.h>
 
+#include "prof/ptp_threads.h"
+
 /* Whether perf events can be used here: opens and closes one event on the
  * calling thread. Returns 0 or -errno (-EACCES/-EPERM: perf_event_paranoid
  * or a seccomp/container policy; -ENOSYS; -ENOENT: no such event). */
@@ -69,9 +71,11 @@ static inline int ptp_perf_expiry_backed(int64_t armed_cpu_ns, int64_t first_ns,
                                          int64_t period_ns, uint64_t delivered,
                                          int64_t cpu_now_ns) {
   if (armed_cpu_ns < 0 || cpu_now_ns < 0 || period_ns <= 0 || first_ns < 0) return 1;
-  if (delivered > (uint64_t)(INT64_MAX / 4 / period_ns)) return 1;   /* no overflow below */
-  int64_t due = armed_cpu_ns + first_ns + (int64_t)delivered * period_ns;
-  return cpu_now_ns >= due - period_ns / 2;
+  if (delivered > (uint64_t)(INT64_MAX / 4 / period_ns)) return 1;   /* no real thread's count */
+  /* due at armed + first + delivered * period, i.e. more than delivered
+   * expirations due half a period later than now */
+  return ptp_expirations_due(cpu_now_ns - armed_cpu_ns + period_ns / 2, first_ns, period_ns) >
+         delivered;
 }
 
 #endif

@@ -194,10 +194,8 @@ static uint64_t tid_start_ticks(uint32_t tid) {
  * task-clock count read back after PERF_EVENT_IOC_PERIOD was seen seconds
  * off for a 10 ms thread, while the thread CPU clock is exact. */
 static uint64_t perf_owed(ptp_thread_rec *r, int64_t cpu_now) {
-  if (cpu_now < 0 || r->armed_cpu_ns < 0 || cur_period <= 0) return 0;
-  int64_t el = cpu_now - r->armed_cpu_ns;
-  if (el < r->first_ns) return 0;
-  uint64_t expected = 1 + (uint64_t)((el - r->first_ns) / cur_period);
+  if (cpu_now < 0 || r->armed_cpu_ns < 0) return 0;
+  uint64_t expected = ptp_expirations_due(cpu_now - r->armed_cpu_ns, r->first_ns, cur_period);
   uint64_t seen = atomic_load(&r->delivered) + r->accounted;
   return expected > seen ? expected - seen : 0;
 }
@@ -403,7 +401,7 @@ static void on_thread_exit(void *arg) {
   }
   disarm(r);
   if (el >= 0 && cur_period > 0) {
-    uint64_t expected = el >= r->first_ns ? 1 + (uint64_t)((el - r->first_ns) / cur_period) : 0;
+    uint64_t expected = ptp_expirations_due(el, r->first_ns, cur_period);
     uint64_t got = atomic_load(&r->delivered);
     /* At most what one tick (10 ms at HZ=100) can hide. */
     uint64_t cap = 1 + (uint64_t)(10000000 / cur_period);

@@ -161,6 +161,18 @@ void ptp_threads_get_stats(ptp_threads_stats *out);
  * when the thread exited, else "". name has 16 bytes. */
 void ptp_threads_name(uint32_t tid, char name[16]);
 
+/* How many expirations of a thread's timer or event are due after
+ * elapsed_ns of its CPU time since arming: the first after first_ns, then
+ * one every period_ns. 0 before the first, or for a negative elapsed time
+ * or a period <= 0. The one count behind the exit accounting, the perf
+ * engine's unsignalled periods and its steal guard (ptp_perf.h).
+ * SIGNAL-SAFETY: pure arithmetic. */
+static inline uint64_t ptp_expirations_due(int64_t elapsed_ns, int64_t first_ns,
+                                           int64_t period_ns) {
+  if (period_ns <= 0 || elapsed_ns < 0 || elapsed_ns < first_ns) return 0;
+  return 1 + (uint64_t)((elapsed_ns - first_ns) / period_ns);
+}
+
 /* CPU-time clock of a thread by tid (what pthread_getcpuclockid returns). */
 static inline clockid_t ptp_tid_cpuclock(uint32_t tid) {
   return (clockid_t)(((unsigned)~tid << 3) | 6u);  /* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) */
