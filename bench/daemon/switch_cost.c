@@ -12,7 +12,7 @@
  * kernel's own accounting) with:
  *   none   no sampler
  *   perf   a perf_event task-clock sampling event on the thread, configured
- *          as src/prof/ptp_perf.c does (99 Hz period, exclude_hv, kernel
+ *          as src/prof/runtime/ptp_perf.c does (99 Hz period, exclude_hv, kernel
  *          time counted when allowed); the kernel switches its context at
  *          every sleep and wake
  *   timer  a POSIX CPU-time timer on the thread (the timer engine: checked

@@ -34,12 +34,12 @@
 #include <unistd.h>
 
 #include "ptprof.h"
-#include "prof/ptp_cfi.h"
-#include "prof/ptp_handler.h"
-#include "prof/ptp_label_set.h"
-#include "prof/ptp_ring.h"
-#include "prof/ptp_threads.h"
-#include "prof/ptp_unwind.h"
+#include "prof/unwind/ptp_cfi.h"
+#include "prof/signal/ptp_handler.h"
+#include "prof/signal/ptp_label_set.h"
+#include "prof/signal/ptp_ring.h"
+#include "prof/runtime/ptp_threads.h"
+#include "prof/signal/ptp_unwind.h"
 
 static double tcpu_ns(void) {
   struct timespec ts;

@@ -25,7 +25,7 @@
 
 #include "console/ptcon_hdrhist.h"
 #include "console/ptcon_instr.h"
-#include "prof/ptp_pb_wire.h"
+#include "prof/output/ptp_pb_wire.h"
 
 #define PTCON_MAX_METAS 4096u
 

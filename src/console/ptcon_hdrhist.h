@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "prof/ptp_pb_wire.h"
+#include "prof/output/ptp_pb_wire.h"
 
 #define PTCON_HIST_LOWEST 1u
 #define PTCON_HIST_HIGHEST ((UINT64_C(1) << 36) - 1)

@@ -16,7 +16,7 @@
  * an end takes the labels module's mutex once).
  */
 #include "console/ptcon_instr.h"
-#include "prof/ptp_labels.h"
+#include "prof/runtime/ptp_labels.h"
 
 #include <errno.h>
 #include <pthread.h>

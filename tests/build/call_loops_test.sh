@@ -38,7 +38,7 @@ build, root = sys.argv[1], os.path.realpath(sys.argv[2])
 for e in json.load(open(os.path.join(build, "compile_commands.json"))):
     src = os.path.relpath(os.path.realpath(os.path.join(e["directory"], e["file"])), root)
     parts = src.split(os.sep)
-    if len(parts) == 3 and parts[0] == "src" and parts[1] in ("daemon", "tui", "common", "prof", "console"):
+    if len(parts) >= 3 and parts[0] == "src" and parts[1] in ("daemon", "tui", "common", "prof", "console"):
         print(os.path.join(e["directory"], e["output"]), src)
 EOF
 }

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "pt_test.h"
-#include "prof/ptp_unwind.h"
+#include "prof/signal/ptp_unwind.h"
 
 ptp_cfi_tab *ptt_cfi_tab_make(uintptr_t base, size_t n, int variant) {
   ptp_cfi_tab *t = calloc(1, sizeof *t + n * sizeof(ptp_cfi_row));

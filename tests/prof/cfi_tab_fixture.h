@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "prof/ptp_cfi.h"
+#include "prof/unwind/ptp_cfi.h"
 
 /* A table of n rows from base + 0x1000, each 16 bytes, kinds and rbp rules
  * cycling; variant changes every cfa_off (so two writers' tables differ).

@@ -1,13 +1,13 @@
 /*
  * fuzz_aranges.c - libFuzzer harness of the .debug_aranges reader
- * (src/prof/ptp_aranges.c). The first 4 input bytes are the .debug_info
+ * (src/prof/symbols/ptp_aranges.c). The first 4 input bytes are the .debug_info
  * size (little-endian), the rest the section, copied into a buffer of
  * exactly its size so ASan sees any read past it. Checked: the result is
  * one of the documented codes and the same on a second call; on success
  * every entry's CU offset leaves 4 bytes of .debug_info, the ordinals are
  * the positions, and there are no more entries than 8-byte pairs fit.
  */
-#include "prof/ptp_aranges.h"
+#include "prof/symbols/ptp_aranges.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,13 +1,13 @@
 /*
  * fuzz_elfnote.c - libFuzzer harness of the GNU build-id note reader
- * (src/prof/ptp_elfnote.c). The first input byte picks the alignment (odd:
+ * (src/prof/symbols/ptp_elfnote.c). The first input byte picks the alignment (odd:
  * 8, even: 4), the rest are the note bytes, copied into a buffer of
  * exactly their size so ASan sees any read past them. Checked: a found id
  * lies inside the buffer, is 1..PTP_ELFNOTE_BID_MAX bytes, is preceded by
  * a header naming it (type NT_GNU_BUILD_ID, namesz 4, "GNU"), and the
  * result is the same on a second call (no hidden state).
  */
-#include "prof/ptp_elfnote.h"
+#include "prof/symbols/ptp_elfnote.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "prof/ptp_symbolize.h"
+#include "prof/symbols/ptp_symbolize.h"
 
 typedef struct pcset { uint64_t *pc; size_t n; } pcset;
 

@@ -11,7 +11,7 @@
  *   - an empty section is valid and has no entries.
  */
 #include "pt_test.h"
-#include "prof/ptp_aranges.h"
+#include "prof/symbols/ptp_aranges.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -16,10 +16,10 @@
  */
 #include "pt_test.h"
 #include "cfi_tab_fixture.h"
-#include "prof/ptp_cachefile.h"
-#include "prof/ptp_cfi.h"
-#include "prof/ptp_cficache.h"
-#include "prof/ptp_symcache.h"
+#include "prof/cache/ptp_cachefile.h"
+#include "prof/unwind/ptp_cfi.h"
+#include "prof/unwind/ptp_cficache.h"
+#include "prof/symbols/ptp_symcache.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -24,9 +24,9 @@
  */
 #include "pt_test.h"
 #include "cfi_tab_fixture.h"
-#include "prof/ptp_cfi.h"
-#include "prof/ptp_cficache.h"
-#include "prof/ptp_crc.h"
+#include "prof/unwind/ptp_cfi.h"
+#include "prof/unwind/ptp_cficache.h"
+#include "prof/cache/ptp_crc.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -14,7 +14,7 @@
  *     supported and never continues a checksum.
  */
 #include "pt_test.h"
-#include "prof/ptp_crc.h"
+#include "prof/cache/ptp_crc.h"
 
 #include <stdlib.h>
 #include <string.h>

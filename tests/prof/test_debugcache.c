@@ -17,8 +17,8 @@
  *   - a debug directory others may write into is refused.
  */
 #include "pt_test.h"
-#include "prof/ptp_debugcache.h"
-#include "prof/ptp_symbolize.h"
+#include "prof/symbols/ptp_debugcache.h"
+#include "prof/symbols/ptp_symbolize.h"
 #include "sym_results.h"
 
 #include <dirent.h>

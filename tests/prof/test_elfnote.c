@@ -15,9 +15,9 @@
  *     identity of libc (ptp_cficache_ident) carries the same.
  */
 #include "pt_test.h"
-#include "prof/ptp_cfi_internal.h"
-#include "prof/ptp_cficache.h"
-#include "prof/ptp_elfnote.h"
+#include "prof/unwind/ptp_cfi_internal.h"
+#include "prof/unwind/ptp_cficache.h"
+#include "prof/symbols/ptp_elfnote.h"
 
 #include <elf.h>
 #include <elfutils/libdwelf.h>

@@ -1,5 +1,5 @@
 /*
- * test_labels.c - labels on samples (src/prof/ptp_labels.c, ptp_label_set.h):
+ * test_labels.c - labels on samples (src/prof/runtime/ptp_labels.c, ptp_label_set.h):
  * the public push/pop contract and its bounds, the poll seam's nesting, the
  * aggregation keyed by labels, and a task's name surviving its end (and the
  * reuse of its console slot) until its samples are written.
@@ -7,10 +7,10 @@
 #include "pt_test.h"
 #include "ptprof.h"
 #include "ptprof_console.h"
-#include "prof/ptp_agg.h"
-#include "prof/ptp_label_set.h"
-#include "prof/ptp_labels.h"
-#include "prof/ptprof_internal.h"
+#include "prof/runtime/ptp_agg.h"
+#include "prof/signal/ptp_label_set.h"
+#include "prof/runtime/ptp_labels.h"
+#include "prof/runtime/ptprof_internal.h"
 
 #include <errno.h>
 #include <pthread.h>

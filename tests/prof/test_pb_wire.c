@@ -1,6 +1,6 @@
 /* Known-good encodings from the protobuf spec and console-protocol.md. */
 #include "pt_test.h"
-#include "prof/ptp_pb_wire.h"
+#include "prof/output/ptp_pb_wire.h"
 
 PT_TEST(ptp_pb_wire_known_bytes) {
   ptp_pb_buf b;

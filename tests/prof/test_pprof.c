@@ -4,8 +4,8 @@
  * and by tools/ptprof-validate.
  */
 #include "pt_test.h"
-#include "prof/ptp_gzip.h"
-#include "prof/ptp_pprof.h"
+#include "prof/output/ptp_gzip.h"
+#include "prof/output/ptp_pprof.h"
 
 #include <errno.h>
 #include <stdlib.h>

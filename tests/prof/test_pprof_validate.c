@@ -5,8 +5,8 @@
  * and which it lets through (the reason the validator exists).
  */
 #include "pt_test.h"
-#include "prof/ptp_pb_wire.h"
-#include "prof/ptp_gzip.h"
+#include "prof/output/ptp_pb_wire.h"
+#include "prof/output/ptp_gzip.h"
 
 #include <errno.h>
 #include <stdlib.h>

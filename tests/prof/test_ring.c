@@ -1,12 +1,12 @@
 /*
- * test_ring.c - the handler-to-consumer ring (src/prof/ptp_ring.h): a
+ * test_ring.c - the handler-to-consumer ring (src/prof/signal/ptp_ring.h): a
  * zero-filled ring is a valid empty ring (the sampler leaves its calloc'd
  * slots untouched), FIFO order across many laps, "full" reported instead of
  * waiting, a claimed but unpublished slot stopping the consumer, and
  * concurrent producers each of whose items arrives exactly once.
  */
 #include "pt_test.h"
-#include "prof/ptp_ring.h"
+#include "prof/signal/ptp_ring.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -7,11 +7,11 @@
  */
 #include "pt_test.h"
 #include "ptprof.h"
-#include "prof/ptp_cfi.h"
-#include "prof/ptp_handler.h"
-#include "prof/ptp_threads.h"
-#include "prof/ptp_unwind.h"
-#include "prof/ptprof_internal.h"
+#include "prof/unwind/ptp_cfi.h"
+#include "prof/signal/ptp_handler.h"
+#include "prof/runtime/ptp_threads.h"
+#include "prof/signal/ptp_unwind.h"
+#include "prof/runtime/ptprof_internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -5,8 +5,8 @@
  * of the directory, full and read-only filesystems).
  */
 #include "pt_test.h"
-#include "prof/ptp_gzip.h"
-#include "prof/ptp_store.h"
+#include "prof/output/ptp_gzip.h"
+#include "prof/output/ptp_store.h"
 
 #include <dirent.h>
 #include <errno.h>

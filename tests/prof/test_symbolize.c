@@ -3,7 +3,7 @@
  * (built -O2 -g), of libc and of the vDSO.
  */
 #include "pt_test.h"
-#include "prof/ptp_symbolize.h"
+#include "prof/symbols/ptp_symbolize.h"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -14,9 +14,9 @@
  *     write into is refused.
  */
 #include "pt_test.h"
-#include "prof/ptp_symbolize.h"
-#include "prof/ptp_cachefile.h"
-#include "prof/ptp_symcache.h"
+#include "prof/symbols/ptp_symbolize.h"
+#include "prof/cache/ptp_cachefile.h"
+#include "prof/symbols/ptp_symcache.h"
 #include "sym_results.h"
 
 #include <dirent.h>

@@ -30,8 +30,8 @@
  *     whole.
  */
 #include "pt_test.h"
-#include "prof/ptp_crc.h"
-#include "prof/ptp_symcache.h"
+#include "prof/cache/ptp_crc.h"
+#include "prof/symbols/ptp_symcache.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -18,7 +18,7 @@
  *     (every field of every frame) is the same.
  */
 #include "pt_test.h"
-#include "prof/ptp_symbolize_internal.h"
+#include "prof/symbols/ptp_symbolize_internal.h"
 #include "sym_results.h"
 
 #include <stdio.h>

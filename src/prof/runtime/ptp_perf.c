@@ -1,0 +1,93 @@
+/*
+ * ptp_perf.c - perf_event task-clock events per thread (see ptp_perf.h).
+ * Not signal-safe: called by the thread registry under its mutex.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "prof/runtime/ptp_perf.h"
+
+/* exclude_kernel is required by perf_event_paranoid > 1 unless the process
+ * has CAP_PERFMON (or CAP_SYS_ADMIN). Asking for it costs truth: a period
+ * that ends in kernel mode then sends no signal, and that CPU shows only as
+ * [lost: kernel mode]. Without it the signal is still delivered on the
+ * thread's return to user mode, so the handler sees the user stack that
+ * entered the kernel (a syscall or a fault), the stack the thread really
+ * had, as the timer engine does for its kernel time. So the probe tries
+ * without it first and keeps it only when the kernel refuses (EACCES or
+ * EPERM), whatever the paranoid file says. */
+static _Atomic int exclude_kernel_cached = -1;
+
+static int open_event(uint32_t tid, int64_t period_ns, int exclude_kernel) {
+  struct perf_event_attr a;
+  memset(&a, 0, sizeof a);
+  a.size = sizeof a;
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = PERF_COUNT_SW_TASK_CLOCK;
+  a.sample_period = (uint64_t)period_ns;
+  a.disabled = 1;
+  a.exclude_kernel = exclude_kernel ? 1 : 0;
+  a.exclude_hv = 1;
+  a.wakeup_events = 1;
+  long fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  return fd < 0 ? -errno : (int)fd;
+}
+
+/* Settles exclude_kernel_cached with one event on the calling thread.
+ * Returns the open's result (0 or -errno). */
+static int probe_exclude_kernel(void) {
+  int fd = open_event((uint32_t)gettid(), 10000000, 0);
+  if (fd >= 0) {
+    exclude_kernel_cached = 0;
+    close(fd);
+    return 0;
+  }
+  if (fd != -EACCES && fd != -EPERM) {
+    exclude_kernel_cached = 1;
+    return fd;
+  }
+  exclude_kernel_cached = 1;
+  fd = open_event((uint32_t)gettid(), 10000000, 1);
+  if (fd < 0) return fd;
+  close(fd);
+  return 0;
+}
+
+int ptp_perf_probe(void) {
+  return probe_exclude_kernel();
+}
+
+int ptp_perf_open(uint32_t tid, int64_t first_ns, int *fd_out) {
+  if (exclude_kernel_cached < 0) (void)probe_exclude_kernel();
+  /* the kernel's hrtimer events never fire sooner than 10 us */
+  if (first_ns < 10000) first_ns = 10000;
+  int fd = open_event(tid, first_ns, exclude_kernel_cached);
+  if (fd < 0) return fd == -ESRCH || fd == -EINVAL ? -ESRCH : fd;
+  struct f_owner_ex own = { .type = F_OWNER_TID, .pid = (pid_t)tid };
+  int rc = 0;
+  if (fcntl(fd, F_SETOWN_EX, &own) != 0 || fcntl(fd, F_SETSIG, SIGPROF) != 0 ||
+      fcntl(fd, F_SETFL, O_ASYNC) != 0)
+    rc = -errno;
+  if (rc) {
+    close(fd);
+    return rc;
+  }
+  *fd_out = fd;
+  return 0;
+}
+
+int ptp_perf_enable(int fd) {
+  return ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) == 0 ? 0 : -errno;
+}
+
+int ptp_perf_excludes_kernel(void) {
+  if (exclude_kernel_cached < 0) (void)probe_exclude_kernel();
+  return exclude_kernel_cached;
+}

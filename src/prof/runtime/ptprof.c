@@ -1,0 +1,795 @@
+/*
+ * ptprof.c - the public sampler API (include/ptprof.h): lifecycle, the
+ * consumer thread, windows and the dump cycle.
+ *
+ * Threads and locks:
+ *  - api_mu ("the dump lock") serializes start, stop, dump, set_dir and the
+ *    periodic dump; it is held for a whole dump (encode + write).
+ *  - agg_mu guards the aggregation table, the ring's consumer side and the
+ *    window start times. Order: api_mu, then agg_mu.
+ *  - The consumer thread wakes on work only: a producer finding the ring a
+ *    quarter full or the walker asking for an unwind table writes to the
+ *    wake pipe; a periodic dump that is due ends its poll timeout; and
+ *    while samples come in it also passes every 100 ms (so a table asked
+ *    for or a dlopen'ed library is followed as before). A process that uses
+ *    no CPU produces no samples, so its consumer sleeps (no wake-up at all
+ *    without periodic dumps). At every pass it drains the ring into the
+ *    aggregation and refreshes the unwind tables (dlopen/dlclose, lazy
+ *    tables); it sweeps /proc/self/task at start (activate), at most once a
+ *    second while samples come in, and before each periodic dump. It only
+ *    ever TRIES api_mu (a stop holding api_mu joins it).
+ *  - The signal handler touches only ptp_shared (see ptp_handler.h).
+ *
+ * Dump cycle (ptprof_dump, periodic, final): set sh->dumping (the handler
+ * now counts PTP_DROP_DUMPING), note the cut time, wait until no handler is
+ * inside, drain the ring, swap the aggregation for an empty one, take the
+ * drop counters, encode and write (the blind period), then start the next
+ * window (new start times, blind_ns = now - cut) and clear sh->dumping.
+ * A sample still in the ring from before the new window's start is counted
+ * as a "dumping" drop, never added to the new window.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ptprof.h"
+#include "prof/runtime/ptp_agg.h"
+#include "prof/unwind/ptp_cfi.h"
+#include "prof/signal/ptp_handler.h"
+#include "prof/runtime/ptp_interpose.h"
+#include "prof/runtime/ptp_labels.h"
+#include "prof/runtime/ptp_perf.h"
+#include "prof/output/ptp_pprof.h"
+#include "prof/output/ptp_store.h"
+#include "prof/symbols/ptp_symbolize.h"
+#include "prof/runtime/ptp_threads.h"
+#include "prof/runtime/ptprof_internal.h"
+
+#define RING_SLOTS 2048u
+#define POLL_MS 100
+#define SWEEP_NS 1000000000LL
+
+struct ptprof {
+  /* configuration (immutable after new, except dir under api_mu) */
+  int hz;
+  int64_t period_ns;
+  int keep;
+  int64_t interval_ns;
+  char *dir;
+  char *prefix;
+  char family[PTP_STORE_PREFIX_MAX + 1];   /* "" or opt->family_prefix */
+  int keep_total;
+  ptprof_log_fn log;
+  void *log_user_data;
+  pid_t pid;                   /* creating process: a forked child is refused */
+  int engine_opt;              /* PTPROF_ENGINE_* asked for */
+  _Atomic int engine;          /* chosen at the last start (PTP_ENGINE_*) */
+  int engine_why;              /* AUTO fell back to the timer: the probe's -errno */
+
+  pthread_mutex_t api_mu;
+  int running;
+  ptp_shared *sh;
+  int wake_rd, wake_wr;
+  pthread_t consumer;
+  sem_t consumer_ready;
+  _Atomic int consumer_stop;
+  ptp_symbolizer *sym;
+  ptp_store *store;
+  int err_latched;             /* an error was logged; cleared by a good dump */
+  uint64_t flushed_at_cut;     /* threads with exit losses, at the last cut */
+
+  pthread_mutex_t agg_mu;
+  ptp_agg *agg, *agg_spare;
+  int64_t win_start_mono, win_start_real, blind_ns;
+
+  ptp_window_hook_fn hook;     /* tests: sees each window before encoding */
+  void *hook_ctx;
+
+  _Atomic uint64_t st_samples, st_signals, st_truncated, st_dumps, st_dump_errors;
+  _Atomic uint64_t st_drops[PTP_DROP__COUNT];
+  _Atomic uint64_t st_no_cpu;  /* perf expirations ignored: no CPU behind them */
+  _Atomic int64_t st_last_window, st_last_blind;
+};
+
+/* The started sampler of this process, if any (one at a time: the signal
+ * handler and the thread registry are process-wide). */
+static _Atomic(ptprof *) g_running;
+static pthread_mutex_t g_sig_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_sig_installed;
+
+static void logf_(ptprof *p, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void logf_(ptprof *p, int level, const char *fmt, ...) {
+  if (!p->log) return;
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  p->log(level, buf, p->log_user_data);
+}
+
+const char *ptprof_strerror(int err) {
+  switch (err) {
+  case 0: return "success";
+  case PTPROF_E_FORKED: return "this sampler belongs to the parent process (called in a forked child)";
+  case PTPROF_E_LABELS_FULL: return "this thread already has the most labels pushed (PTPROF_LABELS_MAX)";
+  case PTPROF_E_LABELS_EMPTY: return "no label pushed on this thread";
+  case PTPROF_E_LABEL_TOO_LONG: return "label key or value longer than PTPROF_LABEL_LEN_MAX";
+  case PTPROF_E_LABEL_TABLE: return "too many distinct label strings (PTPROF_LABEL_STRINGS_MAX)";
+  case -EINVAL: return "invalid argument";
+  case -ENOMEM: return "out of memory";
+  case -EBUSY: return "another sampler is running in this process, or SIGPROF has a foreign handler";
+  case -EALREADY: return "sampler already started";
+  case -ENOTCONN: return "sampler not started";
+  case -EDESTADDRREQ: return "no snapshot directory set";
+  case -ENOSPC: return "no space left on the device";
+  case -EDQUOT: return "disk quota exceeded";
+  case -EROFS: return "snapshot directory is on a read-only file system";
+  case -ENOENT: return "snapshot directory does not exist (removed?)";
+  case -ENOTDIR: return "snapshot directory path is not a directory";
+  case -EACCES: return "permission denied on the snapshot directory";
+  case -EPERM: return "operation not permitted";
+  case -EIO: return "I/O error";
+  case -E2BIG: return "profile too large";
+  case -EMFILE: return "too many open files";
+  case -EAGAIN: return "resource temporarily unavailable";
+  case -ENAMETOOLONG: return "path too long";
+  default: return err < 0 ? "system error" : "unknown error";
+  }
+}
+
+/* All-zero is the defaults (ptprof.h); ptprof_new resolves each 0. */
+void ptprof_options_init(ptprof_options *opt) { memset(opt, 0, sizeof *opt); }
+
+int ptprof_engine_from_name(const char *name) {
+  if (!name) return -EINVAL;
+  if (!strcmp(name, "auto")) return PTPROF_ENGINE_AUTO;
+  if (!strcmp(name, "perf")) return PTPROF_ENGINE_PERF;
+  if (!strcmp(name, "timer")) return PTPROF_ENGINE_TIMER;
+  return -EINVAL;
+}
+
+static int valid_prefix(const char *s) {
+  size_t n = strlen(s);
+  return n >= 1 && n <= PTP_STORE_PREFIX_MAX && !strchr(s, '/') && s[0] != '.';
+}
+
+int ptprof_new(ptprof **out, const ptprof_options *opt) {
+  if (!out) return -EINVAL;
+  ptprof_options def;
+  ptprof_options_init(&def);
+  if (!opt) opt = &def;
+  int hz = opt->hz ? opt->hz : 99;
+  int keep = opt->keep ? opt->keep : 8;
+  const char *prefix = opt->prefix ? opt->prefix : "profile-";
+  if (hz < 1 || hz > 10000 || keep < 1 || opt->interval_ms < 0 || !valid_prefix(prefix) ||
+      (opt->dir && !*opt->dir) || opt->engine < PTPROF_ENGINE_AUTO ||
+      opt->engine > PTPROF_ENGINE_TIMER ||
+      (opt->family_prefix && (!valid_prefix(opt->family_prefix) || opt->keep_total < 1 ||
+                              strncmp(prefix, opt->family_prefix, strlen(opt->family_prefix)))))
+    return -EINVAL;
+  ptp_interpose_link();
+  int rc = ptp_threads_init();
+  if (rc) return rc;
+  ptprof *p = calloc(1, sizeof *p);
+  if (!p) return -ENOMEM;
+  p->hz = hz;
+  p->period_ns = 1000000000LL / hz;
+  p->keep = keep;
+  if (opt->family_prefix) snprintf(p->family, sizeof p->family, "%s", opt->family_prefix);
+  p->keep_total = opt->keep_total;
+  p->interval_ns = opt->interval_ms * 1000000LL;
+  p->log = opt->log;
+  p->log_user_data = opt->log_user_data;
+  p->pid = getpid();
+  p->engine_opt = opt->engine;
+  p->wake_rd = p->wake_wr = -1;
+  rc = -ENOMEM;
+  p->prefix = strdup(prefix);
+  if (!p->prefix) goto fail_p;
+  if (opt->dir && !(p->dir = strdup(opt->dir))) goto fail_prefix;
+  if ((rc = ptp_agg_new(&p->agg)) < 0) goto fail_dir;
+  if ((rc = ptp_agg_new(&p->agg_spare)) < 0) goto fail_agg;
+  if (p->dir && (rc = ptp_store_new(&p->store, p->dir, p->prefix, p->keep)) < 0) goto fail_spare;
+  if (p->store && p->family[0]) ptp_store_set_family(p->store, p->family, p->keep_total);
+  if (sem_init(&p->consumer_ready, 0, 0) != 0) { rc = -errno; goto fail_store; }
+  pthread_mutex_init(&p->api_mu, NULL);
+  pthread_mutex_init(&p->agg_mu, NULL);
+  *out = p;
+  return 0;
+
+fail_store:
+  ptp_store_del(p->store);
+fail_spare:
+  ptp_agg_del(p->agg_spare);
+fail_agg:
+  ptp_agg_del(p->agg);
+fail_dir:
+  free(p->dir);
+fail_prefix:
+  free(p->prefix);
+fail_p:
+  free(p);
+  return rc;
+}
+
+/* ---- handler installation ---------------------------------------------- */
+
+static int install_handler(void) {
+  pthread_mutex_lock(&g_sig_mu);
+  int rc = 0;
+  if (!g_sig_installed) {
+    struct sigaction old, sa;
+    if (sigaction(SIGPROF, NULL, &old) != 0) {
+      rc = -errno;
+    } else if ((old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
+                                           : (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) {
+      rc = -EBUSY;      /* someone else profiles with SIGPROF (gperftools, setitimer users) */
+    } else {
+      memset(&sa, 0, sizeof sa);
+      sa.sa_sigaction = ptp_handler;
+      sa.sa_flags = SA_SIGINFO | SA_RESTART;
+      sigemptyset(&sa.sa_mask);
+      if (sigaction(SIGPROF, &sa, NULL) != 0) rc = -errno;
+      else g_sig_installed = 1;
+    }
+  }
+  pthread_mutex_unlock(&g_sig_mu);
+  return rc;
+}
+
+/* ---- grace ------------------------------------------------------------ */
+
+/* Waits until no handler is inside (see ptp_handler.h). With limit_ms > 0
+ * gives up after that long and returns -ETIMEDOUT. */
+static int wait_no_handler(int limit_ms) {
+  int64_t end = ptp_now_mono() + (int64_t)limit_ms * 1000000;
+  for (int i = 0; atomic_load(&ptp_g_inside) != 0; i++) {
+    if (limit_ms > 0 && ptp_now_mono() > end) return -ETIMEDOUT;
+    if (i < 100) sched_yield();
+    else nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+  }
+  return 0;
+}
+
+/* ---- consumer side ----------------------------------------------------- */
+
+/* Moves every published slot into the aggregation; returns how many slots
+ * it took. agg_mu held. */
+static size_t drain_locked(ptprof *p) {
+  ptp_shared *sh = p->sh;
+  ptp_slot *s;
+  size_t n = 0;
+  while ((s = ptp_ring_peek(&sh->ring))) {
+    n++;
+    if (s->nframes > 0) {
+      if (s->ts < p->win_start_mono) {
+        /* Taken before this window began (a handler that outlived the
+         * dump's grace wait): part of the blind period. */
+        atomic_fetch_add(&sh->drops[PTP_DROP_DUMPING], s->weight);
+      } else if (s->flags & PTP_SLOT_FLUSH) {
+        /* A thread's exit accounting: CPU it had, stack unknown. Under its
+         * own "[lost: thread exit]" pseudo-frame, and counted as a drop. */
+        uintptr_t cause = s->frames[0] < PTP_DROP__COUNT ? s->frames[0] : PTP_DROP_THREAD_EXIT;
+        if (ptp_agg_add(p->agg, s->tid, PTP_SAMPLE_LOST, NULL, &cause, 1, s->weight) < 0)
+          atomic_fetch_add(&sh->drops[PTP_DROP_RING_FULL], s->weight);
+        else
+          atomic_fetch_add(&sh->drops[cause], s->weight);
+      } else if (ptp_agg_add(p->agg, s->tid, s->flags, &s->labels, s->frames, s->nframes,
+                             s->weight) < 0) {
+        /* Out of memory for a new stack: no room to record it. */
+        atomic_fetch_add(&sh->drops[PTP_DROP_RING_FULL], s->weight);
+      } else {
+        atomic_fetch_add_explicit(&p->st_samples, s->weight, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->st_signals, 1, memory_order_relaxed);
+        if (s->flags & PTP_SAMPLE_TRUNCATED)
+          atomic_fetch_add_explicit(&p->st_truncated, s->weight, memory_order_relaxed);
+      }
+    }
+    ptp_ring_release(&sh->ring, s);
+  }
+  return n;
+}
+
+static int do_dump(ptprof *p, char *path_out, size_t cap);
+
+static void consumer_sweep(ptprof *p, uint64_t *timer_errors_seen) {
+  ptp_threads_sweep();
+  ptp_threads_stats ts;
+  ptp_threads_get_stats(&ts);
+  if (ts.timer_errors > *timer_errors_seen) {
+    if (*timer_errors_seen == 0)
+      logf_(p, PTPROF_LOG_WARN, "ptprof: could not arm a CPU timer or event for a thread (%llu so "
+            "far, last: %s); that thread is not sampled", (unsigned long long)ts.timer_errors,
+            strerror(ts.last_errno));
+    *timer_errors_seen = ts.timer_errors;
+  }
+}
+
+static void *consumer_main(void *arg) {
+  ptprof *p = arg;
+  ptp_threads_exclude_self();
+  sem_post(&p->consumer_ready);
+  int64_t next_sweep = ptp_now_mono() + SWEEP_NS;
+  uint64_t timer_errors_seen = 0;
+  /* 1: a periodic dump is due but a manual one holds api_mu (retry in 5 ms);
+   * 2: it is due but there is no directory yet (retry at the poll rate). */
+  int backoff = 0;
+  /* The last pass found samples: the process is running, pass again in
+   * POLL_MS. Otherwise sleep until a producer, a due dump or stop wakes us:
+   * an idle process costs no wake-up (samples only come from CPU use, and
+   * whatever comes is held by the ring, which wakes us at its fill mark
+   * long before it is full). */
+  int busy = 1;
+  while (!atomic_load(&p->consumer_stop)) {
+    int64_t now = ptp_now_mono();
+    int64_t timeout = busy ? POLL_MS : -1;
+    if (p->interval_ns) {
+      pthread_mutex_lock(&p->agg_mu);
+      int64_t due = p->win_start_mono + p->interval_ns;
+      pthread_mutex_unlock(&p->agg_mu);
+      int64_t t = (due - now) / 1000000 + ((due - now) % 1000000 > 0);   /* round up */
+      if (t < 0) t = 0;
+      if (timeout < 0 || t < timeout) timeout = t;
+    }
+    if (backoff == 1 && timeout >= 0 && timeout < 5) timeout = 5;
+    if (backoff == 2 && timeout >= 0 && timeout < POLL_MS) timeout = POLL_MS;
+    if (timeout > INT32_MAX) timeout = INT32_MAX;
+    atomic_store(&p->sh->wake_armed, 1);
+    struct pollfd pfd = { .fd = p->wake_rd, .events = POLLIN };
+    if (poll(&pfd, 1, (int)timeout) > 0) {
+      char buf[64];
+      while (read(p->wake_rd, buf, sizeof buf) > 0) {}
+    }
+    pthread_mutex_lock(&p->agg_mu);
+    busy = drain_locked(p) > 0;
+    int64_t due = p->interval_ns ? p->win_start_mono + p->interval_ns : INT64_MAX;
+    pthread_mutex_unlock(&p->agg_mu);
+    /* At every pass: follow dlopen/dlclose, and build the tables the walker
+     * asked for since the last pass, so only the samples of about one pass
+     * through a new library are truncated. Cheap when there is nothing to
+     * do (one dl_iterate_phdr step, a scan of the slots). */
+    ptp_cfi_refresh();
+    ptp_cfi_save_pending();   /* new tables to the persistent cache (I/O here, not at start) */
+    now = ptp_now_mono();
+    int dump_due = now >= due && !atomic_load(&p->consumer_stop);
+    /* Threads made without pthread_create (raw clone, libc helpers) are only
+     * found by listing /proc/self/task: at most once a second while the
+     * process runs, and before a periodic dump (so the next window has
+     * them); never while it sleeps. */
+    if ((busy && now >= next_sweep) || (dump_due && backoff == 0)) {
+      consumer_sweep(p, &timer_errors_seen);
+      next_sweep = now + SWEEP_NS;
+    }
+    if (dump_due) {
+      /* Only try: ptprof_stop holds api_mu while it joins this thread. */
+      backoff = 1;
+      if (pthread_mutex_trylock(&p->api_mu) == 0) {
+        int rc = p->running ? do_dump(p, NULL, 0) : 0;
+        pthread_mutex_unlock(&p->api_mu);
+        backoff = rc == -EDESTADDRREQ ? 2 : 0;
+      }
+    }
+  }
+  ptp_threads_forget_self();
+  return NULL;
+}
+
+/* ---- dump ------------------------------------------------------------- */
+
+/* The dump cycle (see the top of the file). api_mu held; p->running. */
+static int do_dump(ptprof *p, char *path_out, size_t cap) {
+  if (path_out && cap) path_out[0] = 0;
+  if (!p->store) return -EDESTADDRREQ;             /* the window keeps running */
+  ptp_shared *sh = p->sh;
+  atomic_store(&sh->dumping, 1);
+  int64_t cut_mono = ptp_now_mono();
+  uint64_t label_epoch = ptp_labels_cut();        /* label names kept until encoded */
+  wait_no_handler(50);                            /* late samples are filtered later */
+
+  pthread_mutex_lock(&p->agg_mu);
+  drain_locked(p);
+  ptp_agg *full = p->agg;
+  p->agg = p->agg_spare;
+  p->agg_spare = full;
+  int64_t start_real = p->win_start_real, start_mono = p->win_start_mono, blind = p->blind_ns;
+  pthread_mutex_unlock(&p->agg_mu);
+
+  ptp_window w;
+  memset(&w, 0, sizeof w);
+  w.start_ns = start_real;
+  w.duration_ns = cut_mono - start_mono;
+  w.period_ns = p->period_ns;
+  w.hz = p->hz;
+  w.blind_ns = blind;
+  int agg_rc = 0;
+  if (atomic_load(&p->engine) == PTP_ENGINE_PERF) {
+    /* Periods the threads' CPU time completed that were never signalled
+     * (kernel mode under exclude_kernel): CPU we know of, stack unknown. */
+    enum { UCAP = 1024 };
+    ptp_unsignalled *u = malloc(UCAP * sizeof *u);
+    size_t nu = u ? ptp_threads_collect_unsignalled(u, UCAP) : 0;
+    for (size_t k = 0; k < nu && agg_rc == 0; k++) {
+      uintptr_t cause = (uintptr_t)u[k].cause;
+      agg_rc = ptp_agg_add(full, u[k].tid, PTP_SAMPLE_LOST, NULL, &cause, 1, u[k].count);
+      if (agg_rc == 0) atomic_fetch_add(&sh->drops[u[k].cause], u[k].count);
+    }
+    free(u);
+  }
+  for (int i = 0; i < PTP_DROP__COUNT; i++) {
+    w.drops[i] = atomic_exchange(&sh->drops[i], 0);
+    atomic_fetch_add(&p->st_drops[i], w.drops[i]);
+    /* The CPU of every drop shows in the profile under its cause's
+     * pseudo-frame (thread-exit losses already are, per thread). */
+    uintptr_t cause = (uintptr_t)i;
+    if (i != PTP_DROP_THREAD_EXIT && i != PTP_DROP_KERNEL && i != PTP_DROP_UNDELIVERED &&
+        w.drops[i] && agg_rc == 0)
+      agg_rc = ptp_agg_add(full, 0, PTP_SAMPLE_LOST, NULL, &cause, 1, w.drops[i]);
+  }
+  uint64_t no_cpu = atomic_exchange(&sh->no_cpu, 0);
+  atomic_fetch_add(&p->st_no_cpu, no_cpu);
+  ptp_threads_stats ts;
+  ptp_threads_get_stats(&ts);
+  char c0[640];
+  int engine = atomic_load(&p->engine);
+  char why[96] = "";
+  if (p->engine_why)
+    snprintf(why, sizeof why, " (perf_event unavailable: %s)", strerror(-p->engine_why));
+  char fb[96] = "";
+  if (engine == PTP_ENGINE_PERF && ts.perf_fallbacks)
+    snprintf(fb, sizeof fb, " (%llu threads on CPU-time timers: out of fds)",
+             (unsigned long long)ts.perf_fallbacks);
+  /* Expirations of the event's clock that the thread's CPU clock did not
+   * back (a VM's steal time): said, since a reader comparing the profile
+   * with the event's own count would otherwise find them missing. */
+  char nc[160] = "";
+  if (engine == PTP_ENGINE_PERF)
+    snprintf(nc, sizeof nc,
+             "; %llu expirations ignored with no thread CPU behind them (the event's clock ran "
+             "while the thread's CPU clock did not: steal time)",
+             (unsigned long long)no_cpu);
+  snprintf(c0, sizeof c0,
+           "sampler engine: %s, %d Hz%s%s; %llu exiting threads had expirations due but not "
+           "delivered (under [lost: thread exit] or [lost: kernel mode])%s",
+           engine != PTP_ENGINE_PERF ? "POSIX CPU-time timer per thread"
+           : ptp_perf_excludes_kernel() ? "perf_event task-clock per thread (user mode only: "
+                                          "perf_event_paranoid > 1)"
+                                        : "perf_event task-clock per thread",
+           p->hz, why, fb, (unsigned long long)(ts.flushed - p->flushed_at_cut), nc);
+  p->flushed_at_cut = ts.flushed;
+  /* How the unwind tables stand: a library whose table was refused by the
+   * memory cap keeps its samples truncated, and this line says so. */
+  ptp_cfi_info ci;
+  ptp_cfi_get_info(&ci);
+  char c1[384];
+  snprintf(c1, sizeof c1,
+           "unwind tables: %zu objects walked with CFI, %zu tables built for non-system objects "
+           "(%zu KiB of %zu KiB cap, %.1f ms CPU for all tables, %llu read from the table "
+           "cache), %zu pending, %zu failed (%llu refused by the cap); without CFI: %zu walked "
+           "with frame pointers, %zu not walked",
+           ci.nlibs, ci.lazy_ready, ci.lazy_bytes >> 10, ci.lazy_cap >> 10,
+           (double)ci.build_ns / 1e6, ci.cache_hits, ci.lazy_wanted, ci.lazy_failed,
+           ci.lazy_refused, ci.nfp, ci.nnocfi);
+  const char *comments[2] = { c0, c1 };
+  w.comments = comments;
+  w.ncomments = 2;
+
+  ptp_sample *samples = NULL;
+  ptp_thread *threads = NULL;
+  uint32_t *tids = NULL;
+  size_t nsamples = 0, ntids = 0;
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  ptp_labels_res *lres = NULL;
+  int rc = agg_rc ? agg_rc : ptp_agg_samples(full, &samples, &nsamples);
+  if (rc == 0) rc = ptp_labels_resolve(samples, nsamples, &lres);
+  if (rc == 0) rc = ptp_agg_tids(full, &tids, &ntids);
+  if (rc == 0 && ntids && !(threads = calloc(ntids, sizeof *threads))) rc = -ENOMEM;
+  if (rc == 0) {
+    for (size_t i = 0; i < ntids; i++) {
+      threads[i].tid = tids[i];
+      ptp_threads_name(tids[i], threads[i].name);
+    }
+    w.samples = samples;
+    w.nsamples = nsamples;
+    w.threads = threads;
+    w.nthreads = ntids;
+    if (p->hook) p->hook(&w, p->hook_ctx);
+    if (!p->sym) rc = ptp_symbolizer_new(&p->sym);
+    else rc = ptp_symbolizer_refresh(p->sym);   /* cheap unless dlopen/dlclose */
+  }
+  if (rc == 0) rc = ptp_pprof_encode(&w, p->sym, &buf, &len);
+  if (rc == 0) rc = ptp_store_write(p->store, buf, len, path_out, cap);
+  free(buf);
+  ptp_labels_res_free(lres);
+  ptp_labels_release(label_epoch);
+  free(samples);
+  free(threads);
+  free(tids);
+  ptp_agg_reset(full);
+
+  if (rc == 0) {
+    atomic_fetch_add(&p->st_dumps, 1);
+    if (p->err_latched)
+      logf_(p, PTPROF_LOG_INFO, "ptprof: snapshots are written again (%s)", ptp_store_dir(p->store));
+    p->err_latched = 0;
+  } else {
+    atomic_fetch_add(&p->st_dump_errors, 1);
+    if (!p->err_latched)
+      logf_(p, PTPROF_LOG_ERROR, "ptprof: snapshot not written to %s: %s (%d); the window is lost, "
+            "older snapshots stay, sampling continues", ptp_store_dir(p->store), ptprof_strerror(rc), rc);
+    p->err_latched = 1;
+  }
+  atomic_store(&p->st_last_window, w.duration_ns);
+
+  /* The next window starts when sampling resumes. */
+  pthread_mutex_lock(&p->agg_mu);
+  p->win_start_mono = ptp_now_mono();
+  p->win_start_real = ptp_now_real();
+  p->blind_ns = p->win_start_mono - cut_mono;
+  atomic_store(&p->st_last_blind, p->blind_ns);
+  pthread_mutex_unlock(&p->agg_mu);
+  atomic_store(&sh->dumping, 0);
+  /* snapshot on disk, sampling resumed: the debug-file copies it asked for */
+  if (rc == 0) (void)ptp_symbolizer_make_debug_copies(p->sym);
+  return rc;
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+static void free_shared(ptp_shared *sh) {
+  if (!sh) return;
+  free(sh->ring.slots);
+  free(sh);
+}
+
+static int new_shared(ptp_shared **out, int wake_fd) {
+  ptp_shared *sh = calloc(1, sizeof *sh);
+  if (!sh) return -ENOMEM;
+  /* zero-filled is the ring's initial state (ptp_ring.h): left untouched */
+  sh->ring.slots = calloc(RING_SLOTS, sizeof *sh->ring.slots);
+  if (!sh->ring.slots) {
+    free(sh);
+    return -ENOMEM;
+  }
+  sh->ring.cap = RING_SLOTS;
+  sh->ring.mask = RING_SLOTS - 1;
+  sh->wake_fd = wake_fd;
+  sh->wake_fill = RING_SLOTS / 4;
+  /* magic: any nonzero value that differs between starts */
+  static _Atomic uint32_t counter;
+  uint64_t x = (uint64_t)ptp_now_mono() ^ ((uint64_t)getpid() << 20) ^
+               ((uint64_t)atomic_fetch_add(&counter, 1) << 40);
+  x = (x ^ (x >> 31)) * 0x9e3779b97f4a7c15ULL;
+  sh->magic = (uint32_t)(x >> 32) | 1u;
+  *out = sh;
+  return 0;
+}
+
+int ptprof_start(ptprof *p) {
+  if (!p) return -EINVAL;
+  if (p->pid != getpid()) return PTPROF_E_FORKED;
+  pthread_mutex_lock(&p->api_mu);
+  int rc;
+  if (p->running) { rc = -EALREADY; goto out; }
+  /* A sampler "running" that a parent process started is only a copy in a
+   * forked child (no timers, no thread): it does not count. */
+  ptprof *expected = atomic_load(&g_running);
+  if ((expected && expected->pid == getpid()) ||
+      !atomic_compare_exchange_strong(&g_running, &expected, p)) {
+    rc = -EBUSY;
+    goto out;
+  }
+  if ((rc = ptp_cfi_refresh()) < 0) goto fail_global;
+  /* The engine, chosen once per start (see ptprof.h): perf when asked for
+   * (its error is ours) or when AUTO's probe event opens, else timers. */
+  int engine = PTP_ENGINE_TIMER;
+  p->engine_why = 0;
+  if (p->engine_opt != PTPROF_ENGINE_TIMER) {
+    int prc = ptp_perf_probe();
+    if (prc == 0) engine = PTP_ENGINE_PERF;
+    else if (p->engine_opt == PTPROF_ENGINE_PERF) { rc = prc; goto fail_global; }
+    else p->engine_why = prc;
+  }
+  atomic_store(&p->engine, engine);
+  if ((rc = install_handler()) < 0) goto fail_global;
+  int fds[2];
+  if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) { rc = -errno; goto fail_global; }
+  p->wake_rd = fds[0];
+  p->wake_wr = fds[1];
+  if ((rc = new_shared(&p->sh, p->wake_wr)) < 0) goto fail_pipe;
+  p->sh->engine = engine;
+  p->sh->period_ns = p->period_ns;
+  if (!p->sym && (rc = ptp_symbolizer_new(&p->sym)) < 0) goto fail_shared;
+  ptp_agg_reset(p->agg);
+  ptp_agg_reset(p->agg_spare);
+  atomic_store(&p->consumer_stop, 0);
+  int prc = ptp_real_pthread_create(&p->consumer, NULL, consumer_main, p);
+  if (prc != 0) { rc = -prc; goto fail_shared; }
+  while (sem_wait(&p->consumer_ready) != 0 && errno == EINTR) {}
+  ptp_threads_stats ts;
+  ptp_threads_get_stats(&ts);
+  p->flushed_at_cut = ts.flushed;
+  pthread_mutex_lock(&p->agg_mu);
+  p->win_start_mono = ptp_now_mono();
+  p->win_start_real = ptp_now_real();
+  p->blind_ns = 0;
+  pthread_mutex_unlock(&p->agg_mu);
+  atomic_store(&ptp_g_shared, p->sh);
+  if ((rc = ptp_threads_activate(p->sh->magic, p->period_ns, engine)) < 0) goto fail_consumer;
+  p->running = 1;
+  rc = 0;
+  goto out;
+
+fail_consumer:
+  ptp_threads_deactivate();
+  atomic_store(&ptp_g_shared, NULL);
+  atomic_store(&p->consumer_stop, 1);
+  { char c = 1; ssize_t w = write(p->wake_wr, &c, 1); (void)w; }
+  pthread_join(p->consumer, NULL);
+  wait_no_handler(0);
+fail_shared:
+  free_shared(p->sh);
+  p->sh = NULL;
+fail_pipe:
+  close(p->wake_rd);
+  close(p->wake_wr);
+  p->wake_rd = p->wake_wr = -1;
+fail_global:
+  atomic_store(&g_running, NULL);
+out:
+  pthread_mutex_unlock(&p->api_mu);
+  return rc;
+}
+
+int ptprof_dump(ptprof *p, char *path_out, size_t cap) {
+  if (!p) return -EINVAL;
+  if (path_out && cap) path_out[0] = 0;
+  if (p->pid != getpid()) return PTPROF_E_FORKED;
+  pthread_mutex_lock(&p->api_mu);
+  int rc = p->running ? do_dump(p, path_out, cap) : -ENOTCONN;
+  pthread_mutex_unlock(&p->api_mu);
+  return rc;
+}
+
+int ptprof_set_dir(ptprof *p, const char *dir) {
+  if (!p || !dir || !*dir) return -EINVAL;
+  if (p->pid != getpid()) return PTPROF_E_FORKED;
+  pthread_mutex_lock(&p->api_mu);
+  int rc;
+  char *copy = strdup(dir);
+  if (!copy) {
+    rc = -ENOMEM;
+  } else if (p->store) {
+    rc = ptp_store_set_dir(p->store, dir);
+  } else {
+    rc = ptp_store_new(&p->store, dir, p->prefix, p->keep);
+    if (rc == 0 && p->family[0]) ptp_store_set_family(p->store, p->family, p->keep_total);
+  }
+  if (rc == 0) {
+    free(p->dir);
+    p->dir = copy;
+  } else {
+    free(copy);
+  }
+  pthread_mutex_unlock(&p->api_mu);
+  return rc;
+}
+
+/* Stops everything; api_mu held, p->running. */
+static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
+  atomic_store(&p->consumer_stop, 1);
+  { char c = 1; ssize_t w = write(p->wake_wr, &c, 1); (void)w; }
+  pthread_join(p->consumer, NULL);
+  ptp_threads_deactivate();
+  ptp_cfi_save_pending();
+  int rc = 0;
+  if (final_dump) rc = do_dump(p, path_out, cap);
+  atomic_store(&ptp_g_shared, NULL);
+  wait_no_handler(0);
+  ptp_labels_release(UINT64_MAX);   /* no sample left to name */
+  for (int i = 0; i < PTP_DROP__COUNT; i++)
+    atomic_fetch_add(&p->st_drops[i], atomic_load(&p->sh->drops[i]));
+  atomic_fetch_add(&p->st_no_cpu, atomic_load(&p->sh->no_cpu));
+  free_shared(p->sh);
+  p->sh = NULL;
+  close(p->wake_rd);
+  close(p->wake_wr);
+  p->wake_rd = p->wake_wr = -1;
+  p->running = 0;
+  atomic_store(&g_running, NULL);
+  return rc;
+}
+
+int ptprof_stop(ptprof *p, int final_dump, char *path_out, size_t cap) {
+  if (!p) return -EINVAL;
+  if (path_out && cap) path_out[0] = 0;
+  if (p->pid != getpid()) return PTPROF_E_FORKED;
+  pthread_mutex_lock(&p->api_mu);
+  int rc = p->running ? stop_locked(p, final_dump, path_out, cap) : -ENOTCONN;
+  pthread_mutex_unlock(&p->api_mu);
+  return rc;
+}
+
+void ptprof_del(ptprof *p) {
+  if (!p) return;
+  if (p->pid != getpid()) {
+    /* A forked child's copy: no consumer thread, no timers and no handler
+     * state of ours exist here (the fork handlers cleared them). Free plain
+     * memory only; the dump side's state (libdw, open directories) may have
+     * been copied mid-operation and is left alone. */
+    if (p->sh) free_shared(p->sh);
+    ptp_agg_del(p->agg);
+    ptp_agg_del(p->agg_spare);
+    free(p->dir);
+    free(p->prefix);
+    free(p);
+    return;
+  }
+  pthread_mutex_lock(&p->api_mu);
+  if (p->running) stop_locked(p, 0, NULL, 0);
+  pthread_mutex_unlock(&p->api_mu);
+  ptp_symbolizer_del(p->sym);
+  ptp_store_del(p->store);
+  ptp_agg_del(p->agg);
+  ptp_agg_del(p->agg_spare);
+  sem_destroy(&p->consumer_ready);
+  pthread_mutex_destroy(&p->api_mu);
+  pthread_mutex_destroy(&p->agg_mu);
+  free(p->dir);
+  free(p->prefix);
+  free(p);
+}
+
+void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
+  memset(out, 0, sizeof *out);
+  if (!p) return;
+  ptprof *q = (ptprof *)p;   /* atomics only */
+  out->samples = atomic_load(&q->st_samples);
+  out->truncated = atomic_load(&q->st_truncated);
+  /* Plus what the current window has counted so far; the shared state is
+   * read under the handler grace protocol so a concurrent stop cannot free
+   * it under us. */
+  atomic_fetch_add(&ptp_g_inside, 1);
+  ptp_shared *sh = q->pid == getpid() ? atomic_load(&ptp_g_shared) : NULL;
+  int mine = sh && atomic_load(&g_running) == q;
+  for (int i = 0; i < PTP_DROP__COUNT && i < 4; i++) {
+    out->drops[i] = atomic_load(&q->st_drops[i]);
+    if (mine) out->drops[i] += atomic_load(&sh->drops[i]);
+  }
+  out->expirations_no_cpu = atomic_load(&q->st_no_cpu) + (mine ? atomic_load(&sh->no_cpu) : 0);
+  atomic_fetch_sub(&ptp_g_inside, 1);
+  out->dumps = atomic_load(&q->st_dumps);
+  out->dump_errors = atomic_load(&q->st_dump_errors);
+  ptp_threads_stats ts;
+  ptp_threads_get_stats(&ts);
+  out->timers_created = ts.timers_created;
+  out->timers_deleted = ts.timers_deleted;
+  out->timer_errors = ts.timer_errors;
+  out->threads_flushed = ts.flushed;
+  out->lost_thread_exit = ts.lost_at_exit;
+  out->engine = atomic_load(&q->engine);
+  out->last_window_ns = atomic_load(&q->st_last_window);
+  out->last_blind_ns = atomic_load(&q->st_last_blind);
+}
+
+void ptp_set_window_hook(ptprof *p, ptp_window_hook_fn fn, void *ctx) {
+  pthread_mutex_lock(&p->api_mu);
+  p->hook = fn;
+  p->hook_ctx = ctx;
+  pthread_mutex_unlock(&p->api_mu);
+}
+
+uint64_t ptp_signals_recorded(const ptprof *p) {
+  return atomic_load(&((ptprof *)p)->st_signals);
+}

@@ -1,0 +1,192 @@
+/*
+ * ptp_unwind.c - the stack walker run inside the SIGPROF handler.
+ *
+ * ASYNC-SIGNAL-SAFE FILE: everything here runs in a signal handler. Only
+ * arithmetic, reads of the interrupted thread's stack (each one checked
+ * against its bounds first), reads of a published ptp_cfi_set and one
+ * lock-free compare-and-swap on a pre-allocated slot of that set (marking an
+ * object's table as wanted). No libc call, no allocation, no lock, no other
+ * global state.
+ *
+ * Stack reads are exempt from AddressSanitizer: the walker deliberately reads
+ * other frames' slots, which ASan's stack redzones would report.
+ */
+#include "prof/signal/ptp_unwind.h"
+#include "prof/output/ptp_window.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PTP_NO_ASAN __attribute__((no_sanitize_address))
+#else
+#define PTP_NO_ASAN
+#endif
+
+/* Reads one word of the stack if [a, a + 8) lies within [lo, hi) and a is
+ * aligned; returns 0 otherwise (the caller ends the walk). */
+PTP_NO_ASAN static inline int stack_read(uintptr_t a, uintptr_t lo, uintptr_t hi, uintptr_t *v) {
+  if (a < lo || hi < 8 || a > hi - 8 || (a & 7u)) return 0;
+  *v = *(const volatile uintptr_t *)a;
+  return 1;
+}
+
+ptp_cfi_lib *ptp_cfi_find(const ptp_cfi_set *cfi, uintptr_t pc) {
+  size_t lo = 0, hi = cfi->nobjs;
+  /* last object with lo <= pc */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (cfi->objs[mid].lo <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return NULL;
+  const ptp_cfi_obj *o = &cfi->objs[lo - 1];
+  return pc < o->hi ? &cfi->libs[o->lib] : NULL;
+}
+
+const ptp_cfi_row *ptp_cfi_tab_lookup(const ptp_cfi_tab *tab, uintptr_t pc) {
+  /* Rows are bias-relative (a mapped cache file's, see ptp_cfi_tab); a pc
+   * below the bias wraps to a huge value that no row covers. */
+  const uintptr_t rel = pc - tab->bias;
+  size_t lo = 0, hi = tab->nrows;
+  /* last row with start <= rel */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (tab->rows[mid].start <= rel) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return NULL;
+  const ptp_cfi_row *row = &tab->rows[lo - 1];
+  return rel - row->start < row->len ? row : NULL;
+}
+
+const ptp_cfi_row *ptp_cfi_lookup(const ptp_cfi_set *cfi, uintptr_t pc) {
+  const ptp_cfi_lib *lib = ptp_cfi_find(cfi, pc);
+  if (!lib) return NULL;
+  const ptp_cfi_tab *tab = atomic_load_explicit(&lib->tab, memory_order_acquire);
+  return tab ? ptp_cfi_tab_lookup(tab, pc) : NULL;
+}
+
+int ptp_cfi_in_system(const ptp_cfi_set *cfi, uintptr_t pc) {
+  const ptp_cfi_lib *lib = ptp_cfi_find(cfi, pc);
+  if (!lib) return 0;
+  uint8_t st = atomic_load_explicit(&lib->state, memory_order_relaxed);
+  return st != PTP_LIB_FP && st != PTP_LIB_NOCFI;
+}
+
+int ptp_unwind(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
+               const ptp_cfi_set *cfi, uintptr_t *frames, int max, uint16_t *flags) {
+  return ptp_unwind_ex(r, stack_lo, stack_hi, cfi, frames, max, flags, NULL);
+}
+
+PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
+                              const ptp_cfi_set *cfi, uintptr_t *frames, int max,
+                              uint16_t *flags, int *asked) {
+  *flags = 0;
+  if (asked) *asked = 0;
+  if (r->pc == 0 || max < 1) return 0;
+  frames[0] = r->pc;
+  int n = 1;
+  uintptr_t pc = r->pc, sp = r->sp, fp = r->fp;
+  /* Unknown bounds, or the thread runs on another stack (a signal stack, a
+   * fiber): keep the leaf only, marked truncated, so the CPU time still
+   * counts. */
+  if (stack_hi == 0 || sp < stack_lo || sp >= stack_hi) {
+    *flags |= PTP_SAMPLE_TRUNCATED;
+    return 1;
+  }
+  /* Nothing below the interrupted sp is part of any caller's frame; only
+   * [sp, top) is read (and it is mapped: it is this thread's live stack). */
+  const uintptr_t lo = sp, hi = stack_hi;
+  /* Invariant: fp holds the value rbp had in the current frame. Code without
+   * frame pointers may use rbp as a general register; then its CFI says
+   * where it saved the caller's value and we restore it from there, else
+   * (rule "same value") the incoming value is the caller's too. */
+  int fp_known = 1;
+  int leaf = 1;       /* pc is an interrupted PC, not a return address */
+  for (;;) {
+    uintptr_t npc, nsp, nfp;
+    if (n >= max) {
+      *flags |= PTP_SAMPLE_TRUNCATED | PTP_SAMPLE_DEPTH_CAP;
+      break;
+    }
+    ptp_cfi_lib *lib = cfi ? ptp_cfi_find(cfi, pc) : NULL;
+    uint8_t state = lib ? atomic_load_explicit(&lib->state, memory_order_acquire) : PTP_LIB_FP;
+    if (cfi && !lib) {
+      /* In no object we know of (JIT code, or loaded after the set was
+       * built): nothing tells how to get out of this frame. Keep what we
+       * have, truncated, and have the consumer look for new objects. */
+      if (asked) *asked = 1;
+      *flags |= PTP_SAMPLE_TRUNCATED;
+      break;
+    }
+    if (state == PTP_LIB_NOCFI) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
+    if (state != PTP_LIB_FP) {
+      const ptp_cfi_tab *tab = atomic_load_explicit(&lib->tab, memory_order_acquire);
+      if (!tab) {
+        /* No table yet: ask the consumer for one (it builds it at its next
+         * pass) and keep this sample, truncated. */
+        uint8_t expect = PTP_LIB_NONE;
+        if (atomic_load_explicit(&lib->state, memory_order_relaxed) == PTP_LIB_NONE &&
+            atomic_compare_exchange_strong_explicit(&lib->state, &expect, PTP_LIB_WANTED,
+                                                    memory_order_relaxed, memory_order_relaxed) &&
+            asked)
+          *asked = 1;
+        *flags |= PTP_SAMPLE_TRUNCATED;
+        break;
+      }
+      /* A return address points after the call; pc - 1 is inside it (and
+       * inside the right function when the call was the last instruction). */
+      const ptp_cfi_row *row = ptp_cfi_tab_lookup(tab, leaf ? pc : pc - 1);
+      if (!row || row->kind == PTP_CFI_NORULE) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
+      if (row->kind == PTP_CFI_END) break;             /* outermost frame: complete */
+      uintptr_t cfa;
+      if (row->kind == PTP_CFI_RSP) {
+        cfa = sp + (intptr_t)row->cfa_off;
+      } else {
+        if (!fp_known) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
+        cfa = fp + (intptr_t)row->cfa_off;
+      }
+      if (!stack_read(cfa + (intptr_t)row->ra_off, lo, hi, &npc)) {
+        *flags |= PTP_SAMPLE_TRUNCATED;
+        break;
+      }
+      if (row->rbp_off == PTP_RBP_SAME) {
+        nfp = fp;
+      } else if (row->rbp_off == PTP_RBP_UNKNOWN) {
+        nfp = 0;
+        fp_known = 0;
+      } else if (leaf && cfa + (intptr_t)row->rbp_off < sp) {
+        /* Interrupted in an epilogue after `pop %rbp`: GCC's CFI keeps the
+         * save rule to the end of the function, but the slot is below sp
+         * (dead, possibly overwritten by the signal frame) and rbp already
+         * holds the caller's value again. Only the interrupted frame can
+         * be in this state: a caller's save slots lie above its callee's
+         * CFA. */
+        nfp = fp;
+      } else if (!stack_read(cfa + (intptr_t)row->rbp_off, lo, hi, &nfp)) {
+        *flags |= PTP_SAMPLE_TRUNCATED;
+        break;
+      } else {
+        fp_known = 1;
+      }
+      nsp = cfa;
+    } else {
+      /* Frame pointer (an object that keeps them, or cfi == NULL):
+       * [fp] = caller's rbp, [fp + 8] = return address. */
+      if (fp_known && fp == 0) break;                   /* end of the chain */
+      if (!fp_known || fp < sp ||
+          !stack_read(fp, lo, hi, &nfp) || !stack_read(fp + 8, lo, hi, &npc)) {
+        *flags |= PTP_SAMPLE_TRUNCATED;
+        break;
+      }
+      nsp = fp + 16;
+      fp_known = 1;
+    }
+    if (nsp <= sp) { *flags |= PTP_SAMPLE_TRUNCATED; break; }  /* no progress */
+    if (npc == 0) break;                                /* end of the chain */
+    frames[n++] = npc;
+    pc = npc;
+    sp = nsp;
+    fp = nfp;
+    leaf = 0;
+  }
+  return n;
+}

@@ -1,0 +1,250 @@
+/*
+ * ptp_symbolize_internal.h - the state shared by the symbolizer's units;
+ * included only by them (and their unit tests). The units, in call order
+ * (each calls only those before it, never back):
+ *   ptp_symbolize_syms.c    one loaded object's ELF symbol table (read,
+ *                           ranked, sorted, searched); the key sort;
+ *   ptp_symbolize_module.c  one loaded object: finding its debug info
+ *                           (locally only), opening it, the compile unit
+ *                           of a PC, a CU's DWARF index, and resolving a
+ *                           PC inside it into frames;
+ *   ptp_symbolize_cache.c   the glue to the persistent cache (ptp_symcache.h):
+ *                           opening a module's cache file, filling it a
+ *                           whole compile unit at a time, flushing;
+ *   ptp_symbolize.c         the symbolizer: the object list (refresh), the
+ *                           in-memory PC cache, lookups, new/del.
+ * Lifetime rule they share: a sym_module and everything hanging off it
+ * (symbols, CU indexes, strings, its cache) lives from the refresh that
+ * finds the object to the one that drops it (ptp_symbolize_module_free).
+ * Threads: one user at a time (ptp_symbolize.h); never in a signal handler.
+ */
+#ifndef PTP_SYMBOLIZE_INTERNAL_H
+#define PTP_SYMBOLIZE_INTERNAL_H
+
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "prof/symbols/ptp_debugcache.h"
+#include "prof/symbols/ptp_strarena.h"
+#include "prof/symbols/ptp_sym_map.h"
+#include "prof/symbols/ptp_symbolize.h"
+#include "prof/symbols/ptp_symcache.h"
+
+#define SYM_MAX_SEGS 8          /* executable PT_LOADs per object we keep */
+#define SYM_MAX_BUILD_ID 64     /* bytes; GNU build ids are 20 (sha1) */
+/* Pieces resolved for the cache per profile beyond the PCs asked for: ~10 us
+ * each here, so a cold dump pays at most ~40 ms more for filling whole CUs
+ * (the rest is cached piece by piece, and filled by later profiles). */
+#define SYM_FILL_BUDGET 4096u
+
+/* ---- per-module data ---- */
+
+typedef struct sym_elfsym {
+  uint64_t addr;       /* absolute (biased) */
+  uint64_t size;       /* 0: extends to the next symbol */
+  const char *name;    /* version suffix stripped */
+  int rank;            /* alias preference, higher wins (elfsym_rank) */
+  uint32_t len;        /* strlen(name) (the sort's tie-break) */
+} sym_elfsym;
+
+typedef struct cu_entry {
+  Dwarf_Off off;       /* global DIE offset (dwarf_offdie) */
+  int32_t parent;      /* enclosing subprogram/inlined entry, -1 none */
+  uint8_t inlined;     /* DW_TAG_inlined_subroutine */
+} cu_entry;
+
+typedef struct cu_seg {
+  uint64_t lo, hi;     /* DWARF addresses (unbiased), [lo, hi) */
+  int32_t entry;
+} cu_seg;
+
+/* What ptp_symbolize_module_resolve reads of one entry's DIE, read once
+ * per entry (a CU filled into the cache resolves thousands of pieces over
+ * the same few hundred DIEs). */
+typedef struct cu_memo {
+  Dwarf_Die die;
+  const char *name;       /* DW_AT_name (integrated), NULL none */
+  const char *linkage;    /* DW_AT_linkage_name, else DW_AT_MIPS_linkage_name */
+  const char *decl_file;  /* dwarf_decl_file, NULL none */
+  int decl_line;          /* dwarf_decl_line, 0 none */
+  int8_t entry_state;     /* dwarf_entrypc: 0 not asked yet, 1 entry valid, -1 none */
+  bool done;              /* the fields above are filled */
+  Dwarf_Addr entry;
+  int64_t call_line, call_col;   /* DW_AT_call_line/column, 0 none */
+} cu_memo;
+
+typedef struct cu_index {
+  Dwarf_Off cu_off;
+  cu_entry *ents;
+  size_t nents;
+  cu_memo *memo;       /* nents of them, allocated on first resolve, or NULL */
+  cu_seg *segs;
+  size_t nsegs;
+  bool cached;         /* written to the persistent cache (whole CU) */
+  bool bounds_failed;
+  uint64_t *pts;       /* piece boundaries for the cache (cu_bounds), biased */
+  size_t npts;
+  uint64_t *rs;        /* the CU's ranges, [rs[2i], rs[2i+1]), biased */
+  size_t nrs;
+} cu_index;
+
+/* One run of .debug_aranges entries of one CU (sorted by address; what
+ * libdwfl's addrarange keeps), with its CU DIE found on first use. */
+typedef struct sym_curun {
+  uint64_t start;      /* DWARF address (unbiased) of the run's first range */
+  Dwarf_Off cu_hdr;    /* the CU header's offset in .debug_info */
+  Dwarf_Die die;       /* valid when state == 1 */
+  int8_t state;        /* 0 not looked up, 1 die valid, -1 unusable */
+} sym_curun;
+
+/* What ptp_symbolize_module_addrdie knows of a module's .debug_aranges. */
+enum {
+  SYM_RUNS_UNBUILT = 0,  /* not looked at yet */
+  SYM_RUNS_BUILT,        /* m->runs is the index */
+  SYM_RUNS_NONE,         /* no section, or one libdw refuses: no CU anywhere */
+  SYM_RUNS_DWFL          /* not what libdw reads (compressed, no memory): ask libdwfl */
+};
+
+typedef struct sym_module {
+  char *name;          /* shown as the mapping's file: path or "[vdso]" */
+  char *open_path;     /* what we open ("/proc/self/exe" for the main program) */
+  uint64_t bias;       /* dlpi_addr */
+  char build_id[SYM_MAX_BUILD_ID * 2 + 1];
+  bool is_main, is_vdso;
+  const void *vdso_image;   /* in-memory ELF header of the vDSO */
+  size_t vdso_size;
+  uint64_t seg_start[SYM_MAX_SEGS], seg_limit[SYM_MAX_SEGS], seg_off[SYM_MAX_SEGS];
+  int nsegs;
+
+  bool loaded;         /* open attempted */
+  bool has_syms, has_dwarf;
+  Dwfl *dwfl;
+  Dwfl_Module *mod;
+  Dwarf *dw;
+  Dwarf_Addr dwbias;
+  sym_elfsym *syms;
+  size_t nsyms;
+  cu_index *cus;       /* built lazily, one per CU hit */
+  size_t ncus, capcus;
+  size_t last_cu;      /* index of the last CU hit (locality) */
+  sym_curun *runs;     /* the CU-by-address index (ptp_symbolize_module_addrdie) */
+  size_t nruns;
+  uint64_t runs_end;   /* last range's end, inclusive as libdwfl has it */
+  int8_t runs_state;   /* SYM_RUNS_* */
+  ptp_strarena strs;   /* copies of version-stripped names */
+  bool seen;           /* refresh mark */
+  char *debug_path;    /* separate debug file found by sym_find_debuginfo */
+  ptp_debugcache *dc;  /* borrowed from the symbolizer while loading, or NULL */
+  ptp_symcache *cache; /* persistent results for this build id, or NULL */
+  bool cache_tried;
+  bool syms_cached;    /* no DWARF: the symbol table went to the cache */
+  bool syms_direct;    /* the symbol table was read by syms_from_elf */
+  bool dwfl_reference; /* read symbols and find CUs through libdwfl only
+                          (ptp_symbolizer_set_dwfl_reference; for tests) */
+} sym_module;
+
+/* ---- the symbolizer ---- */
+
+typedef struct cache_ent {
+  int32_t mapping;
+  uint32_t first, n;   /* into s->frames */
+} cache_ent;
+
+struct ptp_symbolizer {
+  sym_module **mods;
+  size_t nmods;
+  ptp_sym_mapping *maps;   /* main first */
+  int *map_mod;            /* mapping index -> module index */
+  size_t nmaps;
+  uint32_t *by_start;      /* mapping indexes sorted by start */
+  unsigned long long adds, subs;
+  bool have_counts;
+  char *exe_path;          /* readlink /proc/self/exe, once */
+
+  ptp_u64map pc;           /* addr + 1 -> cache_ent index */
+  cache_ent *ents;
+  size_t nents, capents;
+  ptp_sym_frame *frames;
+  size_t nframes, capframes;
+
+  char *cache_dir;         /* persistent symbol cache, NULL = off */
+  bool cache_dir_checked;  /* ptp_cachefile_prepare_dir ran (first use) */
+  size_t fill_budget;      /* CU pieces still to resolve for the cache in
+                              this profile (reset by flush) */
+  ptp_debugcache *dc;      /* uncompressed debug-file copies, NULL = off */
+  uint64_t dc_max;         /* their size bound */
+  ptp_symbolizer_stats st;
+  bool dwfl_reference;     /* modules loaded from now on read through libdwfl only */
+};
+
+/* ---- ptp_symbolize.c ---- */
+
+/* For tests: modules loaded after this call read their symbol table with
+ * dwfl_module_getsym_info and find CUs and lines with
+ * dwfl_module_addrdie/dwfl_module_getsrc (the libdwfl paths our own
+ * readers replace, which must give the same results). Same thread rules
+ * as the rest of ptp_symbolizer. */
+void ptp_symbolizer_set_dwfl_reference(ptp_symbolizer *s, bool on);
+
+/* ---- ptp_symbolize_syms.c ---- */
+
+typedef struct sym_key {
+  uint64_t key;
+  uint64_t idx;        /* the element's index before the sort */
+} sym_key;
+
+/* Sorts v[0..n) by key, stable (equal keys keep their order); tmp is
+ * scratch room for n keys; n < 2^32. No allocation. */
+void ptp_symbolize_key_sort(sym_key *v, sym_key *tmp, size_t n);
+/* Reads loaded module m's ELF function symbols into m->syms/m->nsyms
+ * (sorted by address, one per address) and sets m->has_syms and
+ * m->syms_direct; m->mod must be open. Out of memory: no symbols. */
+void ptp_symbolize_syms_load(sym_module *m);
+/* The symbol naming addr (biased) in m, or NULL: the last one at or
+ * below it, unless it has a size that addr is past. */
+const sym_elfsym *ptp_symbolize_syms_find(const sym_module *m, uint64_t addr);
+
+/* ---- ptp_symbolize_module.c ---- */
+
+/* Frees m and everything it owns; saves its cache file first if dirty
+ * (best effort). NULL is fine. */
+void ptp_symbolize_module_free(sym_module *m);
+/* Opens m's file (once: sets m->loaded), its symbols and DWARF. Failures
+ * leave m->mod NULL (nothing known) or m->dw NULL (symbols only). */
+void ptp_symbolize_module_load(sym_module *m);
+/* The CU DIE holding pc (biased) in loaded module m with DWARF, and the
+ * bias of its DWARF addresses: the answer dwfl_module_addrdie gives, from
+ * our own index of .debug_aranges (built on first use; see the DESIGN
+ * comment of ptp_symbolize_module.c). NULL when no CU holds pc. The DIE
+ * is owned by m. */
+Dwarf_Die *ptp_symbolize_module_addrdie(sym_module *m, uint64_t pc, Dwarf_Addr *bias);
+/* The index of the compile unit cudie of m, built on first use; NULL when
+ * out of memory. Owned by m. */
+cu_index *ptp_symbolize_module_cu(sym_module *m, Dwarf_Die *cudie);
+/* Appends the frames for pc (inside loaded module m) to s->frames.
+ * Returns 0 or -ENOMEM (s->frames may then hold a partial result: the
+ * caller truncates). */
+int ptp_symbolize_module_resolve(ptp_symbolizer *s, sym_module *m, uint64_t pc);
+/* Appends one frame to s->frames. 0 or -ENOMEM. */
+int ptp_symbolize_push_frame(ptp_symbolizer *s, const ptp_sym_frame *f);
+
+/* ---- ptp_symbolize_cache.c ---- */
+
+/* (Re)creates s->dc for s->cache_dir (NULL when the cache is off), with
+ * the bound s->dc_max; modules being loaded borrow it. 0 or -ENOMEM. */
+int ptp_symbolize_cache_debug_reset(ptp_symbolizer *s);
+
+/* Opens m's persistent cache (once: sets m->cache_tried); with no usable
+ * directory or build id m->cache stays NULL. A module not yet loaded takes
+ * its has_syms/has_dwarf from the file. */
+void ptp_symbolize_cache_open(ptp_symbolizer *s, sym_module *m);
+/* Stores what pc (just resolved into s->frames[first..first+n)) and, the
+ * first time, its whole CU resolve to, in m->cache (non-NULL). Best effort:
+ * the cache is an optimization, failures leave it smaller. */
+void ptp_symbolize_cache_fill(ptp_symbolizer *s, sym_module *m, uint64_t pc, size_t first,
+                              size_t n);
+
+#endif

@@ -1,0 +1,136 @@
+/*
+ * ptp_symcache.h - the persistent symbol cache: what the symbolizer found
+ * for one object (keyed by its GNU build id), kept on disk across processes
+ * so that a short program does not pay for opening debug info (libc6-dbg's
+ * compressed DWARF sections are inflated whole by libdw 0.188) every
+ * time it is profiled (zlib was ~20 % of the samples of a preloaded 0.1 s
+ * sqlite3 run, perf).
+ *
+ * Content: address intervals [lo, hi) relative to the object's load bias
+ * (sorted and non-overlapping within a segment of the file; segments may
+ * overlap, the first answering wins), each mapping to the frames (callee first) that every
+ * address in it symbolizes to. The symbolizer fills whole compile units at a
+ * time (intervals split at every line-table row, function/inline range and
+ * ELF symbol boundary), so a later run that samples other PCs of the same
+ * code still hits.
+ *
+ * Files: <dir>/<build id>.sym, one per object, mode 0600, in a directory
+ * created 0700 (whatever the umask) and used only if it is ours (owner =
+ * euid, not group/world writable). Format (native endianness, version 3,
+ * see docs/pprof-format.md "Symbol cache"): a fixed header (magic, version,
+ * the checksum algorithm as a ptp_crc.h id, the build id), then one or
+ * more segments, each a header (counts, flags, the segment's checksum:
+ * the header's first 20 bytes, the intervals, the frames and the strings,
+ * each part blockwise from its own start) with its own intervals, frames
+ * and strings. A file is mapped only under ptp_cachefile_map_fd's rule
+ * (regular, ours, one link, not writable by others, in a directory of
+ * ours). Reading checks everything (sizes, checksums, build id, bounds,
+ * order, string termination): a truncated, corrupt, foreign, unfit, older
+ * version or other-algorithm file is ignored (treated as empty) and
+ * replaced at the next save. A last segment
+ * that does not fit in the file (an append cut short or in progress) is
+ * left out and makes the next save rewrite the file.
+ *
+ * Writes: when the file is still the one this cache read or last wrote
+ * (same device, inode, size and mtime), a save appends what was added as
+ * one segment (one O_APPEND write, no fsync: a torn tail fails its checks
+ * and is rewritten). Otherwise (no file, rejected, torn, changed by another
+ * process since, or PTP_SYMCACHE_SEGS_MAX segments) it merges everything
+ * held with what is on disk at that moment into one segment, written to a
+ * unique temp file (O_EXCL, 0600), fsync, rename over the old name, fsync
+ * of the directory. Concurrent writers never leave a file that is read
+ * wrong; at worst one writer's new intervals are lost and recomputed
+ * later. Bounds: a file holds at most PTP_SYMCACHE_FILE_MAX bytes (further
+ * intervals are not added), the directory PTP_SYMCACHE_DIR_MAX bytes of
+ * cache files (the oldest by mtime are removed after a rewrite, and after
+ * an append that carries the file across a multiple of
+ * PTP_SYMCACHE_BOUND_STEP); stale temp files (> 1 hour) are removed too.
+ *
+ * Threads: a ptp_symcache is not thread-safe (the symbolizer's user
+ * serializes). Never call from a signal handler (allocates, does I/O).
+ * Errors: 0 or negative errno values.
+ */
+#ifndef PTP_SYMCACHE_H
+#define PTP_SYMCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "prof/symbols/ptp_symbolize.h"
+
+#define PTP_SYMCACHE_FILE_MAX (16u << 20)
+#define PTP_SYMCACHE_DIR_MAX (256ull << 20)
+#define PTP_SYMCACHE_SEGS_MAX 32   /* segments before a save rewrites the file as one */
+/* An append that carries a file across a multiple of this applies the
+ * directory bound (a rewrite always does). */
+#define PTP_SYMCACHE_BOUND_STEP (1u << 20)
+
+/* Object facts kept with the intervals (the pprof Mapping's has_* flags). */
+#define PTP_SYMCACHE_HAS_SYMS 1u
+#define PTP_SYMCACHE_HAS_DWARF 2u
+#define PTP_SYMCACHE_FLAGS_SET 4u
+
+typedef struct ptp_symcache ptp_symcache;
+
+/* How the file stood when opened (tests, the profile comment). */
+typedef enum ptp_symcache_state {
+  PTP_SYMCACHE_MISSING = 0,
+  PTP_SYMCACHE_LOADED = 1,
+  PTP_SYMCACHE_REJECTED = 2,   /* corrupt, truncated, foreign, too big, not ours */
+} ptp_symcache_state;
+
+/* The cache directory to use: $PTPROF_SYMCACHE when set ("off" or "" turns
+ * the cache off: -ENOENT), else $XDG_CACHE_HOME/ptprof/symbols, else
+ * $HOME/.cache/ptprof/symbols. Writes a NUL-terminated path into buf.
+ * Returns 0, -ENOENT (off, or no home), -ENAMETOOLONG. */
+int ptp_symcache_default_dir(char *buf, size_t cap);
+
+/* The cache directory's safety check and the atomic write are
+ * ptp_cachefile.h's, shared with the other caches. */
+
+/* Opens the cache of the object with this build id (lowercase hex, 2..128
+ * chars) in dir (copied), reading the file if there is a valid one. A
+ * missing or invalid file is not an error: the cache starts empty.
+ * Returns 0 and *out, -EINVAL (bad build id), -ENOMEM. */
+int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id);
+/* Frees everything; frames returned by find die here. NULL is fine. */
+void ptp_symcache_del(ptp_symcache *c);
+
+ptp_symcache_state ptp_symcache_file_state(const ptp_symcache *c);
+/* Number of intervals held (in the file's segments plus added; an interval
+ * in two segments counts twice). */
+size_t ptp_symcache_size(const ptp_symcache *c);
+
+unsigned ptp_symcache_flags(const ptp_symcache *c);
+void ptp_symcache_set_flags(ptp_symcache *c, unsigned flags);
+
+/* The frames of the interval holding rel (address - load bias): 1 and
+ * frames and n (n may be 0: known to resolve to nothing), or 0 when not
+ * cached. Frame strings stay valid until del; the frames array until the
+ * next find or add. */
+int ptp_symcache_find(ptp_symcache *c, uint64_t rel, const ptp_sym_frame **frames, uint32_t *n);
+
+/* Adds [lo, hi) -> frames[0..n) (strings copied). An interval that one
+ * interval read from the file already holds whole is not added (nothing to
+ * write); one overlapping another added one is dropped (the older wins).
+ * Returns 0, -EINVAL (lo >= hi, n > 64), -ENOSPC (the file bound is
+ * reached; nothing added), -ENOMEM. */
+int ptp_symcache_add(ptp_symcache *c, uint64_t lo, uint64_t hi, const ptp_sym_frame *frames,
+                     uint32_t n);
+
+/* Segments of the file on disk as this cache last read or wrote it (0:
+ * none it could append to: missing, rejected, torn, or a write failed).
+ * Tests see from it whether a save appended (one more) or rewrote (1). */
+size_t ptp_symcache_file_segments(const ptp_symcache *c);
+
+/* Whether something was added (or flags changed) since open/the last save. */
+bool ptp_symcache_dirty(const ptp_symcache *c);
+
+/* Writes what was added since open/the last save: appended as a segment,
+ * or the whole file rewritten (see the top). No-op when not dirty. Returns
+ * 0 or the errno of the failing step (a rewrite keeps the old file; a
+ * failed append may leave a torn tail, which the next save rewrites). */
+int ptp_symcache_save(ptp_symcache *c);
+
+#endif
