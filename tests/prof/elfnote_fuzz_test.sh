@@ -7,5 +7,5 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 . "$PT_SRC/tests/fuzz_lib.sh"
 fuzz_require
-fuzz_build fuzz_elfnote "$PT_SRC/tests/prof/fuzz_elfnote.c" "$PT_SRC/src/prof/symbols/ptp_elfnote.c"
+fuzz_build fuzz_elfnote "$PT_SRC/tests/prof/symbols/fuzz_elfnote.c" "$PT_SRC/src/prof/symbols/ptp_elfnote.c"
 fuzz_run fuzz_elfnote "$PT_SRC/tests/prof/fuzz_seeds/elfnote" -max_len=4096

@@ -58,12 +58,12 @@ PT_TEST(prof_sym_inline_chain_and_lines) {
   PT_ASSERT_STR_EQ(r.frames[0].name, "sym_inl");
   PT_ASSERT_INT_EQ(r.frames[0].line, SYM_INL_DECL_LINE + 1);
   PT_ASSERT_INT_EQ(r.frames[0].start_line, SYM_INL_DECL_LINE);
-  PT_ASSERT(ends_with(r.frames[0].file, "tests/prof/test_symbolize.c"));
+  PT_ASSERT(ends_with(r.frames[0].file, "tests/prof/symbols/test_symbolize.c"));
   PT_ASSERT_STR_EQ(r.frames[1].name, "sym_outer");
   PT_ASSERT_INT_EQ(r.frames[1].line, SYM_OUTER_DECL_LINE + 1);
   PT_ASSERT_INT_EQ(r.frames[1].start_line, SYM_OUTER_DECL_LINE);
   PT_ASSERT(r.frames[1].column > 0);
-  PT_ASSERT(ends_with(r.frames[1].file, "tests/prof/test_symbolize.c"));
+  PT_ASSERT(ends_with(r.frames[1].file, "tests/prof/symbols/test_symbolize.c"));
 
   const ptp_sym_mapping *maps;
   size_t n = ptp_symbolizer_mappings(s, &maps);

@@ -15,7 +15,7 @@
  *     not appended to: the save rewrites it (one segment, 0600 again).
  */
 #include "pt_test.h"
-#include "cfi_tab_fixture.h"
+#include "../unwind/cfi_tab_fixture.h"
 #include "prof/cache/ptp_cachefile.h"
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/unwind/ptp_cficache.h"
