@@ -40,7 +40,7 @@ run() {
   shift 2
   [ -d "$d" ] || { mkdir -p "$d"; chmod 700 "$d"; }
   "$@" env PTPROF_DIR="$d" PTPROF_PREFIX=kt- PTPROF_HZ=99 PTPROF_ENGINE="$e" \
-    XDG_CACHE_HOME="$d/cache" LD_PRELOAD="$LIB" "$PROG" kernel 1 >"$d/out.txt" 2>"$d/err.txt" \
+    XDG_CACHE_HOME="$d/cache" LD_PRELOAD="${RUN_LIB:-$LIB}" "${RUN_PROG:-$PROG}" kernel 1 >"$d/out.txt" 2>"$d/err.txt" \
     || { cat "$d/err.txt" >&2; fail "$e: run failed"; }
   shopt -s nullglob
   local f=("$d"/kt-*.pb.gz)
@@ -96,7 +96,14 @@ if [ "$paranoid" -le 2 ]; then
     nbdir=$(mktemp -d /tmp/ptk-nobody.XXXXXX)
     trap 'rm -rf "$nbdir"; prof_cleanup' EXIT
     chown "$nb" "$nbdir"
-    f=$(run perf "$nbdir" setpriv --reuid="$nb" --regid="$nb" --clear-groups)
+    # The checkout itself may be private too (a clone below a 0700 home):
+    # nobody runs copies of the program and the library from its directory.
+    mkdir "$nbdir/bin"
+    cp "$PROG" "$LIB" "$nbdir/bin/"
+    chmod 755 "$nbdir/bin" "$nbdir/bin/"*
+    mkdir -m 700 "$nbdir/run" && chown "$nb" "$nbdir/run"
+    f=$(RUN_PROG="$nbdir/bin/$(basename "$PROG")" RUN_LIB="$nbdir/bin/$(basename "$LIB")" \
+        run perf "$nbdir/run" setpriv --reuid="$nb" --regid="$nb" --clear-groups)
     expect_lost "$f" "perf as nobody"
   fi
 else
