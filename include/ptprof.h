@@ -152,8 +152,8 @@ typedef struct ptprof_options {
  * hrtimer is stopped and restarted); the timer costs ~0.2 us there but is
  * checked only at the tick, and on a thread that runs in bursts shorter
  * than a tick it silently misses CPU (the daemon: ~15 % at 99 Hz). The
- * daemon and the TUI take AUTO. Figures: docs/performance.md, "During the
- * session"; docs/sampler.md, "Engines". */
+ * daemon and the TUI take AUTO. Figures: docs/performance.md, "Why the
+ * perf engine costs the daemon"; docs/sampler.md, "Engines". */
 
 /* The engine a setting names: "auto", "perf" or "timer" give
  * PTPROF_ENGINE_AUTO, _PERF or _TIMER; anything else (NULL included)
@@ -278,7 +278,7 @@ PTPROF_API const char *ptprof_strerror(int err);
  *  - cost: a push of the thread's cached label and its pop are two string
  *    compares and a few thread-local stores; any other push or pop takes
  *    one uncontended mutex and two hash look-ups (figures in
- *    docs/performance.md "Labels" and "During the session"); never call
+ *    docs/performance.md, "Labels"); never call
  *    them from a signal handler.
  * Errors: -EINVAL (NULL, empty, a bad character, a reserved key),
  * PTPROF_E_LABEL_TOO_LONG, PTPROF_E_LABELS_FULL (this thread already has

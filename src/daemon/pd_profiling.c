@@ -54,7 +54,8 @@
  * engine is cheaper per context switch but silently misses CPU of the
  * loop thread's short bursts, while the perf engine puts what it cannot
  * attribute under pseudo-frames (docs/profiling.md, "How samples are
- * taken"; figures in docs/performance.md, "During the session").
+ * taken"; figures in docs/performance.md, "Why the perf engine costs the
+ * daemon").
  * POLYTOKEN_PROFILE_ENGINE overrides. */
 #define PD_PROF_DEFAULT_ENGINE PTPROF_ENGINE_AUTO
 

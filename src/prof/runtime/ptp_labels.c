@@ -20,7 +20,7 @@
  * times in a 20-turn session), each time on a thread that just slept,
  * where the mutex, the hash index and the string table are cold: a
  * push+pop pair measured 5.0-5.5 us after a 20 ms sleep vs ~0.25 us back
- * to back (docs/performance.md, "During the session"). So each thread
+ * to back (docs/performance.md, "Labels"). So each thread
  * remembers the last key=value it interned, holding one reference to each
  * string; a push of the same strings (compared by content, never by
  * pointer) reuses those ids without the mutex and marks its stack entry

@@ -48,7 +48,7 @@ typedef struct cfc_header {
  * zlib crc32, 3 the three-lane CRC-32C), cut into blocks of CFC_BLOCK_ROWS
  * rows (the reader checks each block's rows right after summing it, while
  * they are in the cache). Measured on the 3.2 MB of a profiling daemon's
- * 13 tables: see docs/performance.md "Start-up and cache I/O". A file of
+ * 13 tables: see docs/performance.md "Daemon overhead". A file of
  * another algorithm (id 1, the single-chain CRC-32C of earlier versions,
  * included) is stale: rebuilt and rewritten. */
 #define CFC_BLOCK_ROWS 768                  /* 18 KiB: stays in L1/L2 */
