@@ -2,7 +2,7 @@
  * pd_catalog_ipc.h - wires the artifact catalog (pd_catalog.h) into the
  * daemon: one catalog per daemon, its two IPC methods `artifacts.list` and
  * `artifacts.fetch` registered through the method registry (pd_ipc.h), the
- * active-session hook (pd_store.h) feeding it the session directory, and a
+ * active-session hook (pd_sessions.h) feeding it the session directory, and a
  * shutdown step (slot "state") that frees it.
  *
  * Present in every build: a normal daemon serves daemon snapshots left on

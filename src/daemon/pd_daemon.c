@@ -40,7 +40,7 @@ static struct {
   char *home;      /* absolute */
   char *start_cwd; /* cwd at start (the daemon then chdirs to home) */
   int lock_fd;
-  pd_store *store;
+  pd_sessions *store;
   uint64_t start_ms;
   uv_signal_t sigterm, sigint;
   pt_task sig_task; /* "signals" */
@@ -52,7 +52,7 @@ static struct {
 } d = {.lock_fd = -1};
 
 uv_loop_t *pd_daemon_loop(void) { return d.loop; }
-pd_store *pd_daemon_store(void) { return d.store; }
+pd_sessions *pd_daemon_sessions(void) { return d.store; }
 const char *pd_daemon_home(void) { return d.home; }
 int pd_daemon_stopping(void) { return d.stop_requested; }
 uint64_t pd_daemon_uptime_ms(void) { return uv_now(d.loop) - d.start_ms; }
@@ -127,7 +127,7 @@ static void release_lock(void) {
 
 static void step_state(void *ctx) {
   (void)ctx;
-  pd_store_del(d.store);
+  pd_sessions_del(d.store);
   d.store = NULL;
 }
 
@@ -143,7 +143,7 @@ static void step_log(void *ctx) {
 
 /* ---- telemetry source ---- */
 
-static size_t tel_sessions(void) { return d.store ? pd_store_count(d.store) : 0; }
+static size_t tel_sessions(void) { return d.store ? pd_sessions_count(d.store) : 0; }
 static size_t tel_clients(void) { return pd_ipc_client_count(); }
 
 /* ---- shutdown state machine ---- */
@@ -298,7 +298,7 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
   /* A client that vanishes mid-write must give EPIPE, not kill us. */
   signal(SIGPIPE, SIG_IGN);
   pd_transcript_install_fault_hook();
-  r = pd_store_open(home, &d.store);
+  r = pd_sessions_open(home, &d.store);
   if (r < 0) {
     snprintf(err, errlen, "polytokend: cannot load sessions in %s: %s", home, strerror(-r));
     goto fail_log;
@@ -336,7 +336,7 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
   pd_task_arm(&d.sig_task);
   return 0;
 fail_store:
-  pd_store_del(d.store);
+  pd_sessions_del(d.store);
   d.store = NULL;
 fail_log:
   pd_log_close();
@@ -362,7 +362,7 @@ int pd_daemon_run(void) {
   uv_run(d.loop, UV_RUN_DEFAULT);
   if (d.store) {
     /* the loop ended without a shutdown (should not happen) */
-    pd_store_del(d.store);
+    pd_sessions_del(d.store);
     d.store = NULL;
   }
   /* after the log is closed: stderr only */

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <uv.h>
 
-#include "daemon/pd_store.h"
+#include "daemon/pd_sessions.h"
 
 /* Creates the state root (or makes an existing one of ours 0700:
  * pt_home_prepare), takes the lock ($home/daemon.lock, flock, our pid
@@ -36,7 +36,7 @@ void pd_daemon_request_stop(const char *why);
 int pd_daemon_stopping(void);
 
 uv_loop_t *pd_daemon_loop(void);
-pd_store *pd_daemon_store(void);
+pd_sessions *pd_daemon_sessions(void);
 const char *pd_daemon_home(void);       /* absolute; the daemon's cwd */
 uint64_t pd_daemon_uptime_ms(void);
 

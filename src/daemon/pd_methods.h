@@ -13,11 +13,11 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "daemon/pd_store.h"
+#include "daemon/pd_sessions.h"
 
 typedef struct pd_methods_ctx {
   uv_loop_t *loop;
-  pd_store *store;                       /* the daemon's sessions */
+  pd_sessions *store;                       /* the daemon's sessions */
   void (*request_stop)(const char *why); /* daemon.stop */
   int (*stopping)(void);                 /* 1 once a stop was requested */
   uint64_t (*uptime_ms)(void);

@@ -44,7 +44,7 @@
 #include "daemon/pd_log.h"
 #include "daemon/pd_loop.h"
 #include "daemon/pd_shutdown.h"
-#include "daemon/pd_store.h"
+#include "daemon/pd_sessions.h"
 #include "ptprof.h"
 #include "ptprof_console.h"
 

@@ -5,7 +5,7 @@
  *
  * What it may use (docs/daemon.md, "Seams"):
  *   pd_shutdown_register(PD_SHUTDOWN_FINAL_PROFILE, ...)   (pd_shutdown.h)
- *   pd_on_active_session(cb, ctx)                          (pd_store.h)
+ *   pd_on_active_session(cb, ctx)                          (pd_sessions.h)
  *   pd_ipc_register_method("profile.dump", ...)            (pd_ipc.h)
  *   pd_daemon_home(), pd_daemon_loop()                     (pd_daemon.h)
  * Returns 0, or a negative error: the daemon then logs it and exits 1.

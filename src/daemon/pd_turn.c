@@ -18,7 +18,7 @@ struct pd_turn {
   pt_task task; /* "turn" */
   uv_async_t async;
   uv_loop_t *loop;
-  pd_store *st;
+  pd_sessions *st;
   pd_session *s;
   int turn_id;
   pd_conn *sender;        /* held; NULL if none */
@@ -101,7 +101,7 @@ static void sink_done(void *ctx, pd_resp_status st, const char *error) {
 static json_t *build_messages(pd_turn *t) {
   char err[256];
   json_t *entries = NULL;
-  /* The in-memory transcript (pd_store.h): read from disk once per
+  /* The in-memory transcript (pd_sessions.h): read from disk once per
    * session, not on every turn. */
   if (pd_session_history(t->s, &entries, err, sizeof err) == 0) {
     json_incref(entries);
@@ -167,7 +167,7 @@ static void finish(pd_turn *t) {
     msg[l] = 0;
     status = "error";
   }
-  int tr = pd_store_touch(t->st, t->s);
+  int tr = pd_sessions_touch(t->st, t->s);
   if (tr < 0) pd_warn("session %s: updating session.json: %s", t->s->id, strerror(-tr));
   pd_info("session %s turn %d: %s%s%s", t->s->id, t->turn_id, status, msg[0] ? ": " : "", msg);
   json_t *p = json_pack("{s:s, s:i, s:s}", "session", t->s->id, "turn_id", t->turn_id, "status",
@@ -236,7 +236,7 @@ static void async_cb(uv_async_t *a) {
   }
 }
 
-int pd_turn_start(uv_loop_t *loop, pd_store *st, pd_session *s, pd_conn *sender,
+int pd_turn_start(uv_loop_t *loop, pd_sessions *st, pd_session *s, pd_conn *sender,
                   const char *text, int *turn_id) {
   if (s->running) return -EBUSY;
   pd_turn *t = calloc(1, sizeof *t);
@@ -253,7 +253,7 @@ int pd_turn_start(uv_loop_t *loop, pd_store *st, pd_session *s, pd_conn *sender,
     free(t);
     return r;
   }
-  r = pd_store_touch(st, s);
+  r = pd_sessions_touch(st, s);
   if (r < 0) pd_warn("session %s: updating session.json: %s", s->id, strerror(-r));
   t->loop = loop;
   t->st = st;
@@ -283,7 +283,7 @@ int pd_turn_cancel(pd_session *s) {
   return 0;
 }
 
-void pd_turn_cancel_all(pd_store *st, void (*done)(void *), void *ctx) {
+void pd_turn_cancel_all(pd_sessions *st, void (*done)(void *), void *ctx) {
   g_idle_cb = NULL;
   if (g_running == 0) {
     if (done) done(ctx);
@@ -292,6 +292,6 @@ void pd_turn_cancel_all(pd_store *st, void (*done)(void *), void *ctx) {
   g_idle_cb = done;
   g_idle_ctx = ctx;
   /* the store's session list is the registry of running turns */
-  for (pd_session *s = pd_store_first(st); s; s = s->next)
+  for (pd_session *s = pd_sessions_first(st); s; s = s->next)
     if (s->running) pd_turn_cancel(s);
 }

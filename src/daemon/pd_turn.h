@@ -21,7 +21,7 @@
 #include <jansson.h>
 
 #include "daemon/pd_ipc.h" /* pd_conn, as an opaque type only */
-#include "daemon/pd_store.h"
+#include "daemon/pd_sessions.h"
 
 typedef struct pd_turn pd_turn;
 
@@ -52,7 +52,7 @@ void pd_turn_configure(const pd_turn_config *cfg);
  * Errors: -EBUSY (a turn is running), -ENOSPC/-EIO/... (the user entry could
  * not be saved: nothing was started, transcript unchanged), -ENOMEM.
  * sender may be NULL. */
-int pd_turn_start(uv_loop_t *loop, pd_store *st, pd_session *s, pd_conn *sender,
+int pd_turn_start(uv_loop_t *loop, pd_sessions *st, pd_session *s, pd_conn *sender,
                   const char *text, int *turn_id);
 
 /* Cancels the session's running turn (its turn.done will say "cancelled").
@@ -61,7 +61,7 @@ int pd_turn_cancel(pd_session *s);
 
 /* Cancels every running turn; done() runs (from a later callback, or
  * immediately if none is running) once no turn is running. */
-void pd_turn_cancel_all(pd_store *st, void (*done)(void *), void *ctx);
+void pd_turn_cancel_all(pd_sessions *st, void (*done)(void *), void *ctx);
 
 size_t pd_turn_running(void);   /* turns running now */
 uint64_t pd_turn_total(void);   /* turns started since the daemon started */

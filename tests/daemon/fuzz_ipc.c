@@ -69,7 +69,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   if (pd_daemon_listen(err, sizeof err) < 0) { fprintf(stderr, "%s\n", err); abort(); }
   if (pd_ipc_register_method("daemon.stop", stop_replaced, NULL) < 0) abort();
   pd_session *s = NULL;
-  if (pd_store_create(pd_daemon_store(), "fuzz", &s) < 0) abort();
+  if (pd_sessions_create(pd_daemon_sessions(), "fuzz", &s) < 0) abort();
   snprintf(session_id, sizeof session_id, "%s", s->id);
   snprintf(sock_path, sizeof sock_path, "%s/daemon.sock", pd_daemon_home());
   return 0;

@@ -1,5 +1,6 @@
 /*
- * pd_store.h - sessions on disk and in memory.
+ * pd_sessions.h - the daemon's session store: sessions on disk and in memory
+ * (not the sampler's snapshot store or the symbol cache of src/prof).
  *
  * Layout under the state root (docs/daemon.md):
  *   sessions/<id>/session.json     {"name","created","last_activity"}, replaced
@@ -11,7 +12,7 @@
  *                                  profiling build
  *   active_session                 id of the most recently attached session
  *
- * The store is loaded once at start (pd_store_open); from then on memory is
+ * The store is loaded once at start (pd_sessions_open); from then on memory is
  * authoritative and every change is written through before it is reported.
  * A session whose session.json or transcript.jsonl cannot be read or parsed
  * is "skipped": listed with its error, never touched (not deleted, not
@@ -21,8 +22,8 @@
  * files and may run on any thread.
  * Errors: negative errno (-ENOENT, -ENOSPC, -EIO, ...).
  */
-#ifndef PD_STORE_H
-#define PD_STORE_H
+#ifndef PD_SESSIONS_H
+#define PD_SESSIONS_H
 
 #include <jansson.h>
 #include <stddef.h>
@@ -49,43 +50,43 @@ typedef struct pd_session {
   struct pd_session *next;
 } pd_session;
 
-typedef struct pd_store pd_store;
+typedef struct pd_sessions pd_sessions;
 
 /* Loads (creating the directories if needed) the store under `home`.
  * Damaged sessions are logged and kept in the skipped list. Returns 0 and a
- * new store in *out (free with pd_store_del), or -errno if the sessions
+ * new store in *out (free with pd_sessions_del), or -errno if the sessions
  * directory cannot be created or read. */
-int pd_store_open(const char *home, pd_store **out);
-void pd_store_del(pd_store *st);
+int pd_sessions_open(const char *home, pd_sessions **out);
+void pd_sessions_del(pd_sessions *st);
 
-const char *pd_store_home(const pd_store *st);
-size_t pd_store_count(const pd_store *st);  /* valid sessions */
-pd_session *pd_store_find(pd_store *st, const char *id);  /* NULL if unknown */
-pd_session *pd_store_first(pd_store *st);   /* iteration: s->next */
+const char *pd_sessions_home(const pd_sessions *st);
+size_t pd_sessions_count(const pd_sessions *st);  /* valid sessions */
+pd_session *pd_sessions_find(pd_sessions *st, const char *id);  /* NULL if unknown */
+pd_session *pd_sessions_first(pd_sessions *st);   /* iteration: s->next */
 
 /* Creates a session (name NULL = "Session N"). Returns 0 and the session
  * (owned by the store) in *out, -EINVAL for a bad name, or -errno. */
-int pd_store_create(pd_store *st, const char *name, pd_session **out);
+int pd_sessions_create(pd_sessions *st, const char *name, pd_session **out);
 /* Renames; -EINVAL for a bad name; -errno if session.json cannot be written
  * (the old name is kept then). */
-int pd_store_rename(pd_store *st, pd_session *s, const char *name);
+int pd_sessions_rename(pd_sessions *st, pd_session *s, const char *name);
 /* Removes the session directory (after renaming it out of the way, so a
  * crash never leaves half a session under its id). The caller checks that
  * no turn is running. If it was active, the active session becomes none. */
-int pd_store_delete(pd_store *st, pd_session *s);
+int pd_sessions_delete(pd_sessions *st, pd_session *s);
 /* Sets last_activity to now and rewrites session.json. */
-int pd_store_touch(pd_store *st, pd_session *s);
+int pd_sessions_touch(pd_sessions *st, pd_session *s);
 
 /* {id,name,created,last_activity,turns} (new reference). */
 json_t *pd_session_json(const pd_session *s);
 /* {"sessions":[...newest first...],"skipped":[{"id","error"}]} */
-json_t *pd_store_list_json(pd_store *st);
+json_t *pd_sessions_list_json(pd_sessions *st);
 
 /* Active session: the one most recently attached, persisted in
  * <home>/active_session (atomically). NULL clears it. Calls the
  * pd_on_active_session hooks when it changes. */
-int pd_store_set_active(pd_store *st, pd_session *s);
-pd_session *pd_store_active(pd_store *st);
+int pd_sessions_set_active(pd_sessions *st, pd_session *s);
+pd_session *pd_sessions_active(pd_sessions *st);
 
 /* Hook for the profiling build (seam 4): cb(session_dir, ctx) is called now
  * if a session is active, and whenever the active session changes;

@@ -1,6 +1,6 @@
-/* pd_store.c - sessions on disk and in memory. See pd_store.h. */
+/* pd_sessions.c - the daemon's session store. See pd_sessions.h. */
 #include "pt_config.h"
-#include "daemon/pd_store.h"
+#include "daemon/pd_sessions.h"
 #include "daemon/pd_log.h"
 #include "common/pt_file.h"
 #include "common/pt_jsonl.h"
@@ -25,7 +25,7 @@ typedef struct skipped {
   struct skipped *next;
 } skipped;
 
-struct pd_store {
+struct pd_sessions {
   char *home;
   char *sessions_dir;
   pd_session *sessions;   /* list, unordered */
@@ -42,7 +42,7 @@ typedef struct {
 } active_hook;
 static active_hook g_hooks[8];
 static int g_nhooks;
-static pd_store *g_store; /* the open store, for hooks registered later */
+static pd_sessions *g_store; /* the open store, for hooks registered later */
 
 static void fire_hooks(const char *dir) {
   for (int i = 0; i < g_nhooks; i++) g_hooks[i].cb(dir, g_hooks[i].ctx);
@@ -99,7 +99,7 @@ static void session_free(pd_session *s) {
   free(s);
 }
 
-static int add_skipped(pd_store *st, const char *id, const char *error) {
+static int add_skipped(pd_sessions *st, const char *id, const char *error) {
   skipped *k = calloc(1, sizeof *k);
   if (!k) return -ENOMEM;
   k->id = strdup(id);
@@ -146,7 +146,7 @@ static int save_session_json(const pd_session *s) {
 }
 
 /* Loads one session directory; on damage records it as skipped. */
-static int load_session(pd_store *st, const char *id) {
+static int load_session(pd_sessions *st, const char *id) {
   char err[256];
   char *dir = path_join(st->sessions_dir, id);
   if (!dir) return -ENOMEM;
@@ -230,7 +230,7 @@ out:
   return r;
 }
 
-static void load_active(pd_store *st) {
+static void load_active(pd_sessions *st) {
   char *path = path_join(st->home, "active_session");
   char *data = NULL;
   size_t len = 0;
@@ -238,7 +238,7 @@ static void load_active(pd_store *st) {
   int r = pt_read_all(path, 256, &data, &len);
   if (r == 0) {
     while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == ' ')) data[--len] = 0;
-    pd_session *s = pd_store_find(st, data);
+    pd_session *s = pd_sessions_find(st, data);
     if (s) {
       st->active = s;
       pd_info("active session: %s", s->id);
@@ -252,9 +252,9 @@ static void load_active(pd_store *st) {
   free(path);
 }
 
-int pd_store_open(const char *home, pd_store **out) {
+int pd_sessions_open(const char *home, pd_sessions **out) {
   *out = NULL;
-  pd_store *st = calloc(1, sizeof *st);
+  pd_sessions *st = calloc(1, sizeof *st);
   if (!st) return -ENOMEM;
   int r = -ENOMEM;
   st->home = strdup(home);
@@ -293,11 +293,11 @@ int pd_store_open(const char *home, pd_store **out) {
   *out = st;
   return 0;
 fail:
-  pd_store_del(st);
+  pd_sessions_del(st);
   return r;
 }
 
-void pd_store_del(pd_store *st) {
+void pd_sessions_del(pd_sessions *st) {
   if (!st) return;
   if (g_store == st) g_store = NULL;
   while (st->sessions) {
@@ -317,17 +317,17 @@ void pd_store_del(pd_store *st) {
   free(st);
 }
 
-const char *pd_store_home(const pd_store *st) { return st->home; }
-size_t pd_store_count(const pd_store *st) { return st->count; }
-pd_session *pd_store_first(pd_store *st) { return st->sessions; }
+const char *pd_sessions_home(const pd_sessions *st) { return st->home; }
+size_t pd_sessions_count(const pd_sessions *st) { return st->count; }
+pd_session *pd_sessions_first(pd_sessions *st) { return st->sessions; }
 
-pd_session *pd_store_find(pd_store *st, const char *id) {
+pd_session *pd_sessions_find(pd_sessions *st, const char *id) {
   for (pd_session *s = st->sessions; s; s = s->next)
     if (strcmp(s->id, id) == 0) return s;
   return NULL;
 }
 
-static int is_skipped(pd_store *st, const char *id) {
+static int is_skipped(pd_sessions *st, const char *id) {
   for (skipped *k = st->skipped; k; k = k->next)
     if (strcmp(k->id, id) == 0) return 1;
   return 0;
@@ -342,7 +342,7 @@ static int rm_rf(const char *path) {
   return nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -errno;
 }
 
-int pd_store_create(pd_store *st, const char *name, pd_session **out) {
+int pd_sessions_create(pd_sessions *st, const char *name, pd_session **out) {
   char defname[64];
   if (!name) {
     snprintf(defname, sizeof defname, "Session %zu", st->count + 1);
@@ -354,7 +354,7 @@ int pd_store_create(pd_store *st, const char *name, pd_session **out) {
     unsigned char rnd[PD_SESSION_ID_LEN / 2];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return -EIO;
     for (size_t i = 0; i < sizeof rnd; i++) snprintf(id + 2 * i, 3, "%02x", rnd[i]);
-    if (!pd_store_find(st, id) && !is_skipped(st, id)) break;
+    if (!pd_sessions_find(st, id) && !is_skipped(st, id)) break;
     if (tries > 16) return -EEXIST;
   }
   pd_session *s = calloc(1, sizeof *s);
@@ -412,7 +412,7 @@ fail_dir:
   return r;
 }
 
-int pd_store_rename(pd_store *st, pd_session *s, const char *name) {
+int pd_sessions_rename(pd_sessions *st, pd_session *s, const char *name) {
   (void)st;
   if (pd_session_name_ok(name) != 0) return -EINVAL;
   char *nn = strdup(name);
@@ -430,13 +430,13 @@ int pd_store_rename(pd_store *st, pd_session *s, const char *name) {
   return 0;
 }
 
-int pd_store_touch(pd_store *st, pd_session *s) {
+int pd_sessions_touch(pd_sessions *st, pd_session *s) {
   (void)st;
   pd_time_rfc3339(s->last_activity, sizeof s->last_activity);
   return save_session_json(s);
 }
 
-int pd_store_delete(pd_store *st, pd_session *s) {
+int pd_sessions_delete(pd_sessions *st, pd_session *s) {
   char gone[PATH_MAX];
   snprintf(gone, sizeof gone, "%s/.deleted-%s", st->sessions_dir, s->id);
   if (rename(s->dir, gone) != 0) return -errno;
@@ -448,7 +448,7 @@ int pd_store_delete(pd_store *st, pd_session *s) {
   if (*pp) *pp = s->next;
   st->count--;
   pd_info("session %s deleted", s->id);
-  if (st->active == s) pd_store_set_active(st, NULL);
+  if (st->active == s) pd_sessions_set_active(st, NULL);
   session_free(s);
   return 0;
 }
@@ -464,7 +464,7 @@ static int cmp_newest(const void *a, const void *b) {
   return c ? c : strcmp(x->id, y->id);
 }
 
-json_t *pd_store_list_json(pd_store *st) {
+json_t *pd_sessions_list_json(pd_sessions *st) {
   pd_session **v = calloc(st->count + 1, sizeof *v);
   if (!v) return NULL;
   size_t n = 0;
@@ -478,9 +478,9 @@ json_t *pd_store_list_json(pd_store *st) {
   return json_pack("{s:o, s:o}", "sessions", arr, "skipped", sk);
 }
 
-pd_session *pd_store_active(pd_store *st) { return st->active; }
+pd_session *pd_sessions_active(pd_sessions *st) { return st->active; }
 
-int pd_store_set_active(pd_store *st, pd_session *s) {
+int pd_sessions_set_active(pd_sessions *st, pd_session *s) {
   char *path = path_join(st->home, "active_session");
   if (!path) return -ENOMEM;
   int r;

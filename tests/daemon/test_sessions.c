@@ -1,8 +1,8 @@
-/* Unit tests for the session store and transcript (src/daemon/pd_store.c),
+/* Unit tests for the session store and transcript (src/daemon/pd_sessions.c),
  * on real files in a temporary state root. */
 #include "pt_test.h"
 #include "pt_config.h"
-#include "daemon/pd_store.h"
+#include "daemon/pd_sessions.h"
 #include "common/pt_file.h"
 
 #include <errno.h>
@@ -26,21 +26,21 @@ static void hook(const char *dir, void *ctx) {
   snprintf(g_hook_dir, sizeof g_hook_dir, "%s", dir ? dir : "(null)");
 }
 
-PT_TEST(daemon_store_create_rename_persist_active) {
+PT_TEST(daemon_sessions_create_rename_persist_active) {
   char *home = pt_tmpdir("store");
-  pd_store *st;
-  PT_ASSERT_INT_EQ(pd_store_open(home, &st), 0);
+  pd_sessions *st;
+  PT_ASSERT_INT_EQ(pd_sessions_open(home, &st), 0);
   PT_ASSERT_INT_EQ(pd_on_active_session(hook, NULL), 0);
   PT_ASSERT_INT_EQ(g_hook_calls, 0);
   pd_session *a, *b;
-  PT_ASSERT_INT_EQ(pd_store_create(st, NULL, &a), 0);
+  PT_ASSERT_INT_EQ(pd_sessions_create(st, NULL, &a), 0);
   PT_ASSERT_STR_EQ(a->name, "Session 1");
   PT_ASSERT_UINT_EQ(strlen(a->id), 12);
-  PT_ASSERT_INT_EQ(pd_store_create(st, "second", &b), 0);
+  PT_ASSERT_INT_EQ(pd_sessions_create(st, "second", &b), 0);
   PT_ASSERT(strcmp(a->id, b->id) != 0);
-  PT_ASSERT_INT_EQ(pd_store_create(st, "", &b), -EINVAL);
-  PT_ASSERT_INT_EQ(pd_store_create(st, "bad\nname", &b), -EINVAL);
-  PT_ASSERT_INT_EQ(pd_store_rename(st, a, "renamed"), 0);
+  PT_ASSERT_INT_EQ(pd_sessions_create(st, "", &b), -EINVAL);
+  PT_ASSERT_INT_EQ(pd_sessions_create(st, "bad\nname", &b), -EINVAL);
+  PT_ASSERT_INT_EQ(pd_sessions_rename(st, a, "renamed"), 0);
   /* directories made with the session */
   char *prof = join(a->dir, "profiling");
   struct stat sb;
@@ -50,25 +50,25 @@ PT_TEST(daemon_store_create_rename_persist_active) {
   PT_ASSERT_INT_EQ(pd_transcript_append(a, 1, "user", "hello", NULL), 0);
   PT_ASSERT_INT_EQ(pd_transcript_append(a, 1, "assistant", "hi there", NULL), 0);
   PT_ASSERT_INT_EQ(a->turns, 1);
-  PT_ASSERT_INT_EQ(pd_store_set_active(st, a), 0);
+  PT_ASSERT_INT_EQ(pd_sessions_set_active(st, a), 0);
   PT_ASSERT_INT_EQ(g_hook_calls, 1);
   PT_ASSERT_STR_EQ(g_hook_dir, a->dir);
   char ida[13];
   memcpy(ida, a->id, sizeof ida);
-  pd_store_del(st);
+  pd_sessions_del(st);
 
   /* reopen: everything is back, newest first, active restored */
   g_hook_calls = 0;
-  PT_ASSERT_INT_EQ(pd_store_open(home, &st), 0);
+  PT_ASSERT_INT_EQ(pd_sessions_open(home, &st), 0);
   PT_ASSERT_INT_EQ(g_hook_calls, 1); /* fired at load for the active session */
-  PT_ASSERT_UINT_EQ(pd_store_count(st), 2);
-  pd_session *ra = pd_store_find(st, ida);
+  PT_ASSERT_UINT_EQ(pd_sessions_count(st), 2);
+  pd_session *ra = pd_sessions_find(st, ida);
   PT_ASSERT(ra != NULL);
   PT_ASSERT_STR_EQ(ra->name, "renamed");
   PT_ASSERT_INT_EQ(ra->turns, 1);
-  PT_ASSERT(pd_store_active(st) == ra);
-  PT_ASSERT_INT_EQ(pd_store_touch(st, ra), 0);
-  json_t *l = pd_store_list_json(st);
+  PT_ASSERT(pd_sessions_active(st) == ra);
+  PT_ASSERT_INT_EQ(pd_sessions_touch(st, ra), 0);
+  json_t *l = pd_sessions_list_json(st);
   json_t *first = json_array_get(json_object_get(l, "sessions"), 0);
   PT_ASSERT_STR_EQ(json_string_value(json_object_get(first, "id")), ida);
   PT_ASSERT_INT_EQ(json_array_size(json_object_get(l, "skipped")), 0);
@@ -82,37 +82,37 @@ PT_TEST(daemon_store_create_rename_persist_active) {
   json_decref(tr);
   /* delete the active session: gone from disk, no active session */
   char *dir = strdup(ra->dir);
-  PT_ASSERT_INT_EQ(pd_store_delete(st, ra), 0);
+  PT_ASSERT_INT_EQ(pd_sessions_delete(st, ra), 0);
   PT_ASSERT(stat(dir, &sb) != 0);
-  PT_ASSERT(pd_store_active(st) == NULL);
+  PT_ASSERT(pd_sessions_active(st) == NULL);
   PT_ASSERT_STR_EQ(g_hook_dir, "(null)");
-  pd_store_del(st);
+  pd_sessions_del(st);
   pt_rm_rf(home);
 }
 
-PT_TEST(daemon_store_damaged_session_skipped_untouched) {
+PT_TEST(daemon_sessions_damaged_session_skipped_untouched) {
   char *home = pt_tmpdir("damaged");
-  pd_store *st;
-  PT_ASSERT_INT_EQ(pd_store_open(home, &st), 0);
+  pd_sessions *st;
+  PT_ASSERT_INT_EQ(pd_sessions_open(home, &st), 0);
   pd_session *a, *b, *c;
-  PT_ASSERT_INT_EQ(pd_store_create(st, "good", &a), 0);
-  PT_ASSERT_INT_EQ(pd_store_create(st, "bad json", &b), 0);
-  PT_ASSERT_INT_EQ(pd_store_create(st, "bad transcript", &c), 0);
+  PT_ASSERT_INT_EQ(pd_sessions_create(st, "good", &a), 0);
+  PT_ASSERT_INT_EQ(pd_sessions_create(st, "bad json", &b), 0);
+  PT_ASSERT_INT_EQ(pd_sessions_create(st, "bad transcript", &c), 0);
   char *bj = join(b->dir, "session.json");
   char *ct = join(c->dir, "transcript.jsonl");
   char idb[13], idc[13];
   memcpy(idb, b->id, 13);
   memcpy(idc, c->id, 13);
-  pd_store_del(st);
+  pd_sessions_del(st);
   const char junk[] = "{\"name\": \"bad json\", \"created\": ";
   pt_write_file(bj, junk, sizeof junk - 1);
   const char half[] = "{\"turn_id\":1,\"role\":\"user\",\"text\":\"x\",\"ts\":\"2026-01-01T00:00:00Z\"}\n{\"turn_id\":2,";
   pt_write_file(ct, half, sizeof half - 1);
 
-  PT_ASSERT_INT_EQ(pd_store_open(home, &st), 0);
-  PT_ASSERT_UINT_EQ(pd_store_count(st), 1);
-  PT_ASSERT(pd_store_find(st, idb) == NULL);
-  json_t *l = pd_store_list_json(st);
+  PT_ASSERT_INT_EQ(pd_sessions_open(home, &st), 0);
+  PT_ASSERT_UINT_EQ(pd_sessions_count(st), 1);
+  PT_ASSERT(pd_sessions_find(st, idb) == NULL);
+  json_t *l = pd_sessions_list_json(st);
   json_t *sk = json_object_get(l, "skipped");
   PT_ASSERT_UINT_EQ(json_array_size(sk), 2);
   int seen_b = 0, seen_c = 0;
@@ -126,8 +126,8 @@ PT_TEST(daemon_store_damaged_session_skipped_untouched) {
   json_decref(l);
   /* a new session never reuses a skipped id, and the files are untouched */
   pd_session *d;
-  PT_ASSERT_INT_EQ(pd_store_create(st, NULL, &d), 0);
-  pd_store_del(st);
+  PT_ASSERT_INT_EQ(pd_sessions_create(st, NULL, &d), 0);
+  pd_sessions_del(st);
   size_t n;
   char *got = pt_read_file(bj, &n);
   PT_ASSERT_UINT_EQ(n, sizeof junk - 1);
@@ -142,10 +142,10 @@ PT_TEST(daemon_store_damaged_session_skipped_untouched) {
 
 PT_TEST(daemon_transcript_injected_enospc_leaves_file_intact) {
   char *home = pt_tmpdir("fault");
-  pd_store *st;
-  PT_ASSERT_INT_EQ(pd_store_open(home, &st), 0);
+  pd_sessions *st;
+  PT_ASSERT_INT_EQ(pd_sessions_open(home, &st), 0);
   pd_session *a;
-  PT_ASSERT_INT_EQ(pd_store_create(st, "f", &a), 0);
+  PT_ASSERT_INT_EQ(pd_sessions_create(st, "f", &a), 0);
   PT_ASSERT_INT_EQ(pd_transcript_append(a, 1, "user", "kept line", NULL), 0);
   char *tp = join(a->dir, "transcript.jsonl");
   size_t n0;
@@ -174,7 +174,7 @@ PT_TEST(daemon_transcript_injected_enospc_leaves_file_intact) {
   free(before);
   free(mid);
   free(after);
-  pd_store_del(st);
+  pd_sessions_del(st);
   pt_rm_rf(home);
 }
 
@@ -185,10 +185,10 @@ PT_TEST(daemon_transcript_real_enospc_on_tmpfs) {
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) PT_SKIP("cannot make mounts private");
   char *home = pt_tmpdir("tmpfs");
   if (mount("tmpfs", home, "tmpfs", 0, "size=64k") != 0) PT_SKIP("cannot mount tmpfs");
-  pd_store *st;
-  PT_ASSERT_INT_EQ(pd_store_open(home, &st), 0);
+  pd_sessions *st;
+  PT_ASSERT_INT_EQ(pd_sessions_open(home, &st), 0);
   pd_session *a;
-  PT_ASSERT_INT_EQ(pd_store_create(st, "full", &a), 0);
+  PT_ASSERT_INT_EQ(pd_sessions_create(st, "full", &a), 0);
   char *tp = join(a->dir, "transcript.jsonl");
   static char big[8192];
   memset(big, 'x', sizeof big - 1);
@@ -204,7 +204,7 @@ PT_TEST(daemon_transcript_real_enospc_on_tmpfs) {
   PT_ASSERT_INT_EQ(pd_transcript_read(tp, NULL, &maxt, err, sizeof err), 0);
   PT_ASSERT_INT_EQ(maxt, i - 2); /* every successful append, none of the failed */
   free(data);
-  pd_store_del(st);
+  pd_sessions_del(st);
   umount(home);
   pt_rm_rf(home);
 }
@@ -216,10 +216,10 @@ PT_TEST(daemon_transcript_real_enospc_on_tmpfs) {
  * session as damaged. */
 PT_TEST(daemon_transcript_append_capped_at_loader_limit) {
   char *home = pt_tmpdir("trcap");
-  pd_store *st;
-  PT_ASSERT_INT_EQ(pd_store_open(home, &st), 0);
+  pd_sessions *st;
+  PT_ASSERT_INT_EQ(pd_sessions_open(home, &st), 0);
   pd_session *a;
-  PT_ASSERT_INT_EQ(pd_store_create(st, "big", &a), 0);
+  PT_ASSERT_INT_EQ(pd_sessions_create(st, "big", &a), 0);
   char id[PD_SESSION_ID_LEN + 1];
   memcpy(id, a->id, sizeof id);
   /* One valid entry whose line leaves 40 bytes below the limit. */
@@ -242,13 +242,13 @@ PT_TEST(daemon_transcript_append_capped_at_loader_limit) {
   PT_ASSERT_INT_EQ(stat(tpath, &sb), 0);
   PT_ASSERT_UINT_EQ((uint64_t)sb.st_size, total);
   PT_ASSERT_INT_EQ(a->turns, 1);
-  pd_store_del(st);
+  pd_sessions_del(st);
   /* The session is still loadable. */
-  PT_ASSERT_INT_EQ(pd_store_open(home, &st), 0);
-  pd_session *ra = pd_store_find(st, id);
+  PT_ASSERT_INT_EQ(pd_sessions_open(home, &st), 0);
+  pd_session *ra = pd_sessions_find(st, id);
   PT_ASSERT_MSG(ra != NULL, "session %s no longer loads", id);
   PT_ASSERT_INT_EQ(ra->turns, 1);
-  pd_store_del(st);
+  pd_sessions_del(st);
   free(tpath);
   pt_rm_rf(home);
 }
@@ -269,10 +269,10 @@ static int history_matches_file(pd_session *s) {
 
 PT_TEST(daemon_session_history_follows_appends) {
   char *home = pt_tmpdir("history");
-  pd_store *st;
-  PT_ASSERT_INT_EQ(pd_store_open(home, &st), 0);
+  pd_sessions *st;
+  PT_ASSERT_INT_EQ(pd_sessions_open(home, &st), 0);
   pd_session *a;
-  PT_ASSERT_INT_EQ(pd_store_create(st, "h", &a), 0);
+  PT_ASSERT_INT_EQ(pd_sessions_create(st, "h", &a), 0);
   json_t *h = NULL;
   char err[128];
   PT_ASSERT_INT_EQ(pd_session_history(a, &h, err, sizeof err), 0); /* no file yet: empty */
@@ -301,5 +301,5 @@ PT_TEST(daemon_session_history_follows_appends) {
   PT_ASSERT_INT_EQ(pd_session_history(a, &h, err, sizeof err), 0);
   PT_ASSERT_UINT_EQ(json_array_size(h), 3);
   free(tp);
-  pd_store_del(st);
+  pd_sessions_del(st);
 }
