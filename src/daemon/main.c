@@ -121,9 +121,9 @@ int main(int argc, char **argv) {
   }
   /* Artifact catalog (artifacts.list/fetch), every build; not fatal. The
    * daemon now runs in its state root: pass the absolute path. */
-  if (pd_catalog_install(pd_daemon_home()) < 0) pd_warn("artifact catalog unavailable");
+  if (pd_catalog_install(pd_daemon_home(), pd_daemon_sessions()) < 0) pd_warn("artifact catalog unavailable");
 #if PT_PROFILING
-  r = pd_profiling_init(&loop);
+  r = pd_profiling_init(&loop, pd_daemon_home(), pd_daemon_sessions());
   if (r < 0) {
     pd_error("profiling initialisation failed: %d; stopping", r);
     snprintf(err, sizeof err, "polytokend: profiling initialisation failed: %s", strerror(-r));

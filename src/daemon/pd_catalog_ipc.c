@@ -319,13 +319,13 @@ static void on_shutdown(void *ctx) {
    * slot) get `shutting_down` instead of touching freed memory. */
 }
 
-int pd_catalog_install(const char *home) {
+int pd_catalog_install(const char *home, pd_sessions *sessions) {
   if (g_catalog) return -EALREADY;
   int r = pd_catalog_new(&g_catalog, home);
   if (r < 0) return r;
   if ((r = pd_ipc_register_method("artifacts.list", on_method, NULL)) < 0 ||
       (r = pd_ipc_register_method("artifacts.fetch", on_method, NULL)) < 0 ||
-      (r = pd_on_active_session(on_active, NULL)) < 0 ||
+      (r = pd_sessions_on_active(sessions, on_active, NULL)) < 0 ||
       (r = pd_shutdown_register(PD_SHUTDOWN_STATE, "artifact catalog", on_shutdown, NULL)) < 0) {
     pd_log(PD_LOG_WARN, "catalog: cannot install: %s", strerror(-r));
     return r;

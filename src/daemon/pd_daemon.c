@@ -40,7 +40,7 @@ static struct {
   char *home;      /* absolute */
   char *start_cwd; /* cwd at start (the daemon then chdirs to home) */
   int lock_fd;
-  pd_sessions *store;
+  pd_sessions *sessions;
   uint64_t start_ms;
   uv_signal_t sigterm, sigint;
   pt_task sig_task; /* "signals" */
@@ -52,7 +52,7 @@ static struct {
 } d = {.lock_fd = -1};
 
 uv_loop_t *pd_daemon_loop(void) { return d.loop; }
-pd_sessions *pd_daemon_sessions(void) { return d.store; }
+pd_sessions *pd_daemon_sessions(void) { return d.sessions; }
 const char *pd_daemon_home(void) { return d.home; }
 int pd_daemon_stopping(void) { return d.stop_requested; }
 uint64_t pd_daemon_uptime_ms(void) { return uv_now(d.loop) - d.start_ms; }
@@ -127,8 +127,8 @@ static void release_lock(void) {
 
 static void step_state(void *ctx) {
   (void)ctx;
-  pd_sessions_del(d.store);
-  d.store = NULL;
+  pd_sessions_del(d.sessions);
+  d.sessions = NULL;
 }
 
 static void step_telemetry(void *ctx) {
@@ -143,7 +143,7 @@ static void step_log(void *ctx) {
 
 /* ---- telemetry source ---- */
 
-static size_t tel_sessions(void) { return d.store ? pd_sessions_count(d.store) : 0; }
+static size_t tel_sessions(void) { return d.sessions ? pd_sessions_count(d.sessions) : 0; }
 static size_t tel_clients(void) { return pd_ipc_client_count(); }
 
 /* ---- shutdown state machine ---- */
@@ -200,7 +200,7 @@ static void stop_async_cb(uv_async_t *a) {
       d.phase = PH_TURNS;
       uv_timer_start(&d.turn_deadline, turn_deadline_cb, TURN_DEADLINE_MS, 0);
       pd_task_arm(&d.stop_task);
-      pd_turn_cancel_all(d.store, on_turns_done, NULL);
+      pd_turn_cancel_all(d.sessions, on_turns_done, NULL);
     } else if (d.phase == PH_TURNS && (d.turns_done || d.turns_timed_out)) {
       uv_timer_stop(&d.turn_deadline);
       pd_task_disarm(&d.stop_task);
@@ -298,7 +298,7 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
   /* A client that vanishes mid-write must give EPIPE, not kill us. */
   signal(SIGPIPE, SIG_IGN);
   pd_transcript_install_fault_hook();
-  r = pd_sessions_open(home, &d.store);
+  r = pd_sessions_open(home, &d.sessions);
   if (r < 0) {
     snprintf(err, errlen, "polytokend: cannot load sessions in %s: %s", home, strerror(-r));
     goto fail_log;
@@ -315,7 +315,7 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
    * start directory; methods reach the daemon through their context. */
   pd_turn_config tc = {pd_ipc_broadcast, pd_conn_hold, pd_conn_release, d.start_cwd};
   pd_turn_configure(&tc);
-  pd_methods_ctx mc = {loop, d.store, pd_daemon_request_stop, pd_daemon_stopping,
+  pd_methods_ctx mc = {loop, d.sessions, pd_daemon_request_stop, pd_daemon_stopping,
                        pd_daemon_uptime_ms};
   r = pd_methods_register(&mc);
   if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_STATE, "close session store", step_state, NULL);
@@ -336,8 +336,8 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
   pd_task_arm(&d.sig_task);
   return 0;
 fail_store:
-  pd_sessions_del(d.store);
-  d.store = NULL;
+  pd_sessions_del(d.sessions);
+  d.sessions = NULL;
 fail_log:
   pd_log_close();
 fail_lock:
@@ -360,10 +360,10 @@ int pd_daemon_listen(char *err, size_t errlen) {
 
 int pd_daemon_run(void) {
   uv_run(d.loop, UV_RUN_DEFAULT);
-  if (d.store) {
+  if (d.sessions) {
     /* the loop ended without a shutdown (should not happen) */
-    pd_sessions_del(d.store);
-    d.store = NULL;
+    pd_sessions_del(d.sessions);
+    d.sessions = NULL;
   }
   /* after the log is closed: stderr only */
   fprintf(stderr, "polytokend: stopped\n");

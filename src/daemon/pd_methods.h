@@ -17,7 +17,7 @@
 
 typedef struct pd_methods_ctx {
   uv_loop_t *loop;
-  pd_sessions *store;                       /* the daemon's sessions */
+  pd_sessions *sessions;                 /* the daemon's session store */
   void (*request_stop)(const char *why); /* daemon.stop */
   int (*stopping)(void);                 /* 1 once a stop was requested */
   uint64_t (*uptime_ms)(void);

@@ -39,7 +39,6 @@
 #include "common/pt_file.h"
 #include "common/pt_profile_engine.h"
 #include "common/pt_snapshot_names.h"
-#include "daemon/pd_daemon.h"
 #include "daemon/pd_ipc.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_loop.h"
@@ -67,6 +66,7 @@ typedef struct pd_writer_job {
 } pd_writer_job;
 
 static struct {
+  uv_loop_t *loop;
   ptprof *prof;
   ptcon_server *console;
   uv_timer_t timer;
@@ -137,7 +137,7 @@ static int writer_start(pd_call *call) {
   job->work.data = job;
   job->call = call;
   PD_TASK_START(&job->task, "profile.snapshot_writer");
-  int rc = uv_queue_work(pd_daemon_loop(), &job->work, writer_work, writer_done);
+  int rc = uv_queue_work(g.loop, &job->work, writer_work, writer_done);
   if (rc != 0) {
     PD_TASK_END(&job->task);
     free(job);
@@ -246,7 +246,8 @@ static void console_start(void) {
     g.console = NULL;
 }
 
-int pd_profiling_init(uv_loop_t *loop) {
+int pd_profiling_init(uv_loop_t *loop, const char *home, pd_sessions *sessions) {
+  g.loop = loop;
   ptprof_options o;
   ptprof_options_init(&o);
   o.hz = (int)env_num("POLYTOKEN_PROFILE_HZ", 99, 1, 10000);
@@ -262,7 +263,7 @@ int pd_profiling_init(uv_loop_t *loop) {
   o.interval_ms = 0; /* the loop's timer job drives periodic dumps */
   o.log = log_from_lib;
   o.log_user_data = log_prefix_prof;
-  snprintf(g.fallback_dir, sizeof g.fallback_dir, "%s/profiling", pd_daemon_home());
+  snprintf(g.fallback_dir, sizeof g.fallback_dir, "%s/profiling", home);
   /* Private state: created here 0700 whatever the umask, before the
    * sampler would create it on its first dump. */
   int mr = pt_mkdir_p(g.fallback_dir, 0700);
@@ -274,9 +275,9 @@ int pd_profiling_init(uv_loop_t *loop) {
     pd_error("profiling: cannot create the sampler: %s", ptprof_strerror(rc));
     return rc;
   }
-  /* Before starting: the hook is called right away for an active session,
+  /* Before starting: the callback is called right away for an active session,
    * so the first window's snapshot already lands in its directory. */
-  rc = pd_on_active_session(on_active_session, NULL);
+  rc = pd_sessions_on_active(sessions, on_active_session, NULL);
   if (rc != 0) goto fail_prof;
   rc = ptprof_start(g.prof);
   if (rc != 0) {

@@ -52,8 +52,8 @@ void pd_turn_configure(const pd_turn_config *cfg);
  * Errors: -EBUSY (a turn is running), -ENOSPC/-EIO/... (the user entry could
  * not be saved: nothing was started, transcript unchanged), -ENOMEM.
  * sender may be NULL. */
-int pd_turn_start(uv_loop_t *loop, pd_sessions *st, pd_session *s, pd_conn *sender,
-                  const char *text, int *turn_id);
+int pd_turn_start(uv_loop_t *loop, pd_session *s, pd_conn *sender, const char *text,
+                  int *turn_id);
 
 /* Cancels the session's running turn (its turn.done will say "cancelled").
  * Returns 0, or -ENOENT if no turn is running. */

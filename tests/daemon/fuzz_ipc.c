@@ -65,7 +65,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   char err[1024] = "";
   if (uv_loop_init(&loop) != 0) abort();
   if (pd_daemon_init(&loop, home, err, sizeof err) < 0) { fprintf(stderr, "%s\n", err); abort(); }
-  if (pd_catalog_install(pd_daemon_home()) < 0) abort();
+  if (pd_catalog_install(pd_daemon_home(), pd_daemon_sessions()) < 0) abort();
   if (pd_daemon_listen(err, sizeof err) < 0) { fprintf(stderr, "%s\n", err); abort(); }
   if (pd_ipc_register_method("daemon.stop", stop_replaced, NULL) < 0) abort();
   pd_session *s = NULL;
