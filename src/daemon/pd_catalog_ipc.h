@@ -17,15 +17,19 @@
 #ifndef PD_CATALOG_IPC_H
 #define PD_CATALOG_IPC_H
 
+#include <uv.h>
+
+#include "daemon/pd_ipc.h"
 #include "daemon/pd_sessions.h"
 
-/* Creates the catalog for state root `home` and registers the methods, the
- * active-session callback on `sessions` (the daemon's session store) and
- * the shutdown step. Call once from main on the loop thread, before the
+/* Creates the catalog for state root `home`, registers its methods on the
+ * IPC core `ipc`, its active-session callback on `sessions` (the daemon's
+ * session store) and the shutdown step; its file work runs on `loop`'s
+ * threadpool. Call once from main on the loop thread, before the
  * loop runs (before or after pd_ipc_listen). Returns 0, or a negative errno
  * (the daemon can run on without the catalog; the methods then answer
  * `not_profiling`/`unknown_method` as the registry does for unregistered
  * names). */
-int pd_catalog_install(const char *home, pd_sessions *sessions);
+int pd_catalog_install(uv_loop_t *loop, const char *home, pd_ipc *ipc, pd_sessions *sessions);
 
 #endif

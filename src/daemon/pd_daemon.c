@@ -9,10 +9,11 @@
  * shutdown task's own callback, never nested in another task's poll.
  */
 #include "daemon/pd_daemon.h"
-#include "daemon/pd_ipc.h"
+#include "daemon/pd_ipc_uv.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_loop.h"
 #include "daemon/pd_methods.h"
+#include "daemon/pd_settings.h"
 #include "daemon/pd_shutdown.h"
 #include "daemon/pd_telemetry.h"
 #include "daemon/pd_turn.h"
@@ -41,6 +42,9 @@ static struct {
   char *start_cwd; /* cwd at start (the daemon then chdirs to home) */
   int lock_fd;
   pd_sessions *sessions;
+  pd_ipc_uv *ipc_uv;   /* the socket driver */
+  pd_ipc *ipc;         /* its protocol core */
+  pd_methods_ctx methods; /* the built-in methods' context (borrowed by them) */
   uint64_t start_ms;
   uv_signal_t sigterm, sigint;
   pt_task sig_task; /* "signals" */
@@ -53,6 +57,7 @@ static struct {
 
 uv_loop_t *pd_daemon_loop(void) { return d.loop; }
 pd_sessions *pd_daemon_sessions(void) { return d.sessions; }
+pd_ipc *pd_daemon_ipc(void) { return d.ipc; }
 const char *pd_daemon_home(void) { return d.home; }
 int pd_daemon_stopping(void) { return d.stop_requested; }
 uint64_t pd_daemon_uptime_ms(void) { return uv_now(d.loop) - d.start_ms; }
@@ -144,7 +149,25 @@ static void step_log(void *ctx) {
 /* ---- telemetry source ---- */
 
 static size_t tel_sessions(void) { return d.sessions ? pd_sessions_count(d.sessions) : 0; }
-static size_t tel_clients(void) { return pd_ipc_client_count(); }
+static size_t tel_clients(void) { return d.ipc ? pd_ipc_client_count(d.ipc) : 0; }
+
+/* ---- wiring ---- */
+
+/* The IPC core's log lines, in the daemon log. */
+static void log_ipc(int level, const char *msg, void *ud) {
+  (void)ud;
+  pd_log(level == PD_IPC_LOG_ERROR  ? PD_LOG_ERROR
+         : level == PD_IPC_LOG_WARN ? PD_LOG_WARN
+         : level == PD_IPC_LOG_INFO ? PD_LOG_INFO
+                                    : PD_LOG_DEBUG,
+         "%s", msg);
+}
+
+/* Turn events go to the IPC core (pd_turn.h: emit). */
+static void turn_emit(void *ctx, const char *session, pd_conn *sender, const char *name,
+                      json_t *params) {
+  pd_ipc_broadcast(ctx, session, sender, name, params);
+}
 
 /* ---- shutdown state machine ---- */
 
@@ -193,9 +216,9 @@ static void stop_async_cb(uv_async_t *a) {
   for (;;) {
     int before = d.phase;
     if (d.phase == PH_RUNNING && d.stop_requested) {
-      pd_ipc_set_shutting_down();
+      pd_ipc_set_shutting_down(d.ipc);
       pd_info("shutdown: step stop-accepting");
-      pd_ipc_stop_accepting();
+      pd_ipc_uv_stop_accepting(d.ipc_uv);
       pd_info("shutdown: step cancel-turns (%zu running)", pd_turn_running());
       d.phase = PH_TURNS;
       uv_timer_start(&d.turn_deadline, turn_deadline_cb, TURN_DEADLINE_MS, 0);
@@ -207,9 +230,9 @@ static void stop_async_cb(uv_async_t *a) {
       if (!d.turns_done)
         pd_warn("shutdown: %zu turn(s) still running after %d ms; going on", pd_turn_running(),
                 TURN_DEADLINE_MS);
-      pd_info("shutdown: step close-clients (%zu connected)", pd_ipc_client_count());
+      pd_info("shutdown: step close-clients (%zu connected)", pd_ipc_client_count(d.ipc));
       d.phase = PH_CLIENTS;
-      pd_ipc_close_all(CLIENT_FLUSH_MS, on_clients_done, NULL);
+      pd_ipc_uv_close_all(d.ipc_uv, CLIENT_FLUSH_MS, on_clients_done, NULL);
     } else if (d.phase == PH_CLIENTS && d.clients_done) {
       d.phase = PH_DONE;
       pd_shutdown_run_steps(); /* ... telemetry, then log close: the last step */
@@ -217,7 +240,7 @@ static void stop_async_cb(uv_async_t *a) {
       uv_close((uv_handle_t *)&d.sigterm, on_sig_closed);
       uv_close((uv_handle_t *)&d.sigint, on_sig_closed);
       uv_close((uv_handle_t *)&d.stop_async, on_stop_async_closed);
-      pd_ipc_fini();
+      pd_ipc_uv_close(d.ipc_uv);
       /* anything else still open (a turn past its deadline) must not keep
        * the process alive */
       uv_walk(d.loop, close_walk_cb, NULL);
@@ -311,19 +334,31 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
     snprintf(err, errlen, "polytokend: cannot open telemetry in %s: %s", path, strerror(-r));
     goto fail_store;
   }
+  /* The IPC core and its socket driver (listening comes later). */
+  pd_ipc_options io;
+  pd_ipc_options_init(&io);
+  io.outbuf_max = (size_t)pd_env_int("POLYTOKEN_IPC_OUTBUF_MAX", (int)PD_IPC_OUTBUF_MAX, 1024,
+                                     1 << 30);
+  io.log = log_ipc;
+  r = pd_ipc_uv_new(&d.ipc_uv, loop, &io);
+  if (r < 0) {
+    snprintf(err, errlen, "polytokend: cannot set up the IPC server: %s", strerror(-r));
+    goto fail_telemetry;
+  }
+  d.ipc = pd_ipc_uv_core(d.ipc_uv);
   /* Wiring: turns emit through IPC and run external responders in the
    * start directory; methods reach the daemon through their context. */
-  pd_turn_config tc = {pd_ipc_broadcast, pd_conn_hold, pd_conn_release, d.start_cwd};
+  pd_turn_config tc = {turn_emit, pd_conn_hold, pd_conn_release, d.start_cwd, d.ipc};
   pd_turn_configure(&tc);
-  pd_methods_ctx mc = {loop, d.sessions, pd_daemon_request_stop, pd_daemon_stopping,
-                       pd_daemon_uptime_ms};
-  r = pd_methods_register(&mc);
+  d.methods = (pd_methods_ctx){loop, d.ipc, d.sessions, pd_daemon_request_stop,
+                               pd_daemon_stopping, pd_daemon_uptime_ms};
+  r = pd_methods_register(&d.methods);
   if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_STATE, "close session store", step_state, NULL);
   if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_TELEMETRY, "close telemetry", step_telemetry, NULL);
   if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_LOG, "close log", step_log, NULL);
   if (r < 0) {
     snprintf(err, errlen, "polytokend: internal registration failed: %s", strerror(-r));
-    goto fail_store;
+    goto fail_ipc;
   }
   uv_async_init(loop, &d.stop_async, stop_async_cb);
   PD_TASK_START(&d.stop_task, "daemon.shutdown");
@@ -335,6 +370,12 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
   uv_signal_start(&d.sigint, signal_cb, SIGINT);
   pd_task_arm(&d.sig_task);
   return 0;
+fail_ipc:
+  pd_ipc_uv_del(d.ipc_uv); /* nothing of it is on the loop yet */
+  d.ipc_uv = NULL;
+  d.ipc = NULL;
+fail_telemetry:
+  pd_telemetry_close();
 fail_store:
   pd_sessions_del(d.sessions);
   d.sessions = NULL;
@@ -348,7 +389,7 @@ fail_lock:
 int pd_daemon_listen(char *err, size_t errlen) {
   char path[4096];
   snprintf(path, sizeof path, "%s/daemon.sock", d.home);
-  int r = pd_ipc_listen(d.loop, path);
+  int r = pd_ipc_uv_listen(d.ipc_uv, path);
   if (r < 0) {
     snprintf(err, errlen, "polytokend: cannot listen on %s: %s", path,
              r == -ENAMETOOLONG ? "path too long for a Unix socket" : uv_strerror(r));
@@ -368,6 +409,10 @@ int pd_daemon_run(void) {
   /* after the log is closed: stderr only */
   fprintf(stderr, "polytokend: stopped\n");
   release_lock();
+  /* the loop ran every close callback: the IPC server can go */
+  pd_ipc_uv_del(d.ipc_uv);
+  d.ipc_uv = NULL;
+  d.ipc = NULL;
   int r = uv_loop_close(d.loop);
   if (r != 0) fprintf(stderr, "polytokend: loop still had handles at exit (%s)\n", uv_strerror(r));
   free(d.home);

@@ -15,9 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The context of every handler (pd_methods_register copies it here). */
-static pd_methods_ctx g_ctx;
-
 /* Fetches a required string param; on failure answers bad_request. */
 static const char *need_str(pd_call *call, json_t *params, const char *key) {
   json_t *v = json_object_get(params, key);
@@ -59,7 +56,7 @@ static void m_status(pd_call *call, json_t *params, void *ctx) {
                                 "uptime_ms", (json_int_t)mc->uptime_ms(), "sessions",
                                 (json_int_t)(mc->sessions ? pd_sessions_count(mc->sessions) : 0),
                                 "active_session", a ? json_string(a->id) : json_null(), "clients",
-                                (json_int_t)pd_ipc_client_count(), "stopping",
+                                (json_int_t)pd_ipc_client_count(mc->ipc), "stopping",
                                 mc->stopping()));
 }
 
@@ -69,7 +66,7 @@ static void m_stop(pd_call *call, json_t *params, void *ctx) {
   char why[64];
   pd_conn *c = pd_call_conn(call);
   snprintf(why, sizeof why, "daemon.stop from client %u", c ? pd_conn_id(c) : 0);
-  pd_call_reply(call, NULL);
+  pd_call_reply(call, json_object());
   mc->request_stop(why);
 }
 
@@ -119,8 +116,8 @@ static void m_delete(pd_call *call, json_t *params, void *ctx) {
     pd_call_error(call, "io_error", "could not delete session %s: %s", id, strerror(-r));
     return;
   }
-  pd_ipc_detach_all(id);
-  pd_call_reply(call, NULL);
+  pd_ipc_detach_all(mc->ipc, id);
+  pd_call_reply(call, json_object());
 }
 
 static void m_attach(pd_call *call, json_t *params, void *ctx) {
@@ -198,11 +195,10 @@ static void m_cancel(pd_call *call, json_t *params, void *ctx) {
   pd_session *s = need_session(mc, call, params, "session");
   if (!s) return;
   if (pd_turn_cancel(s) < 0) pd_call_error(call, "not_found", "no turn is running in session %s", s->id);
-  else pd_call_reply(call, NULL);
+  else pd_call_reply(call, json_object());
 }
 
 int pd_methods_register(const pd_methods_ctx *ctx) {
-  g_ctx = *ctx;
   static const struct {
     const char *name;
     pd_method_fn fn;
@@ -212,7 +208,7 @@ int pd_methods_register(const pd_methods_ctx *ctx) {
       {"sessions.attach", m_attach}, {"turn.send", m_send},           {"turn.cancel", m_cancel},
   };
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-    int r = pd_ipc_register_method(m[i].name, m[i].fn, &g_ctx);
+    int r = pd_ipc_register_method(ctx->ipc, m[i].name, m[i].fn, (void *)ctx);
     if (r < 0) return r;
   }
   return 0;

@@ -246,7 +246,7 @@ static void console_start(void) {
     g.console = NULL;
 }
 
-int pd_profiling_init(uv_loop_t *loop, const char *home, pd_sessions *sessions) {
+int pd_profiling_init(uv_loop_t *loop, const char *home, pd_ipc *ipc, pd_sessions *sessions) {
   g.loop = loop;
   ptprof_options o;
   ptprof_options_init(&o);
@@ -298,7 +298,7 @@ int pd_profiling_init(uv_loop_t *loop, const char *home, pd_sessions *sessions) 
   pd_task_arm(&g.timer_task);
   uv_unref((uv_handle_t *)&g.timer); /* never keeps the loop alive by itself */
 
-  if ((rc = pd_ipc_register_method("profile.dump", method_profile_dump, NULL)) != 0 ||
+  if ((rc = pd_ipc_register_method(ipc, "profile.dump", method_profile_dump, NULL)) != 0 ||
       (rc = pd_shutdown_register(PD_SHUTDOWN_FINAL_PROFILE, "final profile dump",
                                  final_profile_step, NULL)) != 0 ||
       (rc = pd_shutdown_register(PD_SHUTDOWN_STATE, "profiler and console release",

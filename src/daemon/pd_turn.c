@@ -47,7 +47,7 @@ void pd_turn_configure(const pd_turn_config *cfg) { g_cfg = *cfg; }
 
 /* Sends one event of turn t through the configured sink (steals params). */
 static void emit(pd_turn *t, const char *name, json_t *params) {
-  if (g_cfg.emit) g_cfg.emit(t->s->id, t->sender, name, params);
+  if (g_cfg.emit) g_cfg.emit(g_cfg.ctx, t->s->id, t->sender, name, params);
   else json_decref(params);
 }
 

@@ -26,20 +26,24 @@
 typedef struct pd_turn pd_turn;
 
 /* Where turns send their events and what they need from outside: wired by
- * the daemon (pd_daemon.c) to the IPC server, so this module calls no IPC
+ * the daemon (pd_daemon.c) to the IPC core, so this module calls no IPC
  * function itself (and IPC, methods and turns form no loop).
- *  emit(session, sender, name, params): sends the event to the session's
- *    attached connections and to sender (may be NULL); steals params.
+ *  emit(ctx, session, sender, name, params): sends the event to the
+ *    session's attached connections and to sender (may be NULL); steals
+ *    params.
  *  hold/release: keep the sender connection alive for the turn's events.
  *  cwd: the working directory external responders run in (BORROWED: must
  *    outlive every turn; NULL: the daemon's current directory).
+ *  ctx: emit's first argument.
  * Without a configuration (unit tests) events are dropped and the sender
  * is not kept. */
 typedef struct pd_turn_config {
-  void (*emit)(const char *session, pd_conn *sender, const char *name, json_t *params);
+  void (*emit)(void *ctx, const char *session, pd_conn *sender, const char *name,
+               json_t *params);
   pd_conn *(*hold)(pd_conn *c);
   void (*release)(pd_conn *c);
   const char *cwd;
+  void *ctx;
 } pd_turn_config;
 
 /* Sets the configuration (copied) for turns started from now on. Loop
