@@ -45,6 +45,7 @@ static struct {
   pd_ipc_uv *ipc_uv;   /* the socket driver */
   pd_ipc *ipc;         /* its protocol core */
   pd_methods_ctx methods; /* the built-in methods' context (borrowed by them) */
+  pd_settings settings;   /* read once at start */
   uint64_t start_ms;
   uv_signal_t sigterm, sigint;
   pt_task sig_task; /* "signals" */
@@ -318,18 +319,24 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
     pd_warn("state root %s was mode %04o, readable by others; changed it to 0700", home,
             (unsigned)was_mode);
   raise_fd_limit();
+  /* Settings once the log is open (a rejected value is logged). */
+  r = pd_settings_load(&d.settings);
+  if (r < 0) {
+    snprintf(err, errlen, "polytokend: cannot read the settings: %s", strerror(-r));
+    goto fail_log;
+  }
   /* A client that vanishes mid-write must give EPIPE, not kill us. */
   signal(SIGPIPE, SIG_IGN);
   pd_transcript_install_fault_hook();
   r = pd_sessions_open(home, &d.sessions);
   if (r < 0) {
     snprintf(err, errlen, "polytokend: cannot load sessions in %s: %s", home, strerror(-r));
-    goto fail_log;
+    goto fail_settings;
   }
   d.start_ms = uv_now(loop);
   snprintf(path, sizeof path, "%s/telemetry", home);
   pd_telemetry_source src = {tel_sessions, tel_clients, pd_turn_total, pd_turn_running};
-  r = pd_telemetry_start(loop, path, &src);
+  r = pd_telemetry_start(loop, path, d.settings.telemetry_interval_ms, &src);
   if (r < 0) {
     snprintf(err, errlen, "polytokend: cannot open telemetry in %s: %s", path, strerror(-r));
     goto fail_store;
@@ -337,8 +344,7 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
   /* The IPC core and its socket driver (listening comes later). */
   pd_ipc_options io;
   pd_ipc_options_init(&io);
-  io.outbuf_max = (size_t)pd_env_int("POLYTOKEN_IPC_OUTBUF_MAX", (int)PD_IPC_OUTBUF_MAX, 1024,
-                                     1 << 30);
+  io.outbuf_max = d.settings.ipc_outbuf_max;
   io.log = log_ipc;
   r = pd_ipc_uv_new(&d.ipc_uv, loop, &io);
   if (r < 0) {
@@ -348,7 +354,13 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
   d.ipc = pd_ipc_uv_core(d.ipc_uv);
   /* Wiring: turns emit through IPC and run external responders in the
    * start directory; methods reach the daemon through their context. */
-  pd_turn_config tc = {turn_emit, pd_conn_hold, pd_conn_release, d.start_cwd, d.ipc};
+  pd_turn_config tc = {turn_emit,
+                       pd_conn_hold,
+                       pd_conn_release,
+                       d.start_cwd,
+                       d.ipc,
+                       pd_responder_pick(&d.settings.responder),
+                       d.settings.responder};
   pd_turn_configure(&tc);
   d.methods = (pd_methods_ctx){loop, d.ipc, d.sessions, pd_daemon_request_stop,
                                pd_daemon_stopping, pd_daemon_uptime_ms};
@@ -379,6 +391,8 @@ fail_telemetry:
 fail_store:
   pd_sessions_del(d.sessions);
   d.sessions = NULL;
+fail_settings:
+  pd_settings_clear(&d.settings);
 fail_log:
   pd_log_close();
 fail_lock:
@@ -419,5 +433,6 @@ int pd_daemon_run(void) {
   d.home = NULL;
   free(d.start_cwd);
   d.start_cwd = NULL;
+  pd_settings_clear(&d.settings); /* no turn runs any more */
   return d.exit_code;
 }

@@ -37,7 +37,9 @@ struct pd_turn {
   int finished;
 };
 
-static pd_turn_config g_cfg; /* pd_turn_configure; zero: events dropped */
+/* pd_turn_configure; zero: events dropped, built-in responder, varying
+ * delay, default timeout */
+static pd_turn_config g_cfg = {.resp = {NULL, -1, PD_RESP_TIMEOUT_MS_DEFAULT}};
 static size_t g_running;
 static uint64_t g_total;
 static void (*g_idle_cb)(void *);
@@ -202,9 +204,9 @@ static void async_cb(uv_async_t *a) {
       t->status = PD_RESP_CANCELLED;
     } else {
       json_t *msgs = build_messages(t);
-      pd_resp_request req = {t->s->id, msgs, t->user_text, t->turn_id, g_cfg.cwd};
+      pd_resp_request req = {t->s->id, msgs, t->user_text, t->turn_id, g_cfg.cwd, &g_cfg.resp};
       pd_resp_sink sink = {sink_delta, sink_done, t};
-      t->vt = pd_responder_select();
+      t->vt = g_cfg.responder ? g_cfg.responder : &pd_resp_builtin;
       int r = t->vt->start(t->loop, &req, &sink, &t->handle);
       json_decref(msgs);
       if (r < 0) {

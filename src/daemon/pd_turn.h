@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "daemon/pd_ipc.h" /* pd_conn, as an opaque type only */
+#include "daemon/pd_responder.h"
 #include "daemon/pd_sessions.h"
 
 typedef struct pd_turn pd_turn;
@@ -35,8 +36,10 @@ typedef struct pd_turn pd_turn;
  *  cwd: the working directory external responders run in (BORROWED: must
  *    outlive every turn; NULL: the daemon's current directory).
  *  ctx: emit's first argument.
- * Without a configuration (unit tests) events are dropped and the sender
- * is not kept. */
+ *  responder: what produces the replies (NULL: the built-in one), with
+ *    its settings (resp.cmd BORROWED: must outlive every turn).
+ * Without a configuration (unit tests) events are dropped, the sender is
+ * not kept and the built-in responder runs with its defaults. */
 typedef struct pd_turn_config {
   void (*emit)(void *ctx, const char *session, pd_conn *sender, const char *name,
                json_t *params);
@@ -44,6 +47,8 @@ typedef struct pd_turn_config {
   void (*release)(pd_conn *c);
   const char *cwd;
   void *ctx;
+  const pd_responder_vt *responder;
+  pd_resp_settings resp;
 } pd_turn_config;
 
 /* Sets the configuration (copied) for turns started from now on. Loop

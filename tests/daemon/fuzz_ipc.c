@@ -137,8 +137,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   snprintf(home, sizeof home, "%s/fuzz-ipc-home.XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(home)) { perror("mkdtemp"); abort(); }
   pd_json_alloc_install(); /* as polytokend's main does */
-  unsetenv("POLYTOKEN_RESPONDER_CMD");     /* the built-in responder */
-  setenv("POLYTOKEN_RESPONDER_DELAY_MS", "0", 1);
   if (uv_loop_init(&loop) != 0) abort();
   if (pd_sessions_open(home, &sessions) < 0) abort();
   static const pd_ipc_callbacks cb = {h_send, h_stop_reading, h_close};
@@ -149,7 +147,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   if (pd_ipc_new(&ipc, &o, &cb) < 0) abort();
   methods = (pd_methods_ctx){&loop, ipc, sessions, request_stop, stopping, uptime_ms};
   if (pd_methods_register(&methods) < 0) abort();
-  pd_turn_config tc = {turn_emit, pd_conn_hold, pd_conn_release, NULL, ipc};
+  /* the built-in responder, tokens without delay */
+  pd_turn_config tc = {turn_emit,       pd_conn_hold, pd_conn_release, NULL, ipc,
+                       &pd_resp_builtin, {NULL, 0, PD_RESP_TIMEOUT_MS_DEFAULT}};
   pd_turn_configure(&tc);
   if (pd_catalog_install(&loop, home, ipc, sessions) < 0) abort();
   pd_session *s = NULL;
