@@ -26,7 +26,7 @@
  * IPC core `ipc`, its active-session callback on `sessions` (the daemon's
  * session store) and the shutdown step; its file work runs on `loop`'s
  * threadpool. Call once from main on the loop thread, before the
- * loop runs (before or after pd_ipc_listen). Returns 0, or a negative errno
+ * loop runs (before or after pd_ipc_uv_listen). Returns 0, or a negative errno
  * (the daemon can run on without the catalog; the methods then answer
  * `not_profiling`/`unknown_method` as the registry does for unregistered
  * names). */

@@ -8,6 +8,7 @@
  * deadline) only set a flag and send the async, so every phase runs in the
  * shutdown task's own callback, never nested in another task's poll.
  */
+#include "pt_config.h"
 #include "daemon/pd_daemon.h"
 #include "daemon/pd_ipc_uv.h"
 #include "daemon/pd_log.h"
@@ -270,6 +271,24 @@ static void signal_cb(uv_signal_t *s, int signum) {
 
 /* ---- lifecycle ---- */
 
+/* Test builds only (-Dfault_injection=true; a release daemon contains
+ * neither this code nor the variable's name):
+ * POLYTOKEN_FAULT_DAEMON_START=<step> makes that libuv setup step of
+ * pd_daemon_init fail as if libuv had run out of descriptors
+ * (tests/daemon/startup_fault_test.sh). */
+#if PT_FAULT_INJECTION
+static int start_fault(const char *step) {
+  const char *v = getenv("POLYTOKEN_FAULT_DAEMON_START");
+  return v && strcmp(v, step) == 0 ? UV_EMFILE : 0;
+}
+#else
+static int start_fault(const char *step) {
+  (void)step;
+  return 0;
+}
+#endif
+#define STEP(name, call) ((r = start_fault(name)) < 0 || (r = (call)) < 0)
+
 int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) {
   d.loop = loop;
   d.home = strdup(home);
@@ -372,16 +391,33 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
     snprintf(err, errlen, "polytokend: internal registration failed: %s", strerror(-r));
     goto fail_ipc;
   }
-  uv_async_init(loop, &d.stop_async, stop_async_cb);
+  /* The shutdown machinery; a failure here (libuv out of descriptors)
+   * closes what was set up again, in reverse order. */
+  const char *what = "the shutdown trigger";
+  if (STEP("async", uv_async_init(loop, &d.stop_async, stop_async_cb))) goto fail_uv;
+  what = "the shutdown timer";
+  if (STEP("timer", uv_timer_init(loop, &d.turn_deadline))) goto fail_async;
+  what = "the SIGTERM watcher";
+  if (STEP("sigterm", uv_signal_init(loop, &d.sigterm))) goto fail_timer;
+  if (STEP("sigterm-start", uv_signal_start(&d.sigterm, signal_cb, SIGTERM))) goto fail_sigterm;
+  what = "the SIGINT watcher";
+  if (STEP("sigint", uv_signal_init(loop, &d.sigint))) goto fail_sigterm;
+  if (STEP("sigint-start", uv_signal_start(&d.sigint, signal_cb, SIGINT))) goto fail_sigint;
   PD_TASK_START(&d.stop_task, "daemon.shutdown");
-  uv_timer_init(loop, &d.turn_deadline);
-  uv_signal_init(loop, &d.sigterm);
-  uv_signal_init(loop, &d.sigint);
   PD_TASK_START(&d.sig_task, "signals");
-  uv_signal_start(&d.sigterm, signal_cb, SIGTERM);
-  uv_signal_start(&d.sigint, signal_cb, SIGINT);
   pd_task_arm(&d.sig_task);
   return 0;
+fail_sigint:
+  uv_close((uv_handle_t *)&d.sigint, NULL);
+fail_sigterm:
+  uv_close((uv_handle_t *)&d.sigterm, NULL);
+fail_timer:
+  uv_close((uv_handle_t *)&d.turn_deadline, NULL);
+fail_async:
+  uv_close((uv_handle_t *)&d.stop_async, NULL);
+  uv_run(loop, UV_RUN_NOWAIT); /* their close callbacks */
+fail_uv:
+  snprintf(err, errlen, "polytokend: cannot set up %s: %s", what, uv_strerror(r));
 fail_ipc:
   pd_ipc_uv_del(d.ipc_uv); /* nothing of it is on the loop yet */
   d.ipc_uv = NULL;
