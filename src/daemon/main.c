@@ -16,6 +16,7 @@
 #include "common/pt_version.h"
 #include "daemon/pd_catalog_ipc.h"
 #include "daemon/pd_daemon.h"
+#include "daemon/pd_json_alloc.h"
 #include "daemon/pd_log.h"
 #if PT_PROFILING
 #include "daemon/pd_profiling.h"
@@ -69,6 +70,9 @@ static void close_error_fd(void) {
 
 int main(int argc, char **argv) {
   const char *home_arg = NULL;
+  /* Before any jansson call: lets the IPC core tell out of memory from bad
+   * JSON (pd_json_alloc.h). */
+  pd_json_alloc_install();
   /* The daemon's log lines also go to stderr (the CLI appends that to
    * logs/daemon.stderr); the library default is quiet for unit tests. */
   pd_log_set_stderr(1);
@@ -121,9 +125,9 @@ int main(int argc, char **argv) {
   }
   /* Artifact catalog (artifacts.list/fetch), every build; not fatal. The
    * daemon now runs in its state root: pass the absolute path. */
-  if (pd_catalog_install(pd_daemon_home()) < 0) pd_warn("artifact catalog unavailable");
+  if (pd_catalog_install(&loop, pd_daemon_home(), pd_daemon_ipc(), pd_daemon_sessions()) < 0) pd_warn("artifact catalog unavailable");
 #if PT_PROFILING
-  r = pd_profiling_init(&loop);
+  r = pd_profiling_init(&loop, pd_daemon_home(), pd_daemon_ipc(), pd_daemon_sessions());
   if (r < 0) {
     pd_error("profiling initialisation failed: %d; stopping", r);
     snprintf(err, sizeof err, "polytokend: profiling initialisation failed: %s", strerror(-r));

@@ -31,12 +31,11 @@
 #include "daemon/pd_catalog_ipc.h"
 
 #include "daemon/pd_catalog.h"
-#include "daemon/pd_daemon.h"
 #include "daemon/pd_ipc.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_loop.h"
 #include "daemon/pd_shutdown.h"
-#include "daemon/pd_store.h"
+#include "daemon/pd_sessions.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -70,6 +69,7 @@ typedef struct fetch_op {
 } fetch_op;
 
 /* All loop thread only. */
+static uv_loop_t *g_loop;
 static pd_catalog *g_catalog;      /* NULL after shutdown */
 static pd_catalog *g_closing;      /* freed when the running refresh ends */
 static refresh_op *g_running;      /* the refresh in flight, or NULL */
@@ -176,7 +176,7 @@ static void start_refresh(void) {
   op->work.data = op;
   PD_TASK_START(&op->task, "catalog.refresh");
   pt_task_spawn(&op->work_task, "catalog.refresh.work", "blocking");
-  r = uv_queue_work(pd_daemon_loop(), &op->work, refresh_work, refresh_done);
+  r = uv_queue_work(g_loop, &op->work, refresh_work, refresh_done);
   if (r < 0) {
     /* No threadpool work possible: refresh here rather than fail. */
     PD_TASK_END(&op->work_task);
@@ -263,7 +263,7 @@ static void on_fetch(pd_call *call, json_t *params) {
   op->work.data = op;
   PD_TASK_START(&op->task, "catalog.fetch");
   pt_task_spawn(&op->work_task, "catalog.fetch.work", "blocking");
-  int r = uv_queue_work(pd_daemon_loop(), &op->work, fetch_work, fetch_done);
+  int r = uv_queue_work(g_loop, &op->work, fetch_work, fetch_done);
   if (r < 0) {
     PD_TASK_END(&op->work_task);
     pd_catalog_read_work(job);
@@ -319,13 +319,14 @@ static void on_shutdown(void *ctx) {
    * slot) get `shutting_down` instead of touching freed memory. */
 }
 
-int pd_catalog_install(const char *home) {
+int pd_catalog_install(uv_loop_t *loop, const char *home, pd_ipc *ipc, pd_sessions *sessions) {
   if (g_catalog) return -EALREADY;
+  g_loop = loop;
   int r = pd_catalog_new(&g_catalog, home);
   if (r < 0) return r;
-  if ((r = pd_ipc_register_method("artifacts.list", on_method, NULL)) < 0 ||
-      (r = pd_ipc_register_method("artifacts.fetch", on_method, NULL)) < 0 ||
-      (r = pd_on_active_session(on_active, NULL)) < 0 ||
+  if ((r = pd_ipc_register_method(ipc, "artifacts.list", on_method, NULL)) < 0 ||
+      (r = pd_ipc_register_method(ipc, "artifacts.fetch", on_method, NULL)) < 0 ||
+      (r = pd_sessions_on_active(sessions, on_active, NULL)) < 0 ||
       (r = pd_shutdown_register(PD_SHUTDOWN_STATE, "artifact catalog", on_shutdown, NULL)) < 0) {
     pd_log(PD_LOG_WARN, "catalog: cannot install: %s", strerror(-r));
     return r;

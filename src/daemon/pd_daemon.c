@@ -8,11 +8,13 @@
  * deadline) only set a flag and send the async, so every phase runs in the
  * shutdown task's own callback, never nested in another task's poll.
  */
+#include "pt_config.h"
 #include "daemon/pd_daemon.h"
-#include "daemon/pd_ipc.h"
+#include "daemon/pd_ipc_uv.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_loop.h"
 #include "daemon/pd_methods.h"
+#include "daemon/pd_settings.h"
 #include "daemon/pd_shutdown.h"
 #include "daemon/pd_telemetry.h"
 #include "daemon/pd_turn.h"
@@ -40,7 +42,11 @@ static struct {
   char *home;      /* absolute */
   char *start_cwd; /* cwd at start (the daemon then chdirs to home) */
   int lock_fd;
-  pd_store *store;
+  pd_sessions *sessions;
+  pd_ipc_uv *ipc_uv;   /* the socket driver */
+  pd_ipc *ipc;         /* its protocol core */
+  pd_methods_ctx methods; /* the built-in methods' context (borrowed by them) */
+  pd_settings settings;   /* read once at start */
   uint64_t start_ms;
   uv_signal_t sigterm, sigint;
   pt_task sig_task; /* "signals" */
@@ -52,7 +58,8 @@ static struct {
 } d = {.lock_fd = -1};
 
 uv_loop_t *pd_daemon_loop(void) { return d.loop; }
-pd_store *pd_daemon_store(void) { return d.store; }
+pd_sessions *pd_daemon_sessions(void) { return d.sessions; }
+pd_ipc *pd_daemon_ipc(void) { return d.ipc; }
 const char *pd_daemon_home(void) { return d.home; }
 int pd_daemon_stopping(void) { return d.stop_requested; }
 uint64_t pd_daemon_uptime_ms(void) { return uv_now(d.loop) - d.start_ms; }
@@ -127,8 +134,8 @@ static void release_lock(void) {
 
 static void step_state(void *ctx) {
   (void)ctx;
-  pd_store_del(d.store);
-  d.store = NULL;
+  pd_sessions_del(d.sessions);
+  d.sessions = NULL;
 }
 
 static void step_telemetry(void *ctx) {
@@ -143,8 +150,26 @@ static void step_log(void *ctx) {
 
 /* ---- telemetry source ---- */
 
-static size_t tel_sessions(void) { return d.store ? pd_store_count(d.store) : 0; }
-static size_t tel_clients(void) { return pd_ipc_client_count(); }
+static size_t tel_sessions(void) { return d.sessions ? pd_sessions_count(d.sessions) : 0; }
+static size_t tel_clients(void) { return d.ipc ? pd_ipc_client_count(d.ipc) : 0; }
+
+/* ---- wiring ---- */
+
+/* The IPC core's log lines, in the daemon log. */
+static void log_ipc(int level, const char *msg, void *ud) {
+  (void)ud;
+  pd_log(level == PD_IPC_LOG_ERROR  ? PD_LOG_ERROR
+         : level == PD_IPC_LOG_WARN ? PD_LOG_WARN
+         : level == PD_IPC_LOG_INFO ? PD_LOG_INFO
+                                    : PD_LOG_DEBUG,
+         "%s", msg);
+}
+
+/* Turn events go to the IPC core (pd_turn.h: emit). */
+static void turn_emit(void *ctx, const char *session, pd_conn *sender, const char *name,
+                      json_t *params) {
+  pd_ipc_broadcast(ctx, session, sender, name, params);
+}
 
 /* ---- shutdown state machine ---- */
 
@@ -193,23 +218,23 @@ static void stop_async_cb(uv_async_t *a) {
   for (;;) {
     int before = d.phase;
     if (d.phase == PH_RUNNING && d.stop_requested) {
-      pd_ipc_set_shutting_down();
+      pd_ipc_set_shutting_down(d.ipc);
       pd_info("shutdown: step stop-accepting");
-      pd_ipc_stop_accepting();
+      pd_ipc_uv_stop_accepting(d.ipc_uv);
       pd_info("shutdown: step cancel-turns (%zu running)", pd_turn_running());
       d.phase = PH_TURNS;
       uv_timer_start(&d.turn_deadline, turn_deadline_cb, TURN_DEADLINE_MS, 0);
       pd_task_arm(&d.stop_task);
-      pd_turn_cancel_all(d.store, on_turns_done, NULL);
+      pd_turn_cancel_all(d.sessions, on_turns_done, NULL);
     } else if (d.phase == PH_TURNS && (d.turns_done || d.turns_timed_out)) {
       uv_timer_stop(&d.turn_deadline);
       pd_task_disarm(&d.stop_task);
       if (!d.turns_done)
         pd_warn("shutdown: %zu turn(s) still running after %d ms; going on", pd_turn_running(),
                 TURN_DEADLINE_MS);
-      pd_info("shutdown: step close-clients (%zu connected)", pd_ipc_client_count());
+      pd_info("shutdown: step close-clients (%zu connected)", pd_ipc_client_count(d.ipc));
       d.phase = PH_CLIENTS;
-      pd_ipc_close_all(CLIENT_FLUSH_MS, on_clients_done, NULL);
+      pd_ipc_uv_close_all(d.ipc_uv, CLIENT_FLUSH_MS, on_clients_done, NULL);
     } else if (d.phase == PH_CLIENTS && d.clients_done) {
       d.phase = PH_DONE;
       pd_shutdown_run_steps(); /* ... telemetry, then log close: the last step */
@@ -217,7 +242,7 @@ static void stop_async_cb(uv_async_t *a) {
       uv_close((uv_handle_t *)&d.sigterm, on_sig_closed);
       uv_close((uv_handle_t *)&d.sigint, on_sig_closed);
       uv_close((uv_handle_t *)&d.stop_async, on_stop_async_closed);
-      pd_ipc_fini();
+      pd_ipc_uv_close(d.ipc_uv);
       /* anything else still open (a turn past its deadline) must not keep
        * the process alive */
       uv_walk(d.loop, close_walk_cb, NULL);
@@ -245,6 +270,24 @@ static void signal_cb(uv_signal_t *s, int signum) {
 }
 
 /* ---- lifecycle ---- */
+
+/* Test builds only (-Dfault_injection=true; a release daemon contains
+ * neither this code nor the variable's name):
+ * POLYTOKEN_FAULT_DAEMON_START=<step> makes that libuv setup step of
+ * pd_daemon_init fail as if libuv had run out of descriptors
+ * (tests/daemon/startup_fault_test.sh). */
+#if PT_FAULT_INJECTION
+static int start_fault(const char *step) {
+  const char *v = getenv("POLYTOKEN_FAULT_DAEMON_START");
+  return v && strcmp(v, step) == 0 ? UV_EMFILE : 0;
+}
+#else
+static int start_fault(const char *step) {
+  (void)step;
+  return 0;
+}
+#endif
+#define STEP(name, call) ((r = start_fault(name)) < 0 || (r = (call)) < 0)
 
 int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) {
   d.loop = loop;
@@ -295,49 +338,97 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
     pd_warn("state root %s was mode %04o, readable by others; changed it to 0700", home,
             (unsigned)was_mode);
   raise_fd_limit();
+  /* Settings once the log is open (a rejected value is logged). */
+  r = pd_settings_load(&d.settings);
+  if (r < 0) {
+    snprintf(err, errlen, "polytokend: cannot read the settings: %s", strerror(-r));
+    goto fail_log;
+  }
   /* A client that vanishes mid-write must give EPIPE, not kill us. */
   signal(SIGPIPE, SIG_IGN);
   pd_transcript_install_fault_hook();
-  r = pd_store_open(home, &d.store);
+  r = pd_sessions_open(home, &d.sessions);
   if (r < 0) {
     snprintf(err, errlen, "polytokend: cannot load sessions in %s: %s", home, strerror(-r));
-    goto fail_log;
+    goto fail_settings;
   }
   d.start_ms = uv_now(loop);
   snprintf(path, sizeof path, "%s/telemetry", home);
   pd_telemetry_source src = {tel_sessions, tel_clients, pd_turn_total, pd_turn_running};
-  r = pd_telemetry_start(loop, path, &src);
+  r = pd_telemetry_start(loop, path, d.settings.telemetry_interval_ms, &src);
   if (r < 0) {
     snprintf(err, errlen, "polytokend: cannot open telemetry in %s: %s", path, strerror(-r));
     goto fail_store;
   }
+  /* The IPC core and its socket driver (listening comes later). */
+  pd_ipc_options io;
+  pd_ipc_options_init(&io);
+  io.outbuf_max = d.settings.ipc_outbuf_max;
+  io.log = log_ipc;
+  r = pd_ipc_uv_new(&d.ipc_uv, loop, &io);
+  if (r < 0) {
+    snprintf(err, errlen, "polytokend: cannot set up the IPC server: %s", strerror(-r));
+    goto fail_telemetry;
+  }
+  d.ipc = pd_ipc_uv_core(d.ipc_uv);
   /* Wiring: turns emit through IPC and run external responders in the
    * start directory; methods reach the daemon through their context. */
-  pd_turn_config tc = {pd_ipc_broadcast, pd_conn_hold, pd_conn_release, d.start_cwd};
+  pd_turn_config tc = {turn_emit,
+                       pd_conn_hold,
+                       pd_conn_release,
+                       d.start_cwd,
+                       d.ipc,
+                       pd_responder_pick(&d.settings.responder),
+                       d.settings.responder};
   pd_turn_configure(&tc);
-  pd_methods_ctx mc = {loop, d.store, pd_daemon_request_stop, pd_daemon_stopping,
-                       pd_daemon_uptime_ms};
-  r = pd_methods_register(&mc);
+  d.methods = (pd_methods_ctx){loop, d.ipc, d.sessions, pd_daemon_request_stop,
+                               pd_daemon_stopping, pd_daemon_uptime_ms};
+  r = pd_methods_register(&d.methods);
   if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_STATE, "close session store", step_state, NULL);
   if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_TELEMETRY, "close telemetry", step_telemetry, NULL);
   if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_LOG, "close log", step_log, NULL);
   if (r < 0) {
     snprintf(err, errlen, "polytokend: internal registration failed: %s", strerror(-r));
-    goto fail_store;
+    goto fail_ipc;
   }
-  uv_async_init(loop, &d.stop_async, stop_async_cb);
+  /* The shutdown machinery; a failure here (libuv out of descriptors)
+   * closes what was set up again, in reverse order. */
+  const char *what = "the shutdown trigger";
+  if (STEP("async", uv_async_init(loop, &d.stop_async, stop_async_cb))) goto fail_uv;
+  what = "the shutdown timer";
+  if (STEP("timer", uv_timer_init(loop, &d.turn_deadline))) goto fail_async;
+  what = "the SIGTERM watcher";
+  if (STEP("sigterm", uv_signal_init(loop, &d.sigterm))) goto fail_timer;
+  if (STEP("sigterm-start", uv_signal_start(&d.sigterm, signal_cb, SIGTERM))) goto fail_sigterm;
+  what = "the SIGINT watcher";
+  if (STEP("sigint", uv_signal_init(loop, &d.sigint))) goto fail_sigterm;
+  if (STEP("sigint-start", uv_signal_start(&d.sigint, signal_cb, SIGINT))) goto fail_sigint;
   PD_TASK_START(&d.stop_task, "daemon.shutdown");
-  uv_timer_init(loop, &d.turn_deadline);
-  uv_signal_init(loop, &d.sigterm);
-  uv_signal_init(loop, &d.sigint);
   PD_TASK_START(&d.sig_task, "signals");
-  uv_signal_start(&d.sigterm, signal_cb, SIGTERM);
-  uv_signal_start(&d.sigint, signal_cb, SIGINT);
   pd_task_arm(&d.sig_task);
   return 0;
+fail_sigint:
+  uv_close((uv_handle_t *)&d.sigint, NULL);
+fail_sigterm:
+  uv_close((uv_handle_t *)&d.sigterm, NULL);
+fail_timer:
+  uv_close((uv_handle_t *)&d.turn_deadline, NULL);
+fail_async:
+  uv_close((uv_handle_t *)&d.stop_async, NULL);
+  uv_run(loop, UV_RUN_NOWAIT); /* their close callbacks */
+fail_uv:
+  snprintf(err, errlen, "polytokend: cannot set up %s: %s", what, uv_strerror(r));
+fail_ipc:
+  pd_ipc_uv_del(d.ipc_uv); /* nothing of it is on the loop yet */
+  d.ipc_uv = NULL;
+  d.ipc = NULL;
+fail_telemetry:
+  pd_telemetry_close();
 fail_store:
-  pd_store_del(d.store);
-  d.store = NULL;
+  pd_sessions_del(d.sessions);
+  d.sessions = NULL;
+fail_settings:
+  pd_settings_clear(&d.settings);
 fail_log:
   pd_log_close();
 fail_lock:
@@ -348,7 +439,7 @@ fail_lock:
 int pd_daemon_listen(char *err, size_t errlen) {
   char path[4096];
   snprintf(path, sizeof path, "%s/daemon.sock", d.home);
-  int r = pd_ipc_listen(d.loop, path);
+  int r = pd_ipc_uv_listen(d.ipc_uv, path);
   if (r < 0) {
     snprintf(err, errlen, "polytokend: cannot listen on %s: %s", path,
              r == -ENAMETOOLONG ? "path too long for a Unix socket" : uv_strerror(r));
@@ -360,19 +451,24 @@ int pd_daemon_listen(char *err, size_t errlen) {
 
 int pd_daemon_run(void) {
   uv_run(d.loop, UV_RUN_DEFAULT);
-  if (d.store) {
+  if (d.sessions) {
     /* the loop ended without a shutdown (should not happen) */
-    pd_store_del(d.store);
-    d.store = NULL;
+    pd_sessions_del(d.sessions);
+    d.sessions = NULL;
   }
   /* after the log is closed: stderr only */
   fprintf(stderr, "polytokend: stopped\n");
   release_lock();
+  /* the loop ran every close callback: the IPC server can go */
+  pd_ipc_uv_del(d.ipc_uv);
+  d.ipc_uv = NULL;
+  d.ipc = NULL;
   int r = uv_loop_close(d.loop);
   if (r != 0) fprintf(stderr, "polytokend: loop still had handles at exit (%s)\n", uv_strerror(r));
   free(d.home);
   d.home = NULL;
   free(d.start_cwd);
   d.start_cwd = NULL;
+  pd_settings_clear(&d.settings); /* no turn runs any more */
   return d.exit_code;
 }

@@ -1,7 +1,10 @@
 /*
  * pd_daemon.h - the daemon as a whole: state root, lock, log, store,
  * telemetry, signals, IPC server and the orderly shutdown (pd_shutdown.h).
- * One daemon per process (the seams are process-global).
+ * One daemon per process: it owns the process's lock, signal watchers and
+ * log. Its parts are handles (the session store pd_sessions, the IPC core
+ * pd_ipc and its socket driver pd_ipc_uv), which main.c hands to the
+ * artifact catalog and the profiling build through the accessors below.
  *
  * Startup (main.c): pd_daemon_init -> [pd_profiling_init] -> pd_daemon_listen
  * -> pd_daemon_run. Threads: loop thread only.
@@ -12,7 +15,8 @@
 #include <stddef.h>
 #include <uv.h>
 
-#include "daemon/pd_store.h"
+#include "daemon/pd_ipc.h"
+#include "daemon/pd_sessions.h"
 
 /* Creates the state root (or makes an existing one of ours 0700:
  * pt_home_prepare), takes the lock ($home/daemon.lock, flock, our pid
@@ -36,7 +40,8 @@ void pd_daemon_request_stop(const char *why);
 int pd_daemon_stopping(void);
 
 uv_loop_t *pd_daemon_loop(void);
-pd_store *pd_daemon_store(void);
+pd_sessions *pd_daemon_sessions(void); /* the session store */
+pd_ipc *pd_daemon_ipc(void);           /* the IPC core (method registry) */
 const char *pd_daemon_home(void);       /* absolute; the daemon's cwd */
 uint64_t pd_daemon_uptime_ms(void);
 

@@ -15,9 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The context of every handler (pd_methods_register copies it here). */
-static pd_methods_ctx g_ctx;
-
 /* Fetches a required string param; on failure answers bad_request. */
 static const char *need_str(pd_call *call, json_t *params, const char *key) {
   json_t *v = json_object_get(params, key);
@@ -33,7 +30,7 @@ static pd_session *need_session(const pd_methods_ctx *mc, pd_call *call, json_t 
                                 const char *key) {
   const char *id = need_str(call, params, key);
   if (!id) return NULL;
-  pd_session *s = pd_store_find(mc->store, id);
+  pd_session *s = pd_sessions_find(mc->sessions, id);
   if (!s) pd_call_error(call, "not_found", "no session %s", id);
   return s;
 }
@@ -53,13 +50,13 @@ static void reply_session(pd_call *call, int r, const pd_session *s, const char 
 static void m_status(pd_call *call, json_t *params, void *ctx) {
   (void)params;
   const pd_methods_ctx *mc = ctx;
-  pd_session *a = mc->store ? pd_store_active(mc->store) : NULL;
+  pd_session *a = mc->sessions ? pd_sessions_active(mc->sessions) : NULL;
   pd_call_reply(call, json_pack("{s:i, s:s, s:b, s:I, s:I, s:o, s:I, s:b}", "pid", (int)getpid(),
                                 "version", pt_version(), "profiling", pt_is_profiling_build(),
                                 "uptime_ms", (json_int_t)mc->uptime_ms(), "sessions",
-                                (json_int_t)(mc->store ? pd_store_count(mc->store) : 0),
+                                (json_int_t)(mc->sessions ? pd_sessions_count(mc->sessions) : 0),
                                 "active_session", a ? json_string(a->id) : json_null(), "clients",
-                                (json_int_t)pd_ipc_client_count(), "stopping",
+                                (json_int_t)pd_ipc_client_count(mc->ipc), "stopping",
                                 mc->stopping()));
 }
 
@@ -69,14 +66,14 @@ static void m_stop(pd_call *call, json_t *params, void *ctx) {
   char why[64];
   pd_conn *c = pd_call_conn(call);
   snprintf(why, sizeof why, "daemon.stop from client %u", c ? pd_conn_id(c) : 0);
-  pd_call_reply(call, NULL);
+  pd_call_reply(call, json_object());
   mc->request_stop(why);
 }
 
 static void m_list(pd_call *call, json_t *params, void *ctx) {
   (void)params;
   const pd_methods_ctx *mc = ctx;
-  json_t *l = pd_store_list_json(mc->store);
+  json_t *l = pd_sessions_list_json(mc->sessions);
   if (!l) pd_call_error(call, "internal", "out of memory");
   else pd_call_reply(call, l);
 }
@@ -90,7 +87,7 @@ static void m_create(pd_call *call, json_t *params, void *ctx) {
   }
   const char *name = json_string_value(jn);
   pd_session *s = NULL;
-  int r = pd_store_create(mc->store, name, &s);
+  int r = pd_sessions_create(mc->sessions, name, &s);
   reply_session(call, r, s, "create");
 }
 
@@ -100,7 +97,7 @@ static void m_rename(pd_call *call, json_t *params, void *ctx) {
   if (!s) return;
   const char *name = need_str(call, params, "name");
   if (!name) return;
-  int r = pd_store_rename(mc->store, s, name);
+  int r = pd_session_rename(s, name);
   reply_session(call, r, s, "rename");
 }
 
@@ -114,13 +111,13 @@ static void m_delete(pd_call *call, json_t *params, void *ctx) {
   }
   char id[PD_SESSION_ID_LEN + 1];
   memcpy(id, s->id, sizeof id);
-  int r = pd_store_delete(mc->store, s);
+  int r = pd_sessions_delete(mc->sessions, s);
   if (r < 0) {
     pd_call_error(call, "io_error", "could not delete session %s: %s", id, strerror(-r));
     return;
   }
-  pd_ipc_detach_all(id);
-  pd_call_reply(call, NULL);
+  pd_ipc_detach_all(mc->ipc, id);
+  pd_call_reply(call, json_object());
 }
 
 static void m_attach(pd_call *call, json_t *params, void *ctx) {
@@ -131,7 +128,7 @@ static void m_attach(pd_call *call, json_t *params, void *ctx) {
   json_t *hist = NULL, *tr = NULL;
   /* The in-memory transcript (read from disk on first use only); a shallow
    * copy, because entries may be dropped from the reply below. */
-  int r = pd_session_history(s, &hist, err, sizeof err);
+  int r = pd_transcript_history(s->transcript, &hist, err, sizeof err);
   if (r < 0) {
     pd_call_error(call, "io_error", "cannot read the transcript of %s: %s", s->id, err);
     return;
@@ -140,7 +137,7 @@ static void m_attach(pd_call *call, json_t *params, void *ctx) {
     pd_call_error(call, "internal", "out of memory");
     return;
   }
-  r = pd_store_set_active(mc->store, s);
+  r = pd_sessions_set_active(mc->sessions, s);
   if (r < 0) pd_warn("session %s: persisting the active session: %s", s->id, strerror(-r));
   pd_conn *c = pd_call_conn(call);
   if (c) pd_conn_attach(c, s->id);
@@ -179,7 +176,7 @@ static void m_send(pd_call *call, json_t *params, void *ctx) {
     return;
   }
   int turn_id = 0;
-  int r = pd_turn_start(mc->loop, mc->store, s, pd_call_conn(call), text, &turn_id);
+  int r = pd_turn_start(mc->loop, s, pd_call_conn(call), text, &turn_id);
   if (r == -EBUSY)
     pd_call_error(call, "busy", "session %s already has a running turn", s->id);
   else if (r == -EFBIG)
@@ -198,11 +195,10 @@ static void m_cancel(pd_call *call, json_t *params, void *ctx) {
   pd_session *s = need_session(mc, call, params, "session");
   if (!s) return;
   if (pd_turn_cancel(s) < 0) pd_call_error(call, "not_found", "no turn is running in session %s", s->id);
-  else pd_call_reply(call, NULL);
+  else pd_call_reply(call, json_object());
 }
 
 int pd_methods_register(const pd_methods_ctx *ctx) {
-  g_ctx = *ctx;
   static const struct {
     const char *name;
     pd_method_fn fn;
@@ -212,7 +208,7 @@ int pd_methods_register(const pd_methods_ctx *ctx) {
       {"sessions.attach", m_attach}, {"turn.send", m_send},           {"turn.cancel", m_cancel},
   };
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-    int r = pd_ipc_register_method(m[i].name, m[i].fn, &g_ctx);
+    int r = pd_ipc_register_method(ctx->ipc, m[i].name, m[i].fn, (void *)ctx);
     if (r < 0) return r;
   }
   return 0;

@@ -13,18 +13,22 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "daemon/pd_store.h"
+#include "daemon/pd_ipc.h"
+#include "daemon/pd_sessions.h"
 
 typedef struct pd_methods_ctx {
   uv_loop_t *loop;
-  pd_store *store;                       /* the daemon's sessions */
+  pd_ipc *ipc;                           /* where they are registered */
+  pd_sessions *sessions;                 /* the daemon's session store */
   void (*request_stop)(const char *why); /* daemon.stop */
   int (*stopping)(void);                 /* 1 once a stop was requested */
   uint64_t (*uptime_ms)(void);
 } pd_methods_ctx;
 
-/* Registers the methods with pd_ipc_register_method; ctx is copied (its
- * loop and store must outlive the IPC server). Returns 0 or the first
+/* Registers the methods on ctx->ipc with pd_ipc_register_method. ctx is
+ * BORROWED: it becomes the handlers' context, so it (and its loop, core and
+ * store) must outlive the core; the caller owns it (the daemon keeps it in
+ * its own state, the fuzz target in its own). Returns 0 or the first
  * registration error (-EINVAL, -ENOSPC). */
 int pd_methods_register(const pd_methods_ctx *ctx);
 

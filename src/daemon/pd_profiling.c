@@ -39,12 +39,11 @@
 #include "common/pt_file.h"
 #include "common/pt_profile_engine.h"
 #include "common/pt_snapshot_names.h"
-#include "daemon/pd_daemon.h"
 #include "daemon/pd_ipc.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_loop.h"
 #include "daemon/pd_shutdown.h"
-#include "daemon/pd_store.h"
+#include "daemon/pd_sessions.h"
 #include "ptprof.h"
 #include "ptprof_console.h"
 
@@ -68,6 +67,7 @@ typedef struct pd_writer_job {
 } pd_writer_job;
 
 static struct {
+  uv_loop_t *loop;
   ptprof *prof;
   ptcon_server *console;
   uv_timer_t timer;
@@ -138,7 +138,7 @@ static int writer_start(pd_call *call) {
   job->work.data = job;
   job->call = call;
   PD_TASK_START(&job->task, "profile.snapshot_writer");
-  int rc = uv_queue_work(pd_daemon_loop(), &job->work, writer_work, writer_done);
+  int rc = uv_queue_work(g.loop, &job->work, writer_work, writer_done);
   if (rc != 0) {
     PD_TASK_END(&job->task);
     free(job);
@@ -247,7 +247,8 @@ static void console_start(void) {
     g.console = NULL;
 }
 
-int pd_profiling_init(uv_loop_t *loop) {
+int pd_profiling_init(uv_loop_t *loop, const char *home, pd_ipc *ipc, pd_sessions *sessions) {
+  g.loop = loop;
   ptprof_options o;
   ptprof_options_init(&o);
   o.hz = (int)env_num("POLYTOKEN_PROFILE_HZ", 99, 1, 10000);
@@ -263,7 +264,7 @@ int pd_profiling_init(uv_loop_t *loop) {
   o.interval_ms = 0; /* the loop's timer job drives periodic dumps */
   o.log = log_from_lib;
   o.log_user_data = log_prefix_prof;
-  snprintf(g.fallback_dir, sizeof g.fallback_dir, "%s/profiling", pd_daemon_home());
+  snprintf(g.fallback_dir, sizeof g.fallback_dir, "%s/profiling", home);
   /* Private state: created here 0700 whatever the umask, before the
    * sampler would create it on its first dump. */
   int mr = pt_mkdir_p(g.fallback_dir, 0700);
@@ -275,9 +276,9 @@ int pd_profiling_init(uv_loop_t *loop) {
     pd_error("profiling: cannot create the sampler: %s", ptprof_strerror(rc));
     return rc;
   }
-  /* Before starting: the hook is called right away for an active session,
+  /* Before starting: the callback is called right away for an active session,
    * so the first window's snapshot already lands in its directory. */
-  rc = pd_on_active_session(on_active_session, NULL);
+  rc = pd_sessions_on_active(sessions, on_active_session, NULL);
   if (rc != 0) goto fail_prof;
   rc = ptprof_start(g.prof);
   if (rc != 0) {
@@ -298,7 +299,7 @@ int pd_profiling_init(uv_loop_t *loop) {
   pd_task_arm(&g.timer_task);
   uv_unref((uv_handle_t *)&g.timer); /* never keeps the loop alive by itself */
 
-  if ((rc = pd_ipc_register_method("profile.dump", method_profile_dump, NULL)) != 0 ||
+  if ((rc = pd_ipc_register_method(ipc, "profile.dump", method_profile_dump, NULL)) != 0 ||
       (rc = pd_shutdown_register(PD_SHUTDOWN_FINAL_PROFILE, "final profile dump",
                                  final_profile_step, NULL)) != 0 ||
       (rc = pd_shutdown_register(PD_SHUTDOWN_STATE, "profiler and console release",

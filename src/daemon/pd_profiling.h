@@ -3,11 +3,11 @@
  * called only when PT_PROFILING (main.c calls it inside #if PT_PROFILING,
  * after pd_daemon_init and before pd_daemon_listen, on the loop thread).
  *
- * What it may use (docs/daemon.md, "Seams"):
+ * What it uses (docs/daemon.md, "Seams"), all handed to it by main.c:
  *   pd_shutdown_register(PD_SHUTDOWN_FINAL_PROFILE, ...)   (pd_shutdown.h)
- *   pd_on_active_session(cb, ctx)                          (pd_store.h)
- *   pd_ipc_register_method("profile.dump", ...)            (pd_ipc.h)
- *   pd_daemon_home(), pd_daemon_loop()                     (pd_daemon.h)
+ *   pd_sessions_on_active(sessions, cb, ctx)               (pd_sessions.h)
+ *   pd_ipc_register_method(ipc, "profile.dump", ...)       (pd_ipc.h)
+ *   the loop and the state root
  * Returns 0, or a negative error: the daemon then logs it and exits 1.
  */
 #ifndef PD_PROFILING_H
@@ -15,6 +15,13 @@
 
 #include <uv.h>
 
-int pd_profiling_init(uv_loop_t *loop);
+#include "daemon/pd_ipc.h"
+#include "daemon/pd_sessions.h"
+
+/* Starts the sampler and the console on `loop` for state root `home`
+ * (absolute), registers profile.dump on the IPC core `ipc` and follows the
+ * active session of `sessions` (all must outlive the loop). Loop thread,
+ * once. */
+int pd_profiling_init(uv_loop_t *loop, const char *home, pd_ipc *ipc, pd_sessions *sessions);
 
 #endif

@@ -5,14 +5,14 @@
  * a libuv work thread (uv_queue_work), because tokenizing a long transcript
  * takes real CPU time and the loop must keep serving other clients
  * meanwhile. The tokens then stream from a loop timer, one every 15-40 ms
- * (or POLYTOKEN_RESPONDER_DELAY_MS), like a model producing them.
+ * (or the settings' delay_ms, POLYTOKEN_RESPONDER_DELAY_MS), like a model
+ * producing them.
  *
  * The work thread only touches the `job` fields it owns until after_work
  * runs (texts copied beforehand, result written into tokens/ntokens/err);
  * `cancelled` is an atomic flag it polls so a cancel stops generation early.
  */
 #include "daemon/pd_responder.h"
-#include "daemon/pd_settings.h"
 #include "daemon/pd_loop.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_ngram.h"
@@ -167,7 +167,7 @@ static int builtin_start(uv_loop_t *loop, const pd_resp_request *req, const pd_r
     b->ntexts++;
   }
   b->seed = pd_ngram_hash(req->text);
-  b->delay_ms = pd_env_int("POLYTOKEN_RESPONDER_DELAY_MS", -1, 0, 60000);
+  b->delay_ms = req->settings ? req->settings->delay_ms : -1;
   atomic_init(&b->cancelled, 0);
   uv_timer_init(loop, &b->timer);
   b->timer.data = b;

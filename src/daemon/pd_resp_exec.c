@@ -20,7 +20,6 @@
  * a sequence split across reads is carried over).
  */
 #include "daemon/pd_responder.h"
-#include "daemon/pd_settings.h"
 #include "daemon/pd_loop.h"
 #include "daemon/pd_log.h"
 #include "common/pt_jsonl.h"
@@ -300,12 +299,13 @@ static void write_cb(uv_write_t *w, int status) {
 
 static int exec_start(uv_loop_t *loop, const pd_resp_request *req, const pd_resp_sink *sink,
                       void **handle) {
-  const char *cmd = getenv("POLYTOKEN_RESPONDER_CMD");
+  const char *cmd = req->settings ? req->settings->cmd : NULL;
   if (!cmd || !*cmd) return -EINVAL;
   execr *e = calloc(1, sizeof *e);
   if (!e) return -ENOMEM;
   e->sink = *sink;
-  e->timeout_ms = pd_env_int("POLYTOKEN_RESPONDER_TIMEOUT_MS", 30000, 1, 24 * 3600 * 1000);
+  e->timeout_ms = req->settings->timeout_ms > 0 ? req->settings->timeout_ms
+                                                : PD_RESP_TIMEOUT_MS_DEFAULT;
   json_t *msgs = json_array();
   size_t i;
   json_t *m;

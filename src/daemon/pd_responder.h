@@ -7,7 +7,9 @@
  *                    work thread, tokens streamed from a loop timer;
  *   pd_resp_exec     runs $POLYTOKEN_RESPONDER_CMD with /bin/sh -c per turn,
  *                    conversation JSON on stdin, reply streamed from stdout.
- * pd_responder_select() (pd_responder.c) picks one from the environment.
+ * The daemon picks one at start from its settings (pd_responder_pick,
+ * below; the settings are read once by pd_settings.c) and configures the
+ * turns with it.
  *
  * Contract (both implementations; the turn code relies on it):
  *  - start() returns 0 and then calls sink->delta zero or more times and
@@ -36,6 +38,18 @@ typedef struct pd_resp_sink {
   void *ctx;
 } pd_resp_sink;
 
+/* The responders' settings (docs/daemon.md, "Environment"; read by
+ * pd_settings.c). */
+#define PD_RESP_TIMEOUT_MS_DEFAULT 30000
+typedef struct pd_resp_settings {
+  const char *cmd; /* POLYTOKEN_RESPONDER_CMD: the external command; NULL or
+                      "" = none (the built-in responder) */
+  int delay_ms;    /* POLYTOKEN_RESPONDER_DELAY_MS: fixed delay between
+                      built-in tokens; -1 = 15-40 ms, varying per token */
+  int timeout_ms;  /* POLYTOKEN_RESPONDER_TIMEOUT_MS: no-output timeout of
+                      the external command (PD_RESP_TIMEOUT_MS_DEFAULT) */
+} pd_resp_settings;
+
 typedef struct pd_resp_request {
   const char *session;   /* session id */
   json_t *messages;      /* borrowed for start(): [{"role","text"}...] incl. this turn */
@@ -44,6 +58,9 @@ typedef struct pd_resp_request {
   /* working directory of an external command (BORROWED for start());
    * NULL: the daemon's current one */
   const char *cwd;
+  /* BORROWED for start(); the responder copies what it keeps. NULL: the
+   * defaults (no command, varying delay, default timeout). */
+  const pd_resp_settings *settings;
 } pd_resp_request;
 
 typedef struct pd_responder_vt {
@@ -61,15 +78,11 @@ extern const pd_responder_vt pd_resp_exec;
  * error (keeps transcript lines and attach replies within the IPC limits). */
 #define PD_REPLY_MAX ((size_t)256 << 10)
 
-/* pd_resp_exec if POLYTOKEN_RESPONDER_CMD is set and non-empty, else the
- * built-in one. Returns a static vtable (never NULL). Any thread. */
-const pd_responder_vt *pd_responder_select(void);
-
-/* Environment knobs (read at each turn with pd_env_int, pd_settings.h;
- * documented in docs/daemon.md):
- * POLYTOKEN_RESPONDER_DELAY_MS   fixed delay between built-in tokens
- *                                (default: 15-40 ms, varying per token)
- * POLYTOKEN_RESPONDER_TIMEOUT_MS no-output timeout of the exec responder
- *                                (default 30000) */
+/* pd_resp_exec when the settings name a command, else the built-in one.
+ * A static vtable (never NULL); s may be NULL. Any thread. Inline, so that
+ * only its callers (the daemon's wiring) refer to both implementations. */
+static inline const pd_responder_vt *pd_responder_pick(const pd_resp_settings *s) {
+  return s && s->cmd && *s->cmd ? &pd_resp_exec : &pd_resp_builtin;
+}
 
 #endif

@@ -2,7 +2,6 @@
 #include "daemon/pd_telemetry.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_loop.h"
-#include "daemon/pd_settings.h"
 #include "common/pt_file.h"
 #include "common/pt_jsonl.h"
 
@@ -77,7 +76,8 @@ static void tick(uv_timer_t *t) {
   write_line("tick");
 }
 
-int pd_telemetry_start(uv_loop_t *loop, const char *dir, const pd_telemetry_source *src) {
+int pd_telemetry_start(uv_loop_t *loop, const char *dir, int interval_ms,
+                       const pd_telemetry_source *src) {
   int r = pt_mkdir_p(dir, 0700);
   if (r < 0) return r;
   char path[4096];
@@ -87,12 +87,12 @@ int pd_telemetry_start(uv_loop_t *loop, const char *dir, const pd_telemetry_sour
   g.src = *src;
   g.loop = loop;
   g.start_ms = uv_now(loop);
-  int interval = pd_env_int("POLYTOKEN_TELEMETRY_INTERVAL_MS", 10000, 10, 24 * 3600 * 1000);
+  uint64_t interval = interval_ms > 0 ? (uint64_t)interval_ms : 10000;
   uv_timer_init(loop, &g.timer);
   /* the timer alone does not keep the loop alive */
   uv_unref((uv_handle_t *)&g.timer);
   PD_TASK_START(&g.task, "timer.telemetry");
-  uv_timer_start(&g.timer, tick, (uint64_t)interval, (uint64_t)interval);
+  uv_timer_start(&g.timer, tick, interval, interval);
   pd_task_arm(&g.task);
   g.open = 1;
   write_line("start");

@@ -3,8 +3,8 @@
  * $POLYTOKEN_HOME/telemetry/telemetry.jsonl:
  *   {"ts","event":"start"|"tick"|"close","uptime_ms","sessions","turns_total",
  *    "turns_running","clients","cpu_user_ms","cpu_sys_ms","rss_kb","maxrss_kb"}
- * one at start, one every POLYTOKEN_TELEMETRY_INTERVAL_MS (default 10000)
- * from a loop timer (task "timer.telemetry"), and one at close.
+ * one at start, one every interval (POLYTOKEN_TELEMETRY_INTERVAL_MS,
+ * default 10000, read by pd_settings.c) from a loop timer (task "timer.telemetry"), and one at close.
  * Lines are appended with O_APPEND and not fsync'd (metrics, not data).
  * Threads: loop thread only.
  */
@@ -22,8 +22,10 @@ typedef struct pd_telemetry_source {
   size_t (*turns_running)(void);
 } pd_telemetry_source;
 
-/* Opens the file (creating the directory) and starts the timer. 0 or -errno. */
-int pd_telemetry_start(uv_loop_t *loop, const char *dir, const pd_telemetry_source *src);
+/* Opens the file (creating the directory) and starts the timer, a line
+ * every interval_ms (<= 0: 10000). 0 or -errno. */
+int pd_telemetry_start(uv_loop_t *loop, const char *dir, int interval_ms,
+                       const pd_telemetry_source *src);
 /* Writes the "close" line, stops the timer, closes the file. Idempotent. */
 void pd_telemetry_close(void);
 

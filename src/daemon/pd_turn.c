@@ -18,7 +18,6 @@ struct pd_turn {
   pt_task task; /* "turn" */
   uv_async_t async;
   uv_loop_t *loop;
-  pd_store *st;
   pd_session *s;
   int turn_id;
   pd_conn *sender;        /* held; NULL if none */
@@ -38,7 +37,9 @@ struct pd_turn {
   int finished;
 };
 
-static pd_turn_config g_cfg; /* pd_turn_configure; zero: events dropped */
+/* pd_turn_configure; zero: events dropped, built-in responder, varying
+ * delay, default timeout */
+static pd_turn_config g_cfg = {.resp = {NULL, -1, PD_RESP_TIMEOUT_MS_DEFAULT}};
 static size_t g_running;
 static uint64_t g_total;
 static void (*g_idle_cb)(void *);
@@ -48,7 +49,7 @@ void pd_turn_configure(const pd_turn_config *cfg) { g_cfg = *cfg; }
 
 /* Sends one event of turn t through the configured sink (steals params). */
 static void emit(pd_turn *t, const char *name, json_t *params) {
-  if (g_cfg.emit) g_cfg.emit(t->s->id, t->sender, name, params);
+  if (g_cfg.emit) g_cfg.emit(g_cfg.ctx, t->s->id, t->sender, name, params);
   else json_decref(params);
 }
 
@@ -101,9 +102,9 @@ static void sink_done(void *ctx, pd_resp_status st, const char *error) {
 static json_t *build_messages(pd_turn *t) {
   char err[256];
   json_t *entries = NULL;
-  /* The in-memory transcript (pd_store.h): read from disk once per
+  /* The in-memory transcript (pd_transcript.h): read from disk once per
    * session, not on every turn. */
-  if (pd_session_history(t->s, &entries, err, sizeof err) == 0) {
+  if (pd_transcript_history(t->s->transcript, &entries, err, sizeof err) == 0) {
     json_incref(entries);
   } else {
     pd_warn("session %s: reading transcript for the responder: %s", t->s->id, err);
@@ -145,13 +146,13 @@ static void finish(pd_turn *t) {
   const char *reply = t->reply ? t->reply : "";
   int r = 0;
   if (t->status == PD_RESP_OK) {
-    r = pd_transcript_append(t->s, t->turn_id, "assistant", reply, NULL);
+    r = pd_transcript_append(t->s->transcript, t->turn_id, "assistant", reply, NULL);
   } else if (t->status == PD_RESP_CANCELLED) {
-    r = pd_transcript_append(t->s, t->turn_id, "assistant", reply, "cancelled");
+    r = pd_transcript_append(t->s->transcript, t->turn_id, "assistant", reply, "cancelled");
   } else {
     snprintf(msg, sizeof msg, "%s", t->error ? t->error : "responder failed");
-    if (t->reply_len) r = pd_transcript_append(t->s, t->turn_id, "assistant", reply, "incomplete");
-    int r2 = pd_transcript_append(t->s, t->turn_id, "error", msg, NULL);
+    if (t->reply_len) r = pd_transcript_append(t->s->transcript, t->turn_id, "assistant", reply, "incomplete");
+    int r2 = pd_transcript_append(t->s->transcript, t->turn_id, "error", msg, NULL);
     if (r == 0) r = r2;
   }
   if (r < 0) {
@@ -167,7 +168,7 @@ static void finish(pd_turn *t) {
     msg[l] = 0;
     status = "error";
   }
-  int tr = pd_store_touch(t->st, t->s);
+  int tr = pd_session_touch(t->s);
   if (tr < 0) pd_warn("session %s: updating session.json: %s", t->s->id, strerror(-tr));
   pd_info("session %s turn %d: %s%s%s", t->s->id, t->turn_id, status, msg[0] ? ": " : "", msg);
   json_t *p = json_pack("{s:s, s:i, s:s}", "session", t->s->id, "turn_id", t->turn_id, "status",
@@ -203,9 +204,9 @@ static void async_cb(uv_async_t *a) {
       t->status = PD_RESP_CANCELLED;
     } else {
       json_t *msgs = build_messages(t);
-      pd_resp_request req = {t->s->id, msgs, t->user_text, t->turn_id, g_cfg.cwd};
+      pd_resp_request req = {t->s->id, msgs, t->user_text, t->turn_id, g_cfg.cwd, &g_cfg.resp};
       pd_resp_sink sink = {sink_delta, sink_done, t};
-      t->vt = pd_responder_select();
+      t->vt = g_cfg.responder ? g_cfg.responder : &pd_resp_builtin;
       int r = t->vt->start(t->loop, &req, &sink, &t->handle);
       json_decref(msgs);
       if (r < 0) {
@@ -236,8 +237,8 @@ static void async_cb(uv_async_t *a) {
   }
 }
 
-int pd_turn_start(uv_loop_t *loop, pd_store *st, pd_session *s, pd_conn *sender,
-                  const char *text, int *turn_id) {
+int pd_turn_start(uv_loop_t *loop, pd_session *s, pd_conn *sender, const char *text,
+                  int *turn_id) {
   if (s->running) return -EBUSY;
   pd_turn *t = calloc(1, sizeof *t);
   if (!t) return -ENOMEM;
@@ -246,17 +247,16 @@ int pd_turn_start(uv_loop_t *loop, pd_store *st, pd_session *s, pd_conn *sender,
     free(t);
     return -ENOMEM;
   }
-  int id = s->turns + 1;
-  int r = pd_transcript_append(s, id, "user", text, NULL);
+  int id = pd_transcript_turns(s->transcript) + 1;
+  int r = pd_transcript_append(s->transcript, id, "user", text, NULL);
   if (r < 0) {
     free(t->user_text);
     free(t);
     return r;
   }
-  r = pd_store_touch(st, s);
+  r = pd_session_touch(s);
   if (r < 0) pd_warn("session %s: updating session.json: %s", s->id, strerror(-r));
   t->loop = loop;
-  t->st = st;
   t->s = s;
   t->turn_id = id;
   t->sender = sender && g_cfg.hold && g_cfg.release ? g_cfg.hold(sender) : NULL;
@@ -283,7 +283,7 @@ int pd_turn_cancel(pd_session *s) {
   return 0;
 }
 
-void pd_turn_cancel_all(pd_store *st, void (*done)(void *), void *ctx) {
+void pd_turn_cancel_all(pd_sessions *st, void (*done)(void *), void *ctx) {
   g_idle_cb = NULL;
   if (g_running == 0) {
     if (done) done(ctx);
@@ -292,6 +292,6 @@ void pd_turn_cancel_all(pd_store *st, void (*done)(void *), void *ctx) {
   g_idle_cb = done;
   g_idle_ctx = ctx;
   /* the store's session list is the registry of running turns */
-  for (pd_session *s = pd_store_first(st); s; s = s->next)
+  for (pd_session *s = pd_sessions_first(st); s; s = s->next)
     if (s->running) pd_turn_cancel(s);
 }

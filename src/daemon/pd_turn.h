@@ -21,25 +21,34 @@
 #include <jansson.h>
 
 #include "daemon/pd_ipc.h" /* pd_conn, as an opaque type only */
-#include "daemon/pd_store.h"
+#include "daemon/pd_responder.h"
+#include "daemon/pd_sessions.h"
 
 typedef struct pd_turn pd_turn;
 
 /* Where turns send their events and what they need from outside: wired by
- * the daemon (pd_daemon.c) to the IPC server, so this module calls no IPC
+ * the daemon (pd_daemon.c) to the IPC core, so this module calls no IPC
  * function itself (and IPC, methods and turns form no loop).
- *  emit(session, sender, name, params): sends the event to the session's
- *    attached connections and to sender (may be NULL); steals params.
+ *  emit(ctx, session, sender, name, params): sends the event to the
+ *    session's attached connections and to sender (may be NULL); steals
+ *    params.
  *  hold/release: keep the sender connection alive for the turn's events.
  *  cwd: the working directory external responders run in (BORROWED: must
  *    outlive every turn; NULL: the daemon's current directory).
- * Without a configuration (unit tests) events are dropped and the sender
- * is not kept. */
+ *  ctx: emit's first argument.
+ *  responder: what produces the replies (NULL: the built-in one), with
+ *    its settings (resp.cmd BORROWED: must outlive every turn).
+ * Without a configuration (unit tests) events are dropped, the sender is
+ * not kept and the built-in responder runs with its defaults. */
 typedef struct pd_turn_config {
-  void (*emit)(const char *session, pd_conn *sender, const char *name, json_t *params);
+  void (*emit)(void *ctx, const char *session, pd_conn *sender, const char *name,
+               json_t *params);
   pd_conn *(*hold)(pd_conn *c);
   void (*release)(pd_conn *c);
   const char *cwd;
+  void *ctx;
+  const pd_responder_vt *responder;
+  pd_resp_settings resp;
 } pd_turn_config;
 
 /* Sets the configuration (copied) for turns started from now on. Loop
@@ -52,8 +61,8 @@ void pd_turn_configure(const pd_turn_config *cfg);
  * Errors: -EBUSY (a turn is running), -ENOSPC/-EIO/... (the user entry could
  * not be saved: nothing was started, transcript unchanged), -ENOMEM.
  * sender may be NULL. */
-int pd_turn_start(uv_loop_t *loop, pd_store *st, pd_session *s, pd_conn *sender,
-                  const char *text, int *turn_id);
+int pd_turn_start(uv_loop_t *loop, pd_session *s, pd_conn *sender, const char *text,
+                  int *turn_id);
 
 /* Cancels the session's running turn (its turn.done will say "cancelled").
  * Returns 0, or -ENOENT if no turn is running. */
@@ -61,7 +70,7 @@ int pd_turn_cancel(pd_session *s);
 
 /* Cancels every running turn; done() runs (from a later callback, or
  * immediately if none is running) once no turn is running. */
-void pd_turn_cancel_all(pd_store *st, void (*done)(void *), void *ctx);
+void pd_turn_cancel_all(pd_sessions *st, void (*done)(void *), void *ctx);
 
 size_t pd_turn_running(void);   /* turns running now */
 uint64_t pd_turn_total(void);   /* turns started since the daemon started */

@@ -11,6 +11,7 @@
  *    attach, reconnect) is carried out here, the one unit above both
  *    screens and the connection.
  */
+#include "pt_config.h"
 #include "tui/tui_app_internal.h"
 
 #include "tui/tui_editkey.h"
@@ -285,36 +286,96 @@ int tui_app_start_attached(tui_app *app, json_t *attach_result) {
   return 0;
 }
 
+/* Closes the loop once every handle is closed. A handle still open is a
+ * bug of the teardown (app_quit or the fail_* ladder of tui_app_run): said
+ * on stderr, after the terminal is restored, as the daemon does. */
+static void close_loop(tui_app *app) {
+  int r = uv_loop_close(&app->loop);
+  if (r != 0)
+    fprintf(stderr, "polytoken: the event loop still had handles at exit (%s)\n", uv_strerror(r));
+}
+
+/* Test builds only (-Dfault_injection=true; release builds contain neither
+ * this code nor the variable's name): POLYTOKEN_FAULT_TUI_START=<step>
+ * makes that setup step of tui_app_run fail as if libuv had run out of
+ * descriptors, so a test sees each failure's message and teardown
+ * (tests/tui/tui_start_failure_test.sh). */
+#if PT_FAULT_INJECTION
+static int start_fault(const char *step) {
+  const char *v = getenv("POLYTOKEN_FAULT_TUI_START");
+  return v && strcmp(v, step) == 0 ? UV_EMFILE : 0;
+}
+#else
+static int start_fault(const char *step) {
+  (void)step;
+  return 0;
+}
+#endif
+
+/* One setup step: the injected fault (test builds), else the call. */
+#define STEP(name, call) ((rc = start_fault(name)) < 0 || (rc = (call)) < 0)
+
 int tui_app_run(tui_app *app, char *errbuf, size_t errlen) {
+  const char *what = "";
   int rc = tui_term_begin();
   if (rc < 0) {
     snprintf(errbuf, errlen, "%s", rc == -ENOTTY ? "the TUI needs a terminal (stdin and stdout must be a tty)"
                                                  : "cannot initialise the terminal (check TERM)");
-    return rc;
+    goto fail_hook;
   }
+  /* Every handle below is closed on the way out, in reverse order (the
+   * fail_* ladder), and the loop runs their close callbacks before the
+   * terminal is restored and the message reaches the user. */
   tui_unit_start(&app->u_input, "tui.input");
   tui_unit_start(&app->u_render, "tui.render");
   tui_unit_start(&app->u_resize, "tui.resize");
   tui_unit_start(&app->u_signals, "tui.signals");
-  tui_poll_init(&app->loop, &app->stdin_poll, STDIN_FILENO, &app->u_input, stdin_cb, app);
-  tui_poll_start(&app->stdin_poll, UV_READABLE);
-  tui_timer_init(&app->loop, &app->render_timer, &app->u_render, render_cb, app);
   tui_unit_start(&app->u_refresh, "tui.refresh");
-  tui_timer_init(&app->loop, &app->refresh_timer, &app->u_refresh, refresh_cb, app);
-  tui_timer_start(&app->refresh_timer, 30000, 30000);
-  tui_signal_init(&app->loop, &app->sig_winch, &app->u_resize, winch_cb, app);
-  tui_signal_start(&app->sig_winch, SIGWINCH);
+  what = "watching the terminal's input";
+  if (STEP("stdin", tui_poll_init(&app->loop, &app->stdin_poll, STDIN_FILENO, &app->u_input,
+                                  stdin_cb, app)))
+    goto fail_units;
+  if (STEP("stdin-start", tui_poll_start(&app->stdin_poll, UV_READABLE))) goto fail_stdin;
+  what = "the render timer";
+  if (STEP("render", tui_timer_init(&app->loop, &app->render_timer, &app->u_render, render_cb, app)))
+    goto fail_stdin;
+  what = "the refresh timer";
+  if (STEP("refresh", tui_timer_init(&app->loop, &app->refresh_timer, &app->u_refresh, refresh_cb,
+                                     app)))
+    goto fail_render;
+  if (STEP("refresh-start", tui_timer_start(&app->refresh_timer, 30000, 30000))) goto fail_refresh;
+  what = "the SIGWINCH watcher";
+  if (STEP("sigwinch", tui_signal_init(&app->loop, &app->sig_winch, &app->u_resize, winch_cb, app)))
+    goto fail_refresh;
+  if (STEP("sigwinch-start", tui_signal_start(&app->sig_winch, SIGWINCH))) goto fail_winch;
   /* Raw mode delivers Ctrl-C as a key; these catch kill(1) and hangups. */
-  tui_signal_init(&app->loop, &app->sig_int, &app->u_signals, quit_signal_cb, app);
-  tui_signal_start(&app->sig_int, SIGINT);
-  tui_signal_init(&app->loop, &app->sig_term, &app->u_signals, quit_signal_cb, app);
-  tui_signal_start(&app->sig_term, SIGTERM);
-  tui_signal_init(&app->loop, &app->sig_hup, &app->u_signals, quit_signal_cb, app);
-  tui_signal_start(&app->sig_hup, SIGHUP);
+  what = "the SIGINT watcher";
+  if (STEP("sigint", tui_signal_init(&app->loop, &app->sig_int, &app->u_signals, quit_signal_cb,
+                                     app)))
+    goto fail_winch;
+  if (STEP("sigint-start", tui_signal_start(&app->sig_int, SIGINT))) goto fail_int;
+  what = "the SIGTERM watcher";
+  if (STEP("sigterm", tui_signal_init(&app->loop, &app->sig_term, &app->u_signals, quit_signal_cb,
+                                      app)))
+    goto fail_int;
+  if (STEP("sigterm-start", tui_signal_start(&app->sig_term, SIGTERM))) goto fail_term;
+  what = "the SIGHUP watcher";
+  if (STEP("sighup", tui_signal_init(&app->loop, &app->sig_hup, &app->u_signals, quit_signal_cb,
+                                     app)))
+    goto fail_term;
+  if (STEP("sighup-start", tui_signal_start(&app->sig_hup, SIGHUP))) goto fail_hup;
   /* The feedback overlay is optional: without memory for it F3 does nothing. */
   app->feedback = tui_feedback_new(app->client, &app->loop, feedback_redraw, app);
   app->running = 1;
+  /* Without its watch the daemon's replies and events would never be read:
+   * the screen would wait forever. */
+  what = "watching the daemon connection";
   tui_conn_watch_start(app);
+  if ((rc = start_fault("conn")) < 0) goto fail_conn;
+  if (pt_client_connected(app->client) && !app->conn) {
+    rc = UV_ENOMEM;
+    goto fail_conn;
+  }
   if (app->screen == SCR_PICKER) tui_picker_reload(app);
   tui_render_request(app);
   uv_run(&app->loop, UV_RUN_DEFAULT);
@@ -324,6 +385,44 @@ int tui_app_run(tui_app *app, char *errbuf, size_t errlen) {
   tui_feedback_del(app->feedback);
   app->feedback = NULL;
   if (app->after_teardown) app->after_teardown(app->hook_ud);
-  uv_loop_close(&app->loop);
+  close_loop(app);
   return app->exit_code;
+
+/* Each label closes what its name says was set up, then everything set up
+ * before it. */
+fail_conn:
+  tui_conn_watch_stop(app);
+  tui_unit_end(&app->u_conn); /* idempotent; a failed watch left it started */
+  app->running = 0;
+fail_hup:
+  tui_signal_close(&app->sig_hup, close_cb_noop);
+fail_term:
+  tui_signal_close(&app->sig_term, close_cb_noop);
+fail_int:
+  tui_signal_close(&app->sig_int, close_cb_noop);
+fail_winch:
+  tui_signal_close(&app->sig_winch, close_cb_noop);
+fail_refresh:
+  tui_timer_close(&app->refresh_timer, close_cb_noop);
+fail_render:
+  tui_timer_close(&app->render_timer, close_cb_noop);
+fail_stdin:
+  tui_poll_close(&app->stdin_poll, close_cb_noop);
+fail_units:
+  tui_unit_end(&app->u_input);
+  tui_unit_end(&app->u_render);
+  tui_unit_end(&app->u_resize);
+  tui_unit_end(&app->u_signals);
+  tui_unit_end(&app->u_refresh);
+  /* the close callbacks; nothing else is active any more */
+  uv_run(&app->loop, UV_RUN_DEFAULT);
+  /* no upload can have started: the loop never ran a key handler */
+  tui_feedback_del(app->feedback);
+  app->feedback = NULL;
+  tui_term_end();
+  snprintf(errbuf, errlen, "cannot start the TUI: %s: %s", what, uv_strerror(rc));
+fail_hook:
+  if (app->after_teardown) app->after_teardown(app->hook_ud);
+  close_loop(app);
+  return rc;
 }

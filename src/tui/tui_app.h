@@ -7,9 +7,9 @@
  *  - "conversation screen reached": on_reached(session_id, session_dir, ud)
  *    is called once per process, the first time the conversation screen is
  *    shown (drawn) for a session. session_dir is $POLYTOKEN_HOME/sessions/<id>.
- *  - "final profile" slot: after_teardown(ud) runs when the TUI quits
- *    normally, AFTER endwin() restored the terminal, before tui_app_run
- *    returns.
+ *  - "final profile" slot: after_teardown(ud) runs when tui_app_run
+ *    returns (the TUI quit, or its setup failed), AFTER endwin() restored
+ *    the terminal.
  *  - event loop: every unit of work goes through tui_loop.h (pt_task seam).
  *
  * Threads: everything runs on the calling (main) thread.
@@ -42,9 +42,14 @@ void tui_app_set_hooks(tui_app *app, tui_reached_fn on_reached, tui_teardown_fn 
  * -EINVAL if it lacks a session. */
 int tui_app_start_attached(tui_app *app, json_t *attach_result);
 
-/* Sets up the terminal, runs until the user quits, tears the terminal down,
- * runs the after-teardown slot. Returns the process exit code (0 normal), or
- * a negative code when the terminal could not be set up (message in errbuf). */
+/* Sets up the terminal and the loop's handles, runs until the user quits,
+ * tears the terminal down, runs the after-teardown slot, closes the loop.
+ * Returns the process exit code (0 normal), or a negative errno / libuv
+ * code when the setup failed: the terminal could not be set up, or a loop
+ * handle could not be (errbuf then says which, e.g. "cannot start the TUI:
+ * the SIGHUP watcher: too many open files"); every handle set up before
+ * the failure is closed again and the terminal restored before it
+ * returns. Call once. */
 int tui_app_run(tui_app *app, char *errbuf, size_t errlen);
 
 #endif

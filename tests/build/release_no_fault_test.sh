@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Test-only fault injection (POLYTOKEN_FAULT_*, pd_store.c) is compiled only
+# Test-only fault injection (POLYTOKEN_FAULT_*, pd_transcript.c) is compiled only
 # with -Dfault_injection=true, which scripts/build.sh sets for the test
 # variants and never for release: the release daemon holds no
 # POLYTOKEN_FAULT string, the dev daemon does (so the check is not vacuous),

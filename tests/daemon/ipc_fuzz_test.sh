@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # libFuzzer over what the daemon does with a client's bytes: the IPC framer,
-# hello and the request envelope, and the parameter decoding of every method
-# (tests/daemon/fuzz_ipc.c runs the real daemon in-process and talks to its
-# socket). PT_FUZZ_SECONDS (30) from tests/daemon/fuzz_seeds/ipc; any crash,
-# sanitizer report, malformed reply or connection held after the client
-# left fails.
+# hello and the request envelope (the sans-I/O core pd_ipc.c, driven
+# directly: no daemon, no socket), and the parameter decoding of every
+# method (the real methods registered on that core; tests/daemon/fuzz_ipc.c).
+# PT_FUZZ_SECONDS (30) from tests/daemon/fuzz_seeds/ipc; any crash,
+# sanitizer report, malformed reply, unprintable log line or connection held
+# after the client left fails.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 . "$PT_SRC/tests/fuzz_lib.sh"

@@ -4,8 +4,8 @@
 #include "pt_test.h"
 #include "daemon/pd_ngram.h"
 #include "daemon/pd_responder.h"
-#include "daemon/pd_settings.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +43,11 @@ static json_t *conv(const char *user) {
                    "The loop waits for input and runs a callback.", "role", "user", "text", user);
 }
 
-/* Working directory the next run() puts in the request (NULL: ours). */
+/* Working directory the next run() puts in the request (NULL: ours), and
+ * the responders' settings it puts there (what the daemon reads from
+ * POLYTOKEN_RESPONDER_* at start, pd_settings.c). */
 static const char *g_cwd;
+static pd_resp_settings g_set = {NULL, -1, PD_RESP_TIMEOUT_MS_DEFAULT};
 
 /* Runs one responder turn to completion; cancel_after: cancel once this many
  * deltas arrived (-1 never; 0 = right after start). */
@@ -53,7 +56,7 @@ static void run(const pd_responder_vt *vt, const char *user, int cancel_after, c
   uv_loop_init(&loop);
   memset(c, 0, sizeof *c);
   json_t *msgs = conv(user);
-  pd_resp_request req = {"0123456789ab", msgs, user, 2, g_cwd};
+  pd_resp_request req = {"0123456789ab", msgs, user, 2, g_cwd, &g_set};
   pd_resp_sink sink = {on_delta, on_done, c};
   void *h = NULL;
   PT_ASSERT_INT_EQ(vt->start(&loop, &req, &sink, &h), 0);
@@ -77,7 +80,7 @@ static void run(const pd_responder_vt *vt, const char *user, int cancel_after, c
 }
 
 PT_TEST(daemon_responder_builtin_streams_deterministic_reply) {
-  setenv("POLYTOKEN_RESPONDER_DELAY_MS", "0", 1);
+  g_set.delay_ms = 0;
   collect a, b;
   run(&pd_resp_builtin, "How does the loop run a callback?", -1, &a);
   PT_ASSERT_INT_EQ(a.status, PD_RESP_OK);
@@ -104,7 +107,7 @@ PT_TEST(daemon_responder_builtin_streams_deterministic_reply) {
 }
 
 PT_TEST(daemon_responder_builtin_cancel) {
-  setenv("POLYTOKEN_RESPONDER_DELAY_MS", "5", 1);
+  g_set.delay_ms = 5;
   collect a;
   run(&pd_resp_builtin, "cancel me early", 0, &a);
   PT_ASSERT_INT_EQ(a.status, PD_RESP_CANCELLED);
@@ -116,38 +119,36 @@ PT_TEST(daemon_responder_builtin_cancel) {
 PT_TEST(daemon_responder_exec_ok_crash_hang_cancel) {
   collect c;
   /* echoes the conversation it got on stdin (proves the JSON arrives) */
-  setenv("POLYTOKEN_RESPONDER_CMD",
-         "python3 -c 'import json,sys; d=json.load(sys.stdin); "
-         "print(d[\"session\"], len(d[\"messages\"]), d[\"messages\"][-1][\"text\"], end=\"\")'",
-         1);
+  g_set.cmd = "python3 -c 'import json,sys; d=json.load(sys.stdin); "
+              "print(d[\"session\"], len(d[\"messages\"]), d[\"messages\"][-1][\"text\"], end=\"\")'";
   run(&pd_resp_exec, "hi there", -1, &c);
   PT_ASSERT_INT_EQ(c.status, PD_RESP_OK);
   PT_ASSERT_STR_EQ(c.text, "0123456789ab 3 hi there");
 
-  setenv("POLYTOKEN_RESPONDER_CMD", "printf partial; echo 'model exploded' >&2; exit 4", 1);
+  g_set.cmd = "printf partial; echo 'model exploded' >&2; exit 4";
   run(&pd_resp_exec, "x", -1, &c);
   PT_ASSERT_INT_EQ(c.status, PD_RESP_ERROR);
   PT_ASSERT_STR_EQ(c.text, "partial");
   PT_ASSERT_MSG(strstr(c.error, "exit status 4") && strstr(c.error, "model exploded"), "%s", c.error);
 
-  setenv("POLYTOKEN_RESPONDER_CMD", "kill -SEGV $$", 1);
+  g_set.cmd = "kill -SEGV $$";
   run(&pd_resp_exec, "x", -1, &c);
   PT_ASSERT_INT_EQ(c.status, PD_RESP_ERROR);
   PT_ASSERT_MSG(strstr(c.error, "SIGSEGV") != NULL, "%s", c.error);
 
-  setenv("POLYTOKEN_RESPONDER_CMD", "printf one; sleep 100", 1);
-  setenv("POLYTOKEN_RESPONDER_TIMEOUT_MS", "300", 1);
+  g_set.cmd = "printf one; sleep 100";
+  g_set.timeout_ms = 300;
   run(&pd_resp_exec, "x", -1, &c);
   PT_ASSERT_INT_EQ(c.status, PD_RESP_ERROR);
   PT_ASSERT_STR_EQ(c.text, "one");
   PT_ASSERT_MSG(strstr(c.error, "timed out") && strstr(c.error, "300 ms"), "%s", c.error);
 
-  setenv("POLYTOKEN_RESPONDER_TIMEOUT_MS", "30000", 1);
-  setenv("POLYTOKEN_RESPONDER_CMD", "while :; do printf tick; sleep 0.05; done", 1);
+  g_set.timeout_ms = 30000;
+  g_set.cmd = "while :; do printf tick; sleep 0.05; done";
   run(&pd_resp_exec, "x", 2, &c);
   PT_ASSERT_INT_EQ(c.status, PD_RESP_CANCELLED);
   PT_ASSERT_STR_EQ(c.error, "");
-  unsetenv("POLYTOKEN_RESPONDER_CMD");
+  g_set.cmd = NULL;
 }
 
 /* The working directory travels in the request: the external command runs
@@ -159,7 +160,7 @@ PT_TEST(daemon_responder_exec_runs_in_request_cwd) {
   PT_ASSERT(realpath(tmpl, want) != NULL);
   PT_ASSERT(getcwd(here, sizeof here) != NULL);
   PT_ASSERT(strcmp(want, here) != 0);
-  setenv("POLYTOKEN_RESPONDER_CMD", "pwd -P | tr -d '\\n'", 1);
+  g_set.cmd = "pwd -P | tr -d '\\n'";
   collect c;
   g_cwd = tmpl;
   run(&pd_resp_exec, "where", -1, &c);
@@ -169,32 +170,34 @@ PT_TEST(daemon_responder_exec_runs_in_request_cwd) {
   run(&pd_resp_exec, "where", -1, &c); /* without one: our own directory */
   PT_ASSERT_INT_EQ(c.status, PD_RESP_OK);
   PT_ASSERT_STR_EQ(c.text, here);
-  unsetenv("POLYTOKEN_RESPONDER_CMD");
+  g_set.cmd = NULL;
   PT_ASSERT_INT_EQ(rmdir(tmpl), 0);
 }
 
-PT_TEST(daemon_responder_select_follows_env) {
-  unsetenv("POLYTOKEN_RESPONDER_CMD");
-  PT_ASSERT(pd_responder_select() == &pd_resp_builtin);
-  setenv("POLYTOKEN_RESPONDER_CMD", "", 1);
-  PT_ASSERT(pd_responder_select() == &pd_resp_builtin);
-  setenv("POLYTOKEN_RESPONDER_CMD", "echo hi", 1);
-  PT_ASSERT(pd_responder_select() == &pd_resp_exec);
-  unsetenv("POLYTOKEN_RESPONDER_CMD");
+PT_TEST(daemon_responder_pick_follows_settings) {
+  PT_ASSERT(pd_responder_pick(NULL) == &pd_resp_builtin);
+  pd_resp_settings st = {NULL, -1, PD_RESP_TIMEOUT_MS_DEFAULT};
+  PT_ASSERT(pd_responder_pick(&st) == &pd_resp_builtin);
+  st.cmd = "";
+  PT_ASSERT(pd_responder_pick(&st) == &pd_resp_builtin);
+  st.cmd = "echo hi";
+  PT_ASSERT(pd_responder_pick(&st) == &pd_resp_exec);
 }
 
-/* pd_env_int (pd_settings.c): strict parse; junk or out of range gives the
- * default (pt_env_int). */
-PT_TEST(daemon_settings_env_int) {
-  unsetenv("PT_TEST_SETTING");
-  PT_ASSERT_INT_EQ(pd_env_int("PT_TEST_SETTING", 7, 1, 100), 7);
-  setenv("PT_TEST_SETTING", "42", 1);
-  PT_ASSERT_INT_EQ(pd_env_int("PT_TEST_SETTING", 7, 1, 100), 42);
-  setenv("PT_TEST_SETTING", "10abc", 1);
-  PT_ASSERT_INT_EQ(pd_env_int("PT_TEST_SETTING", 7, 1, 100), 7);
-  setenv("PT_TEST_SETTING", "5000", 1);
-  PT_ASSERT_INT_EQ(pd_env_int("PT_TEST_SETTING", 7, 1, 100), 7);
-  setenv("PT_TEST_SETTING", "100", 1);
-  PT_ASSERT_INT_EQ(pd_env_int("PT_TEST_SETTING", 7, 1, 100), 100);
-  unsetenv("PT_TEST_SETTING");
+/* The exec responder without a command refuses to start (and calls
+ * nothing), rather than running an empty shell. */
+PT_TEST(daemon_responder_exec_needs_a_command) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  collect c;
+  memset(&c, 0, sizeof c);
+  json_t *msgs = conv("x");
+  pd_resp_request req = {"0123456789ab", msgs, "x", 2, NULL, NULL};
+  pd_resp_sink sink = {on_delta, on_done, &c};
+  void *h = NULL;
+  PT_ASSERT_INT_EQ(pd_resp_exec.start(&loop, &req, &sink, &h), -EINVAL);
+  json_decref(msgs);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  PT_ASSERT_INT_EQ(c.dones, 0);
+  PT_ASSERT_INT_EQ(uv_loop_close(&loop), 0);
 }

@@ -1,6 +1,6 @@
-/* pd_store.c - sessions on disk and in memory. See pd_store.h. */
+/* pd_sessions.c - the daemon's session store. See pd_sessions.h. */
 #include "pt_config.h"
-#include "daemon/pd_store.h"
+#include "daemon/pd_sessions.h"
 #include "daemon/pd_log.h"
 #include "common/pt_file.h"
 #include "common/pt_jsonl.h"
@@ -25,35 +25,35 @@ typedef struct skipped {
   struct skipped *next;
 } skipped;
 
-struct pd_store {
+typedef struct {
+  pd_active_session_fn cb;
+  void *ctx;
+} active_listener;
+
+struct pd_sessions {
   char *home;
   char *sessions_dir;
   pd_session *sessions;   /* list, unordered */
   size_t count;
   skipped *skipped;
   pd_session *active;
+  active_listener listeners[PD_SESSIONS_MAX_LISTENERS];
+  int nlisteners;
 };
 
-/* ---- active-session hooks (seam 4) ---- */
+/* ---- active-session callbacks (seam 4), per store ---- */
 
-typedef struct {
-  void (*cb)(const char *, void *);
-  void *ctx;
-} active_hook;
-static active_hook g_hooks[8];
-static int g_nhooks;
-static pd_store *g_store; /* the open store, for hooks registered later */
-
-static void fire_hooks(const char *dir) {
-  for (int i = 0; i < g_nhooks; i++) g_hooks[i].cb(dir, g_hooks[i].ctx);
+static void fire_active(pd_sessions *st, const char *dir) {
+  for (int i = 0; i < st->nlisteners; i++) st->listeners[i].cb(dir, st->listeners[i].ctx);
 }
 
-int pd_on_active_session(void (*cb)(const char *session_dir, void *ctx), void *ctx) {
-  if (g_nhooks >= (int)(sizeof g_hooks / sizeof g_hooks[0])) return -ENOSPC;
-  g_hooks[g_nhooks].cb = cb;
-  g_hooks[g_nhooks].ctx = ctx;
-  g_nhooks++;
-  if (g_store && g_store->active) cb(g_store->active->dir, ctx);
+int pd_sessions_on_active(pd_sessions *st, pd_active_session_fn cb, void *ctx) {
+  if (!cb) return -EINVAL;
+  if (st->nlisteners >= PD_SESSIONS_MAX_LISTENERS) return -ENOSPC;
+  st->listeners[st->nlisteners].cb = cb;
+  st->listeners[st->nlisteners].ctx = ctx;
+  st->nlisteners++;
+  if (st->active) cb(st->active->dir, ctx);
   return 0;
 }
 
@@ -92,14 +92,13 @@ int pd_session_name_ok(const char *name) {
 
 static void session_free(pd_session *s) {
   if (!s) return;
-  if (s->transcript_fd >= 0) close(s->transcript_fd);
-  json_decref(s->history);
+  pd_transcript_del(s->transcript);
   free(s->name);
   free(s->dir);
   free(s);
 }
 
-static int add_skipped(pd_store *st, const char *id, const char *error) {
+static int add_skipped(pd_sessions *st, const char *id, const char *error) {
   skipped *k = calloc(1, sizeof *k);
   if (!k) return -ENOMEM;
   k->id = strdup(id);
@@ -146,7 +145,7 @@ static int save_session_json(const pd_session *s) {
 }
 
 /* Loads one session directory; on damage records it as skipped. */
-static int load_session(pd_store *st, const char *id) {
+static int load_session(pd_sessions *st, const char *id) {
   char err[256];
   char *dir = path_join(st->sessions_dir, id);
   if (!dir) return -ENOMEM;
@@ -200,15 +199,13 @@ static int load_session(pd_store *st, const char *id) {
   r = -ENOMEM;
   s = calloc(1, sizeof *s);
   if (!s) goto out;
-  s->transcript_fd = -1;
   snprintf(s->id, sizeof s->id, "%s", id);
   s->name = strdup(name);
   snprintf(s->created, sizeof s->created, "%s", created);
   snprintf(s->last_activity, sizeof s->last_activity, "%s", last);
-  s->turns = max_turn;
   s->dir = dir;
   dir = NULL;
-  if (!s->name) goto out;
+  if (!s->name || pd_transcript_new(tj, max_turn, &s->transcript) < 0) goto out;
   /* A valid session always has its profiling/ directory. */
   char *pd = path_join(s->dir, "profiling");
   if (pd) {
@@ -230,7 +227,7 @@ out:
   return r;
 }
 
-static void load_active(pd_store *st) {
+static void load_active(pd_sessions *st) {
   char *path = path_join(st->home, "active_session");
   char *data = NULL;
   size_t len = 0;
@@ -238,7 +235,7 @@ static void load_active(pd_store *st) {
   int r = pt_read_all(path, 256, &data, &len);
   if (r == 0) {
     while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == ' ')) data[--len] = 0;
-    pd_session *s = pd_store_find(st, data);
+    pd_session *s = pd_sessions_find(st, data);
     if (s) {
       st->active = s;
       pd_info("active session: %s", s->id);
@@ -252,9 +249,9 @@ static void load_active(pd_store *st) {
   free(path);
 }
 
-int pd_store_open(const char *home, pd_store **out) {
+int pd_sessions_open(const char *home, pd_sessions **out) {
   *out = NULL;
-  pd_store *st = calloc(1, sizeof *st);
+  pd_sessions *st = calloc(1, sizeof *st);
   if (!st) return -ENOMEM;
   int r = -ENOMEM;
   st->home = strdup(home);
@@ -288,18 +285,15 @@ int pd_store_open(const char *home, pd_store **out) {
   closedir(d);
   load_active(st);
   pd_info("store: %zu session(s) loaded from %s", st->count, st->sessions_dir);
-  g_store = st;
-  if (st->active) fire_hooks(st->active->dir);
   *out = st;
   return 0;
 fail:
-  pd_store_del(st);
+  pd_sessions_del(st);
   return r;
 }
 
-void pd_store_del(pd_store *st) {
+void pd_sessions_del(pd_sessions *st) {
   if (!st) return;
-  if (g_store == st) g_store = NULL;
   while (st->sessions) {
     pd_session *s = st->sessions;
     st->sessions = s->next;
@@ -317,17 +311,17 @@ void pd_store_del(pd_store *st) {
   free(st);
 }
 
-const char *pd_store_home(const pd_store *st) { return st->home; }
-size_t pd_store_count(const pd_store *st) { return st->count; }
-pd_session *pd_store_first(pd_store *st) { return st->sessions; }
+const char *pd_sessions_home(const pd_sessions *st) { return st->home; }
+size_t pd_sessions_count(const pd_sessions *st) { return st->count; }
+pd_session *pd_sessions_first(pd_sessions *st) { return st->sessions; }
 
-pd_session *pd_store_find(pd_store *st, const char *id) {
+pd_session *pd_sessions_find(pd_sessions *st, const char *id) {
   for (pd_session *s = st->sessions; s; s = s->next)
     if (strcmp(s->id, id) == 0) return s;
   return NULL;
 }
 
-static int is_skipped(pd_store *st, const char *id) {
+static int is_skipped(pd_sessions *st, const char *id) {
   for (skipped *k = st->skipped; k; k = k->next)
     if (strcmp(k->id, id) == 0) return 1;
   return 0;
@@ -342,7 +336,7 @@ static int rm_rf(const char *path) {
   return nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -errno;
 }
 
-int pd_store_create(pd_store *st, const char *name, pd_session **out) {
+int pd_sessions_create(pd_sessions *st, const char *name, pd_session **out) {
   char defname[64];
   if (!name) {
     snprintf(defname, sizeof defname, "Session %zu", st->count + 1);
@@ -354,19 +348,21 @@ int pd_store_create(pd_store *st, const char *name, pd_session **out) {
     unsigned char rnd[PD_SESSION_ID_LEN / 2];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return -EIO;
     for (size_t i = 0; i < sizeof rnd; i++) snprintf(id + 2 * i, 3, "%02x", rnd[i]);
-    if (!pd_store_find(st, id) && !is_skipped(st, id)) break;
+    if (!pd_sessions_find(st, id) && !is_skipped(st, id)) break;
     if (tries > 16) return -EEXIST;
   }
   pd_session *s = calloc(1, sizeof *s);
   if (!s) return -ENOMEM;
-  s->transcript_fd = -1;
   memcpy(s->id, id, sizeof s->id);
   s->name = strdup(name);
   s->dir = path_join(st->sessions_dir, id);
-  if (!s->name || !s->dir) {
+  char *tr = s->dir ? path_join(s->dir, "transcript.jsonl") : NULL;
+  if (!s->name || !tr || pd_transcript_new(tr, 0, &s->transcript) < 0) {
+    free(tr);
     session_free(s);
     return -ENOMEM;
   }
+  free(tr);
   pd_time_rfc3339(s->created, sizeof s->created);
   memcpy(s->last_activity, s->created, sizeof s->created);
   int r;
@@ -376,27 +372,19 @@ int pd_store_create(pd_store *st, const char *name, pd_session **out) {
     return r;
   }
   char *prof = path_join(s->dir, "profiling");
-  char *tr = path_join(s->dir, "transcript.jsonl");
   r = -ENOMEM;
-  if (!prof || !tr) goto fail_dir;
+  if (!prof) goto fail_dir;
   if (mkdir(prof, 0700) != 0) {
     r = -errno;
     goto fail_dir;
   }
-  int fd = open(tr, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    r = -errno;
-    goto fail_dir;
-  }
-  r = fsync(fd) == 0 ? 0 : -errno;
-  close(fd);
+  r = pd_transcript_create(s->transcript);
   if (r < 0) goto fail_dir;
   r = save_session_json(s);
   if (r < 0) goto fail_dir;
   r = pt_fsync_dir(st->sessions_dir);
   if (r < 0) goto fail_dir;
   free(prof);
-  free(tr);
   s->next = st->sessions;
   st->sessions = s;
   st->count++;
@@ -407,13 +395,11 @@ fail_dir:
   /* our own fresh directory: safe to remove */
   rm_rf(s->dir);
   free(prof);
-  free(tr);
   session_free(s);
   return r;
 }
 
-int pd_store_rename(pd_store *st, pd_session *s, const char *name) {
-  (void)st;
+int pd_session_rename(pd_session *s, const char *name) {
   if (pd_session_name_ok(name) != 0) return -EINVAL;
   char *nn = strdup(name);
   if (!nn) return -ENOMEM;
@@ -430,13 +416,12 @@ int pd_store_rename(pd_store *st, pd_session *s, const char *name) {
   return 0;
 }
 
-int pd_store_touch(pd_store *st, pd_session *s) {
-  (void)st;
+int pd_session_touch(pd_session *s) {
   pd_time_rfc3339(s->last_activity, sizeof s->last_activity);
   return save_session_json(s);
 }
 
-int pd_store_delete(pd_store *st, pd_session *s) {
+int pd_sessions_delete(pd_sessions *st, pd_session *s) {
   char gone[PATH_MAX];
   snprintf(gone, sizeof gone, "%s/.deleted-%s", st->sessions_dir, s->id);
   if (rename(s->dir, gone) != 0) return -errno;
@@ -448,14 +433,15 @@ int pd_store_delete(pd_store *st, pd_session *s) {
   if (*pp) *pp = s->next;
   st->count--;
   pd_info("session %s deleted", s->id);
-  if (st->active == s) pd_store_set_active(st, NULL);
+  if (st->active == s) pd_sessions_set_active(st, NULL);
   session_free(s);
   return 0;
 }
 
 json_t *pd_session_json(const pd_session *s) {
   return json_pack("{s:s, s:s, s:s, s:s, s:i}", "id", s->id, "name", s->name, "created",
-                   s->created, "last_activity", s->last_activity, "turns", s->turns);
+                   s->created, "last_activity", s->last_activity, "turns",
+                   pd_transcript_turns(s->transcript));
 }
 
 static int cmp_newest(const void *a, const void *b) {
@@ -464,7 +450,7 @@ static int cmp_newest(const void *a, const void *b) {
   return c ? c : strcmp(x->id, y->id);
 }
 
-json_t *pd_store_list_json(pd_store *st) {
+json_t *pd_sessions_list_json(pd_sessions *st) {
   pd_session **v = calloc(st->count + 1, sizeof *v);
   if (!v) return NULL;
   size_t n = 0;
@@ -478,9 +464,9 @@ json_t *pd_store_list_json(pd_store *st) {
   return json_pack("{s:o, s:o}", "sessions", arr, "skipped", sk);
 }
 
-pd_session *pd_store_active(pd_store *st) { return st->active; }
+pd_session *pd_sessions_active(pd_sessions *st) { return st->active; }
 
-int pd_store_set_active(pd_store *st, pd_session *s) {
+int pd_sessions_set_active(pd_sessions *st, pd_session *s) {
   char *path = path_join(st->home, "active_session");
   if (!path) return -ENOMEM;
   int r;
@@ -497,175 +483,7 @@ int pd_store_set_active(pd_store *st, pd_session *s) {
   if (st->active != s) {
     st->active = s;
     pd_info("active session: %s", s ? s->id : "(none)");
-    fire_hooks(s ? s->dir : NULL);
+    fire_active(st, s ? s->dir : NULL);
   }
   return 0;
 }
-
-/* ---- transcript ---- */
-
-static int valid_role(const char *r) {
-  return strcmp(r, "user") == 0 || strcmp(r, "assistant") == 0 || strcmp(r, "error") == 0;
-}
-
-int pd_transcript_read(const char *path, json_t **out, int *max_turn, char *err, size_t errlen) {
-  char *data = NULL;
-  size_t len = 0;
-  if (out) *out = NULL;
-  if (max_turn) *max_turn = 0;
-  int r = pt_read_all(path, PD_TRANSCRIPT_MAX, &data, &len);
-  if (r < 0) {
-    snprintf(err, errlen, "%s", strerror(-r));
-    return r;
-  }
-  if (len > 0 && data[len - 1] != '\n') {
-    snprintf(err, errlen, "last line is incomplete (no newline)");
-    free(data);
-    return -EBADMSG;
-  }
-  json_t *arr = out ? json_array() : NULL;
-  int maxt = 0, lineno = 0;
-  r = 0;
-  for (char *p = data; p < data + len;) {
-    char *nl = memchr(p, '\n', (size_t)(data + len - p));
-    lineno++;
-    json_t *e = NULL;
-    char perr[160];
-    json_int_t tid = 0;
-    const char *role = NULL, *text = NULL, *ts = NULL;
-    if (pt_jsonl_parse(p, (size_t)(nl - p), &e, perr, sizeof perr) != 0) {
-      snprintf(err, errlen, "line %d: %s", lineno, perr);
-      r = -EBADMSG;
-      break;
-    }
-    if (json_unpack(e, "{s:I, s:s, s:s, s:s}", "turn_id", &tid, "role", &role, "text", &text,
-                    "ts", &ts) != 0 ||
-        tid <= 0 || tid > INT_MAX || !valid_role(role)) {
-      snprintf(err, errlen, "line %d: bad entry (needs turn_id>0, role, text, ts)", lineno);
-      json_decref(e);
-      r = -EBADMSG;
-      break;
-    }
-    if (tid > maxt) maxt = (int)tid;
-    if (arr) json_array_append_new(arr, e);
-    else json_decref(e);
-    p = nl + 1;
-  }
-  free(data);
-  if (r < 0) {
-    json_decref(arr);
-    return r;
-  }
-  if (out) *out = arr;
-  if (max_turn) *max_turn = maxt;
-  return 0;
-}
-
-int pd_transcript_append(pd_session *s, int turn_id, const char *role, const char *text,
-                         const char *status) {
-  char ts[32];
-  pd_time_rfc3339(ts, sizeof ts);
-  json_t *e = json_pack("{s:i, s:s, s:s, s:s}", "turn_id", turn_id, "role", role, "text", text,
-                        "ts", ts);
-  if (!e) return -EINVAL; /* text not valid UTF-8 */
-  if (status) json_object_set_new(e, "status", json_string(status));
-  char *line;
-  size_t len;
-  int r = pt_jsonl_dump(e, PD_TRANSCRIPT_MAX, &line, &len);
-  if (r < 0) {
-    json_decref(e);
-    return r == PT_JSONL_EOVERSIZE ? -EFBIG : r;
-  }
-  char *path = path_join(s->dir, "transcript.jsonl");
-  if (!path) {
-    json_decref(e);
-    free(line);
-    return -ENOMEM;
-  }
-  if (s->transcript_fd < 0) {
-    s->transcript_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-    if (s->transcript_fd < 0) {
-      r = -errno;
-      json_decref(e);
-      free(path);
-      free(line);
-      return r;
-    }
-  }
-  /* Never grow the transcript past what pd_transcript_read accepts. */
-  struct stat tst;
-  if (fstat(s->transcript_fd, &tst) != 0) {
-    r = -errno;
-  } else if ((uint64_t)tst.st_size + len > PD_TRANSCRIPT_MAX) {
-    r = -EFBIG;
-  } else {
-    r = pt_append_durable(s->transcript_fd, path, line, len);
-  }
-  free(path);
-  free(line);
-  if (r == 0 && turn_id > s->turns) s->turns = turn_id;
-  /* Keep the in-memory copy equal to the file: add what was written; if
-   * anything is uncertain (append failed, out of memory), forget the copy
-   * so that the next pd_session_history reads the file again. */
-  if (s->history && (r < 0 || json_array_append(s->history, e) != 0)) {
-    json_decref(s->history);
-    s->history = NULL;
-  }
-  json_decref(e);
-  return r;
-}
-
-int pd_session_history(pd_session *s, json_t **out, char *err, size_t errlen) {
-  *out = NULL;
-  if (!s->history) {
-    char *path = path_join(s->dir, "transcript.jsonl");
-    if (!path) {
-      snprintf(err, errlen, "out of memory");
-      return -ENOMEM;
-    }
-    json_t *tr = NULL;
-    int r = pd_transcript_read(path, &tr, NULL, err, errlen);
-    free(path);
-    if (r == -ENOENT) {
-      tr = json_array();
-      r = tr ? 0 : -ENOMEM;
-      if (r < 0) snprintf(err, errlen, "out of memory");
-    }
-    if (r < 0) return r;
-    s->history = tr;
-  }
-  *out = s->history;
-  return 0;
-}
-
-#if PT_FAULT_INJECTION
-/* Test builds only (-Dfault_injection=true): a release daemon contains
- * neither this code nor the variable's name. */
-static int g_fault_errno, g_fault_skip, g_fault_seen;
-
-static int transcript_fault(const char *path) {
-  (void)path;
-  if (!g_fault_errno) return 0;
-  if (g_fault_seen++ < g_fault_skip) return 0;
-  return g_fault_errno;
-}
-
-void pd_transcript_install_fault_hook(void) {
-  const char *v = getenv("POLYTOKEN_FAULT_TRANSCRIPT_WRITE");
-  if (!v || !*v) return;
-  char name[32];
-  int skip = 0;
-  if (sscanf(v, "%31[A-Z]:%d", name, &skip) < 1) return;
-  if (strcmp(name, "ENOSPC") == 0) g_fault_errno = ENOSPC;
-  else if (strcmp(name, "EIO") == 0) g_fault_errno = EIO;
-  else if (strcmp(name, "EDQUOT") == 0) g_fault_errno = EDQUOT;
-  else return;
-  g_fault_skip = skip < 0 ? 0 : skip;
-  g_fault_seen = 0;
-  pt_append_set_fault(transcript_fault);
-  pd_warn("fault injection: transcript appends fail with %s after %d append(s)", name,
-          g_fault_skip);
-}
-#else
-void pd_transcript_install_fault_hook(void) {}
-#endif
