@@ -2,14 +2,15 @@
 # feedback_upload_test.sh - `polytoken feedback send` end to end: the bundle
 # in the outbox holds the message and each attachment byte for byte with a
 # manifest; POSTed as multipart form data (libcurl) to a loopback HTTP server
-# (tests/catalog/feedback_server.py):
+# (tests/feedback/feedback_server.py):
 #   ok          sent at once, moved to feedback/sent/<id> with status "sent"
 #   fail-first  500 then 200: retried, then marked sent (2 requests)
 #   hang        never answers: each attempt times out, the bundle stays in
 #               the outbox with status "failed" and the error recorded
 # The CLI binary is $POLYTOKEN_CLI when set (default: the build's polytoken).
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../daemon/catalog_lib.sh"
+FB_DIR=$PT_SRC/tests/feedback
 B=$PT_BUILD_DEV
 CLI=${POLYTOKEN_CLI:-$B/polytoken}
 [ -x "$B/polytokend" ] || fail "no daemon in $B"
@@ -23,7 +24,7 @@ PROF=$PDIR/daemon-profile-20261129T210000Z-1.pb.gz
 # start_server MODE: starts the server, sets SRV_OUT and URL.
 start_server() {
   SRV_OUT=$(mktemp -d "$TMPDIR/srv.XXXXXX")
-  python3 "$CAT_DIR/feedback_server.py" "$1" "$SRV_OUT/port" "$SRV_OUT" 2>"$SRV_OUT/log" &
+  python3 "$FB_DIR/feedback_server.py" "$1" "$SRV_OUT/port" "$SRV_OUT" 2>"$SRV_OUT/log" &
   SRV_PID=$!
   PT_PIDS+=("$SRV_PID")
   wait_for 20 test -s "$SRV_OUT/port" || fail "server did not start"

@@ -10,7 +10,7 @@
  * damage, after which the generation restarts at the wall clock in
  * milliseconds (so clients never see it go back) and never at 0; the list
  * result always carries that generation. Built and run by
- * tests/catalog/catalog_load_fuzz_test.sh.
+ * tests/daemon/catalog_load_fuzz_test.sh.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -2,11 +2,11 @@
  * content and generation as snapshots come and go, persistence, the hash
  * cache, TUI entries per build, fetch, and path-escape attempts. Real files in
  * a temp state root; profiles are real gzip'd pprof files made by
- * tests/catalog/mkprofile.py. */
+ * tests/mkprofile.py. */
 #include "pt_test.h"
 #include "pt_config.h"
 #include "daemon/pd_catalog.h"
-#include "common/pt_feedback.h"
+#include "common/pt_base64.h"
 #include "common/pt_file.h"
 #include "common/pt_sha256.h"
 #include "common/pt_snapshot_names.h"
@@ -54,7 +54,7 @@ static void fx_fini(fixture *f) {
 /* Writes a real gzip'd pprof profile named `name` in the profiling dir. */
 static char *write_profile(fixture *f, const char *name, const char *func) {
   char *path = cat3(f->pdir, "/", name);
-  char *script = pt_source_path("tests/catalog/mkprofile.py");
+  char *script = pt_source_path("tests/mkprofile.py");
   char arg[128];
   snprintf(arg, sizeof arg, "%s=25", func);
   char *argv[] = {"python3", script, path, arg, "main=2", NULL};
@@ -87,12 +87,12 @@ static size_t count_kind(pd_catalog *c, const char *kind) {
   return n;
 }
 
-/* Decodes with the same decoder the CLI/TUI use (pt_feedback.c), which
+/* Decodes with the same decoder the CLI/TUI use (pt_base64.c), which
  * rejects malformed input. */
 static uint8_t *b64dec(const char *s, size_t *len) {
   PT_ASSERT(s != NULL);
   uint8_t *o = NULL;
-  PT_ASSERT_INT_EQ(pt_feedback_b64decode(s, strlen(s), &o, len), 0);
+  PT_ASSERT_INT_EQ(pt_base64_decode(s, strlen(s), &o, len), 0);
   return o;
 }
 
@@ -126,7 +126,7 @@ static uint8_t *fetch_all(pd_catalog *c, const char *id, size_t *len, const char
   return all;
 }
 
-PT_TEST(catalog_generation_tracks_snapshots) {
+PT_TEST(daemon_catalog_generation_tracks_snapshots) {
   fixture f;
   fx_init(&f);
   pd_catalog *c = NULL;
@@ -212,7 +212,7 @@ PT_TEST(catalog_generation_tracks_snapshots) {
   fx_fini(&f);
 }
 
-PT_TEST(catalog_damaged_state_never_goes_back) {
+PT_TEST(daemon_catalog_damaged_state_never_goes_back) {
   fixture f;
   fx_init(&f);
   pd_catalog *c = NULL;
@@ -236,7 +236,7 @@ PT_TEST(catalog_damaged_state_never_goes_back) {
   fx_fini(&f);
 }
 
-PT_TEST(catalog_tui_entries_follow_build) {
+PT_TEST(daemon_catalog_tui_entries_follow_build) {
   fixture f;
   fx_init(&f);
   char *d = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210000Z-1.pb.gz", "hot_spin");
@@ -262,7 +262,7 @@ PT_TEST(catalog_tui_entries_follow_build) {
   fx_fini(&f);
 }
 
-PT_TEST(catalog_fetch_returns_exact_bytes) {
+PT_TEST(daemon_catalog_fetch_returns_exact_bytes) {
   fixture f;
   fx_init(&f);
   char *p = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210000Z-1.pb.gz", "hot_spin");
@@ -352,7 +352,7 @@ static void expect_fetch_error(pd_catalog *c, json_t *params, const char *want_c
   json_decref(params);
 }
 
-PT_TEST(catalog_fetch_refuses_path_escapes) {
+PT_TEST(daemon_catalog_fetch_refuses_path_escapes) {
   fixture f;
   fx_init(&f);
   char *p = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210000Z-1.pb.gz", "hot_spin");
@@ -423,7 +423,7 @@ PT_TEST(catalog_fetch_refuses_path_escapes) {
   fx_fini(&f);
 }
 
-PT_TEST(catalog_unknown_method_and_bad_params) {
+PT_TEST(daemon_catalog_unknown_method_and_bad_params) {
   fixture f;
   fx_init(&f);
   pd_catalog *c = NULL;
@@ -443,7 +443,7 @@ PT_TEST(catalog_unknown_method_and_bad_params) {
   fx_fini(&f);
 }
 
-PT_TEST(catalog_follows_active_session_hook) {
+PT_TEST(daemon_catalog_follows_active_session_hook) {
   fixture f;
   fx_init(&f);
   char *p = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210000Z-1.pb.gz", "hot_spin");
@@ -473,7 +473,7 @@ PT_TEST(catalog_follows_active_session_hook) {
   fx_fini(&f);
 }
 
-PT_TEST(catalog_state_root_profiles_without_session) {
+PT_TEST(daemon_catalog_state_root_profiles_without_session) {
   fixture f;
   fx_init(&f);
   char *as = cat3(f.home, "/active_session", "");
@@ -481,7 +481,7 @@ PT_TEST(catalog_state_root_profiles_without_session) {
   char *rootprof = cat3(f.home, "/profiling", "");
   PT_ASSERT(mkdir(rootprof, 0700) == 0);
   char *p = cat3(rootprof, "/" PT_SNAPSHOT_DAEMON_PREFIX "20261129T220000Z-1.pb.gz", "");
-  char *script = pt_source_path("tests/catalog/mkprofile.py");
+  char *script = pt_source_path("tests/mkprofile.py");
   char *argv[] = {"python3", script, p, "hot_spin=5", NULL};
   PT_ASSERT_INT_EQ(pt_run(argv, NULL, 20000), 0);
   pd_catalog *c = NULL;
@@ -528,7 +528,7 @@ static void file_prefix_sha(const char *path, uint64_t n, char hex[PT_SHA256_HEX
   close(fd);
 }
 
-PT_TEST(catalog_log_hash_incremental) {
+PT_TEST(daemon_catalog_log_hash_incremental) {
   fixture f;
   fx_init(&f);
   char *logs = cat3(f.home, "/logs", "");

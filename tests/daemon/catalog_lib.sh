@@ -1,16 +1,18 @@
-# tests/catalog/common.sh - shared setup of the catalog/feedback integration
-# tests (source it). Defaults point at this area's own build directories for
-# manual runs; scripts/test.sh passes the real ones.
+# tests/daemon/catalog_lib.sh - shared setup of the integration tests of the
+# daemon's artifact catalog (tests/daemon/catalog_*_test.sh) and of the
+# feedback flow end to end (tests/feedback/); source it. Defaults point at
+# this checkout's build directories for manual runs; scripts/test.sh passes
+# the real ones.
 PT_SRC=${PT_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 : "${PT_BUILD_DEV:=$PT_SRC/build/dev}"
 : "${PT_BUILD_PROF:=$PT_SRC/build/profile}"
 # shellcheck source=../lib.sh
 . "$PT_SRC/tests/lib.sh"
-CAT_DIR=$PT_SRC/tests/catalog
+CAT_DIR=$PT_SRC/tests/daemon
 export POLYTOKEN_RESPONDER_DELAY_MS=1
 
-ipc() { python3 "$CAT_DIR/ipc.py" "$POLYTOKEN_HOME" "$@"; }
-mkprofile() { python3 "$CAT_DIR/mkprofile.py" "$@"; }
+ipc() { python3 "$CAT_DIR/catalog_client.py" "$POLYTOKEN_HOME" "$@"; }
+mkprofile() { python3 "$PT_SRC/tests/mkprofile.py" "$@"; }
 # jget JSON EXPR: evaluates a Python expression over the parsed JSON `j`.
 jget() { python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"; }
 

@@ -1,15 +1,17 @@
 /*
- * fuzz_feedback_pprof.c - libFuzzer target for the feedback review screen's
- * reader of untrusted profile files (src/common/pt_feedback_pprof.c): its
- * gzip/DEFLATE decoder and its pprof summary.
+ * fuzz_gunzip.c - libFuzzer target for the reading of untrusted profile
+ * files by the feedback review: pt_gunzip (src/common/pt_gunzip.c, zlib
+ * with an output cap) and pt_pprof_summarize (src/common/pt_pprof_summary.c
+ * over pt_pprof_read.c).
  *
- * The decoder is checked against zlib (linked into this harness only; the
- * programs themselves do not link zlib): for every input, zlib's gzip
- * inflate of the first member and pt_gunzip must agree on success or
- * failure and, on success, on every byte. So a silently wrong inflate fails
- * here, not only a crash. Then pt_pprof_summarize must not crash and must
- * keep its documented bounds. Built and run by
- * tests/common/feedback_pprof_fuzz_test.sh.
+ * Differential: for every input, a one-shot zlib inflate of the first gzip
+ * member (into a buffer of the cap + 1) and pt_gunzip (growing its buffer,
+ * capped) must agree on success or failure, on "too big", and on every
+ * byte. The seeds (fuzz_seeds/gunzip) are the ones the hand-written
+ * DEFLATE decoder was checked with before zlib replaced it: dynamic and
+ * fixed Huffman codes, stored blocks, header flags. Then the summary must
+ * not crash and must keep its documented bounds. Built and run by
+ * tests/common/gunzip_fuzz_test.sh.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -18,7 +20,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "common/pt_feedback_pprof.h"
+#include "common/pt_gunzip.h"
+#include "common/pt_pprof_summary.h"
 
 #define MAX_OUT ((size_t)1 << 20) /* keeps each run fast; the cap path is fuzzed too */
 

@@ -6,7 +6,7 @@
 # swapped in after listing) fail cleanly and the daemon keeps serving.
 # The CLI binary is $POLYTOKEN_CLI when set (default: the build's polytoken).
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/catalog_lib.sh"
 B=$PT_BUILD_DEV
 CLI=${POLYTOKEN_CLI:-$B/polytoken}
 [ -x "$B/polytokend" ] || fail "no daemon in $B"

@@ -12,7 +12,7 @@
 #  4. fetch (whose offset-0 re-check runs on the threadpool) still returns
 #     exactly the listed bytes.
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/catalog_lib.sh"
 B=$PT_BUILD_DEV
 [ -x "$B/polytokend" ] || fail "no daemon in $B"
 pt_home
@@ -28,7 +28,7 @@ python3 - "$POLYTOKEN_HOME" "$CAT_DIR" <<'EOF' || fail "see above"
 import hashlib, json, os, re, select, socket, subprocess, sys, time
 home, catdir = sys.argv[1], sys.argv[2]
 sys.path.insert(0, catdir)
-from ipc import Client
+from catalog_client import Client
 log = os.path.join(home, "logs", "daemon.log")
 
 def die(msg):

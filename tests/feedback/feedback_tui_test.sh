@@ -6,7 +6,8 @@
 # then `y`: bundle written and uploaded to a loopback server.
 # The TUI binary is $POLYTOKEN_CLI when set (default: the build's polytoken).
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../daemon/catalog_lib.sh"
+FB_DIR=$PT_SRC/tests/feedback
 B=$PT_BUILD_DEV
 CLI=${POLYTOKEN_CLI:-$B/polytoken}
 [ -x "$B/polytokend" ] || fail "no daemon in $B"
@@ -20,7 +21,7 @@ PROF=$PDIR/daemon-profile-20261129T210000Z-1.pb.gz
 mkprofile "$PROF" hot_spin=30 parse_line=12 main=1
 
 SRV_OUT=$(mktemp -d "$TMPDIR/srv.XXXXXX")
-python3 "$CAT_DIR/feedback_server.py" ok "$SRV_OUT/port" "$SRV_OUT" 2>"$SRV_OUT/log" &
+python3 "$FB_DIR/feedback_server.py" ok "$SRV_OUT/port" "$SRV_OUT" 2>"$SRV_OUT/log" &
 PT_PIDS+=("$!")
 wait_for 20 test -s "$SRV_OUT/port" || fail "server did not start"
 URL="http://127.0.0.1:$(cat "$SRV_OUT/port")/feedback"

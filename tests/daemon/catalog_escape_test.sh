@@ -11,7 +11,7 @@
 #  (4) feedback/outbox planted as a symlink: `feedback send` fails with a
 #      clear error and writes nothing through it.
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/catalog_lib.sh"
 B=$PT_BUILD_DEV
 CLI=${POLYTOKEN_CLI:-$B/polytoken}
 [ -x "$B/polytokend" ] || fail "no daemon in $B"
@@ -60,7 +60,7 @@ head -c 307200 /dev/urandom >"$BIG"
 python3 - "$POLYTOKEN_HOME" "$BIG" "$CAT_DIR" <<'PY'
 import base64, json, os, sys
 sys.path.insert(0, sys.argv[3])
-from ipc import Client
+from catalog_client import Client
 home, big = sys.argv[1], sys.argv[2]
 c = Client(home)
 def entry():

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""ipc.py - a raw client of the daemon socket for the catalog tests.
+"""catalog_client.py - a raw client of the daemon socket for the catalog tests.
 
 Speaks the line-delimited JSON protocol directly (docs/ipc.md), so tests can
 send requests the real CLI never would (crafted params, paths).
 
-usage: ipc.py HOME METHOD [PARAMS_JSON]      prints the reply object as JSON
-       ipc.py HOME --fetch ID OUT            fetches an artifact (all chunks)
+usage: catalog_client.py HOME METHOD [PARAMS_JSON]      prints the reply object as JSON
+       catalog_client.py HOME --fetch ID OUT            fetches an artifact (all chunks)
                                              into OUT, checks sha256, prints
                                              {"size":..,"sha256":..}
 Exit 0 when the reply has "result", 3 when it has "error", 2 on usage or

@@ -6,7 +6,7 @@
 # (the brief's "restart the daemon with the profiling build, then reopen the
 # attachment picker").
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/catalog_lib.sh"
 [ -x "$PT_BUILD_DEV/polytokend" ] || fail "no normal daemon in $PT_BUILD_DEV"
 [ -x "$PT_BUILD_PROF/polytokend" ] || skip "no profiling build in $PT_BUILD_PROF"
 pt_home
