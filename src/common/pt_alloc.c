@@ -22,6 +22,14 @@ void *pt_calloc(size_t n, size_t size) { return should_fail() ? NULL : calloc(n,
 void *pt_realloc(void *p, size_t n) { return should_fail() ? NULL : realloc(p, n); }
 void *pt_alloc_malloc_hook(size_t n) { return pt_malloc(n); }
 
+unsigned long pt_alloc_suspend(void) {
+  unsigned long left = t_countdown;
+  t_countdown = 0;
+  return left;
+}
+
+void pt_alloc_resume(unsigned long left) { t_countdown = left; }
+
 int pt_alloc_fail_at(unsigned long n) {
   int hit = t_hit;
   t_hit = 0;

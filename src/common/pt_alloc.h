@@ -48,6 +48,12 @@ void *pt_realloc(void *p, size_t n);
  * happened since the last call, else 0. */
 int pt_alloc_fail_at(unsigned long n);
 
+/* Test builds only: suspends this thread's countdown (returns what was
+ * left) and resumes it, around set-up code of a test that is not under
+ * test. */
+unsigned long pt_alloc_suspend(void);
+void pt_alloc_resume(unsigned long left);
+
 /* Test builds only: a malloc-compatible function that goes through the
  * countdown (for json_set_alloc_funcs and zlib's zalloc in tests). */
 void *pt_alloc_malloc_hook(size_t n);

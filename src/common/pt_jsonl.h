@@ -82,8 +82,9 @@ size_t pt_jsonl_pending(const pt_jsonl *f);
 
 /* Parses one line into a JSON object. Returns 0 and a new reference in *out,
  * -EINVAL if the line is not valid JSON or not an object, or -ENOMEM when
- * jansson ran out of memory (*out = NULL; if err/errlen are given, a
- * human-readable reason is written there). */
+ * jansson says it ran out of memory (*out = NULL; if err/errlen are given,
+ * a human-readable reason is written there). jansson reports some
+ * allocation failures of its parser as syntax errors: those are -EINVAL. */
 int pt_jsonl_parse(const char *line, size_t len, json_t **out, char *err, size_t errlen);
 
 /* Serialises obj compactly as one line with a trailing '\n'. Returns 0 and a
