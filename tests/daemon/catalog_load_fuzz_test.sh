@@ -12,5 +12,6 @@ fuzz_build fuzz_catalog_load "$PT_SRC/tests/daemon/fuzz_catalog_load.c" \
   "$PT_SRC/src/daemon/pd_catalog.c" "$PT_SRC/src/daemon/pd_catalog_fetch.c" \
   "$PT_SRC/src/daemon/pd_catalog_hash.c" "$PT_SRC/src/daemon/pd_catalog_json.c" \
   "$PT_SRC/src/daemon/pd_catalog_scan.c" "$PT_SRC/src/common/pt_file.c" "$PT_SRC/src/common/pt_sha256.c" \
+  "$PT_SRC/src/common/pt_write_all.c" \
   $(pkg-config --cflags --libs jansson libcrypto)
 fuzz_run fuzz_catalog_load "$PT_SRC/tests/daemon/fuzz_seeds/catalog_json" -max_len=4096
