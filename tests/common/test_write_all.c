@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BIG ((size_t)4 << 20) /* far more than a pipe holds: many short writes */
@@ -20,8 +21,17 @@ typedef struct reader {
   size_t n;
 } reader;
 
+static volatile sig_atomic_t ticks, writer_done;
+
 static void *read_all(void *p) {
   reader *r = p;
+  /* Start reading only after a few signals hit the writer, which by then
+   * has filled the pipe and is blocked in a write that has written nothing
+   * (so it fails with EINTR, not short). */
+  while (ticks < 3 && !writer_done) {
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+  }
   for (;;) {
     ssize_t k = read(r->fd, r->got + r->n, 4096 < BIG - r->n ? 4096 : BIG - r->n);
     if (k < 0 && errno == EINTR) continue;
@@ -31,7 +41,6 @@ static void *read_all(void *p) {
   return NULL;
 }
 
-static volatile sig_atomic_t ticks;
 static void on_alarm(int sig) {
   (void)sig;
   ticks++;
@@ -60,6 +69,7 @@ PT_TEST(common_write_all_short_and_interrupted_writes) {
   struct itimerval it = {{0, 100}, {0, 100}};
   PT_ASSERT_INT_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
   int rc = pt_write_all(fds[1], data, BIG);
+  writer_done = 1;
   struct itimerval off = {{0, 0}, {0, 0}};
   setitimer(ITIMER_REAL, &off, NULL);
   close(fds[1]);
