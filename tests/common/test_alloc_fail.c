@@ -98,6 +98,25 @@ PT_TEST_T(common_alloc_fail_pprof_read_gunzip_summary, 120000) {
   PT_ASSERT(ptt_alloc_fail_each("pt_gunzip", op_gunzip, &gz, 0) >= 2);
   PT_ASSERT(ptt_alloc_fail_each("pt_pprof_summarize", op_summary, &gz, 0) >= 4);
   free(gz.d);
+  /* A larger stream (1 MiB out of gzip -6): the output buffer grows and
+   * zlib allocates its window between calls. */
+  char *big = ptt_path2(tmp, "big");
+  uint8_t *data = malloc(1 << 20);
+  PT_ASSERT(data);
+  for (size_t i = 0; i < (1 << 20); i++) data[i] = (uint8_t)("profile "[i % 8] + (i % 4099 == 0));
+  pt_write_file(big, data, 1 << 20);
+  free(data);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "gzip -6 -c '%s' > '%s.gz'", big, big);
+  char *gargv[] = {"sh", "-c", cmd, NULL};
+  ptt_run_ok(gargv);
+  char *bigz = ptt_path2(tmp, "big.gz");
+  gz.d = (uint8_t *)pt_read_file(bigz, &gz.n);
+  PT_ASSERT(gz.d);
+  PT_ASSERT(ptt_alloc_fail_each("pt_gunzip (1 MiB)", op_gunzip, &gz, 0) >= 5);
+  free(gz.d);
+  free(bigz);
+  free(big);
   free(f);
   pt_rm_rf(tmp);
   free(tmp);
