@@ -570,6 +570,11 @@ static void *carve(char **cur, size_t count, size_t size) {
   return r;
 }
 
+static int fail_plain(char *err, size_t errlen, const char *what) {
+  pt_errf(err, errlen, "%s", what);
+  return -EINVAL;
+}
+
 struct pt_pprof_block {
   pt_pprof p;
   size_t bytes;
@@ -584,6 +589,9 @@ size_t pt_pprof_memory(const pt_pprof *p) {
 int pt_pprof_read(const uint8_t *data, size_t len, const pt_pprof_limits *lim, pt_pprof **out,
                   char *err, size_t errlen) {
   *out = NULL;
+  static const uint8_t none[1];
+  if (!data && len) return fail_plain(err, errlen, "no data");
+  if (!data) data = none; /* no arithmetic on NULL below */
   size_t max_input = lim && lim->max_input ? lim->max_input : PT_PPROF_MAX_INPUT;
   size_t max_memory = lim && lim->max_memory ? lim->max_memory : PT_PPROF_MAX_MEMORY;
   if (len > max_input) {
