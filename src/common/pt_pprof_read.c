@@ -155,8 +155,7 @@ typedef struct rd {
   size_t n_locrefs, n_values, n_labels, n_lines, str_bytes;
   uint32_t seen; /* singular Profile fields seen (bit = field number) */
   /* fill cursors */
-  size_t c_st, c_sample, c_map, c_loc, c_fn, c_str, c_comment;
-  size_t c_locref, c_value, c_label, c_line;
+  size_t c_str, c_comment, c_locref, c_value, c_label, c_line;
   uint32_t *locpool;      /* the samples' location references */
   int64_t *valpool;       /* the samples' values */
   pt_pprof_label *labpool;
@@ -236,7 +235,7 @@ static int label(rd *d, pbr m, pt_pprof_label *l, size_t si) {
   int k;
   while ((k = pb_next(&m, &f)) == 1) {
     if (f.field < 1 || f.field > 4) continue;
-    if (want_wt(d, &f, 0, "sample label of sample", si) < 0) return -EINVAL;
+    if (want_wt(d, &f, 0, "label of sample", si) < 0) return -EINVAL;
     if (d->mode != FILL_C) continue;
     int r = 0;
     switch (f.field) {
