@@ -1,6 +1,8 @@
 /* pt_file.c - careful file helpers. See pt_file.h. */
 #include "common/pt_file.h"
 
+#include "common/pt_write_all.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -155,20 +157,6 @@ int pt_fsync_dir(const char *dir) {
   return r;
 }
 
-static int write_all(int fd, const char *p, size_t len) {
-  while (len > 0) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -errno;
-    }
-    if (w == 0) return -EIO;
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
 int pt_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode) {
   char tmp[NAME_MAX + 1];
   if (strchr(name, '/') || snprintf(tmp, sizeof tmp, ".%s.tmp.%ld", name, (long)getpid()) >= (int)sizeof tmp)
@@ -180,7 +168,7 @@ int pt_write_atomic_at(int dirfd, const char *name, const void *data, size_t len
     fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return -errno;
   int r = fchmod(fd, mode) == 0 ? 0 : -errno; /* exactly mode, whatever the umask */
-  if (r == 0) r = write_all(fd, data, len);
+  if (r == 0) r = pt_write_all(fd, data, len);
   if (r == 0 && fsync(fd) != 0) r = -errno;
   if (close(fd) != 0 && r == 0) r = -errno;
   if (r == 0 && renameat(dirfd, tmp, dirfd, name) != 0) r = -errno;
@@ -257,10 +245,10 @@ int pt_append_durable(int fd, const char *path, const void *data, size_t len) {
   if (fault > 0) {
     /* Simulate a device that fills up mid-line: half the bytes land, then
      * the write fails. Exercises the truncate-back path below for real. */
-    (void)write_all(fd, data, len / 2);
+    (void)pt_write_all(fd, data, len / 2);
     r = -fault;
   } else {
-    r = write_all(fd, data, len);
+    r = pt_write_all(fd, data, len);
     if (r == 0 && fdatasync(fd) != 0) r = -errno;
   }
   if (r == 0) return 0;

@@ -11,6 +11,8 @@
  */
 #include "common/pt_jsonl.h"
 
+#include "common/pt_alloc.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +28,7 @@ struct pt_jsonl {
 };
 
 pt_jsonl *pt_jsonl_new(size_t max_line) {
-  pt_jsonl *f = calloc(1, sizeof *f);
+  pt_jsonl *f = pt_calloc(1, sizeof *f);
   if (!f) return NULL;
   if (max_line == 0) max_line = PT_JSONL_MAX_LINE;
   if (max_line < 2) max_line = 2;
@@ -63,7 +65,7 @@ static int reserve(pt_jsonl *f, size_t extra) {
     if (ncap > ((size_t)-1) / 2) return -ENOMEM;
     ncap *= 2;
   }
-  char *nb = realloc(f->buf, ncap);
+  char *nb = pt_realloc(f->buf, ncap);
   if (!nb) return -ENOMEM;
   f->buf = nb;
   f->cap = ncap;
@@ -138,6 +140,11 @@ int pt_jsonl_parse(const char *line, size_t len, json_t **out, char *err, size_t
   json_error_t je;
   *out = NULL;
   json_t *j = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+  if (!j && json_error_code(&je) == json_error_out_of_memory) {
+    /* not the peer's fault: say so (the caller must not answer "invalid") */
+    if (err && errlen) snprintf(err, errlen, "out of memory parsing a message");
+    return -ENOMEM;
+  }
   if (!j) {
     if (err && errlen) snprintf(err, errlen, "invalid JSON at column %d: %s", je.column, je.text);
     return -EINVAL;
@@ -158,7 +165,7 @@ int pt_jsonl_dump(const json_t *obj, size_t max_line, char **out, size_t *len) {
   size_t need = json_dumpb(obj, NULL, 0, JSON_COMPACT);
   if (need == 0) return -EINVAL;
   if (need + 1 > max_line) return PT_JSONL_EOVERSIZE;
-  char *b = malloc(need + 2);
+  char *b = pt_malloc(need + 2);
   if (!b) return -ENOMEM;
   size_t got = json_dumpb(obj, b, need, JSON_COMPACT);
   if (got != need) { free(b); return -EINVAL; }

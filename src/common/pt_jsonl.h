@@ -33,6 +33,8 @@
  * The framer does not look inside lines: JSON validity is the caller's
  * business (see pt_jsonl_parse / pt_jsonl_dump below for the jansson helpers
  * both ends use).
+ *
+ * Allocation through pt_alloc.h (tests fail each allocation in turn).
  */
 #ifndef PT_JSONL_H
 #define PT_JSONL_H
@@ -79,8 +81,10 @@ size_t pt_jsonl_pending(const pt_jsonl *f);
 /* ---- jansson helpers shared by daemon and client ---- */
 
 /* Parses one line into a JSON object. Returns 0 and a new reference in *out,
- * or -EINVAL if the line is not valid JSON or not an object (*out = NULL;
- * if err/errlen are given, a human-readable reason is written there). */
+ * -EINVAL if the line is not valid JSON or not an object, or -ENOMEM when
+ * jansson says it ran out of memory (*out = NULL; if err/errlen are given,
+ * a human-readable reason is written there). jansson reports some
+ * allocation failures of its parser as syntax errors: those are -EINVAL. */
 int pt_jsonl_parse(const char *line, size_t len, json_t **out, char *err, size_t errlen);
 
 /* Serialises obj compactly as one line with a trailing '\n'. Returns 0 and a

@@ -3,6 +3,11 @@
 
 #include "common/pt_client.h"
 #include "common/pt_feedback.h"
+#include "common/pt_feedback_fetch.h"
+#include "common/pt_feedback_outbox.h"
+#include "common/pt_feedback_pick.h"
+#include "common/pt_feedback_upload.h"
+#include "common/pt_fmt.h"
 #include "tui/tui_cli_common.h"
 #include "tui/tui_review.h"
 
@@ -82,10 +87,8 @@ int cli_artifacts_main(int argc, char **argv) {
     int64_t now = (int64_t)time(NULL);
     json_array_foreach(entries, i, e) {
       char size[32], age[32];
-      pt_feedback_fmt_size((uint64_t)json_integer_value(json_object_get(e, "size")), size,
-                           sizeof size);
-      pt_feedback_fmt_age(json_integer_value(json_object_get(e, "created_unix")), now, age,
-                          sizeof age);
+      pt_fmt_size((uint64_t)json_integer_value(json_object_get(e, "size")), size, sizeof size);
+      pt_fmt_age(json_integer_value(json_object_get(e, "created_unix")), now, age, sizeof age);
       printf("%s  %-16s %10s  %-12s %s\n", jstr(e, "id"), jstr(e, "kind"), size, age,
              jstr(e, "label"));
     }
@@ -122,9 +125,9 @@ static int cmd_show(int argc, char **argv) {
     } else {
       uint8_t *data = NULL;
       size_t len = 0;
-      pt_client_error err;
-      if (pt_feedback_fetch(c, e, &data, &len, &err) < 0) {
-        tui_cli_fail("fetching %s: %s", jstr(e, "id"), err.message);
+      char err[512];
+      if (pt_feedback_fetch(c, e, &data, &len, err, sizeof err) < 0) {
+        tui_cli_fail("fetching %s: %s", jstr(e, "id"), err);
       } else {
         char *text = tui_review_describe(e, data, len);
         if (text) { fputs(text, stdout); rc = 0; }
@@ -175,16 +178,16 @@ static int cmd_send(int argc, char **argv) {
       tui_cli_fail("no artifact matches %s (see polytoken artifacts)", attach[i]);
       goto out;
     }
-    pt_client_error err;
-    if (pt_feedback_fetch_add(fb, c, e, &err) < 0) {
-      tui_cli_fail("attaching %s (%s): %s", jstr(e, "label"), jstr(e, "id"), err.message);
+    char err[512];
+    if (pt_feedback_fetch_add(fb, c, e, err, sizeof err) < 0) {
+      tui_cli_fail("attaching %s (%s): %s", jstr(e, "label"), jstr(e, "id"), err);
       goto out;
     }
   }
   char *home = strdup(pt_client_home_dir(c));
   char dir[4096], msg[512];
   if (!home) { tui_cli_fail("out of memory"); goto out; }
-  int r = pt_feedback_write(fb, home, dir, sizeof dir, msg, sizeof msg);
+  int r = pt_feedback_outbox_write(fb, home, dir, sizeof dir, msg, sizeof msg);
   if (r < 0) {
     tui_cli_fail("writing the feedback bundle: %s", msg);
     free(home);
@@ -206,15 +209,24 @@ static int cmd_send(int argc, char **argv) {
     rc = 0;
   } else {
     pt_feedback_upload_result ur;
+    char uerr[1024];
     fflush(stdout);
-    r = pt_feedback_upload(home, dir, &o, &ur);
-    if (r == 0) {
+    r = pt_feedback_upload(home, dir, &o, &ur, uerr, sizeof uerr);
+    if (r == 0 && ur.record_error == 0) {
       printf("upload: sent (HTTP %ld after %d attempt%s); bundle moved to %s\n", ur.http_status,
              ur.attempts, ur.attempts == 1 ? "" : "s", ur.dir);
       rc = 0;
+    } else if (r == 0) {
+      /* delivered: not an error to retry (that would send it twice) */
+      printf("upload: sent (HTTP %ld after %d attempt%s); the bundle is in %s\n", ur.http_status,
+             ur.attempts, ur.attempts == 1 ? "" : "s", ur.dir);
+      fprintf(stderr, "polytoken: warning: %s\n", uerr);
+      rc = 0;
+    } else if (r != -EIO) {
+      tui_cli_fail("upload: not sent: %s; the bundle stays in %s", uerr, ur.dir);
     } else {
       tui_cli_fail("upload failed after %d attempt%s: %s; the bundle stays in %s", ur.attempts,
-                   ur.attempts == 1 ? "" : "s", ur.error, ur.dir);
+                   ur.attempts == 1 ? "" : "s", uerr, ur.dir);
     }
   }
   free(home);

@@ -2,6 +2,10 @@
 #include "tui/tui_feedback.h"
 
 #include "common/pt_feedback.h"
+#include "common/pt_feedback_fetch.h"
+#include "common/pt_feedback_outbox.h"
+#include "common/pt_feedback_upload.h"
+#include "common/pt_fmt.h"
 #include "tui/tui_review.h"
 #include "tui/tui_editkey.h"
 #include "tui/tui_lineedit.h"
@@ -30,6 +34,7 @@ typedef struct upload_job {
   pt_feedback_upload_opts opts;
   char url[2048];
   pt_feedback_upload_result res;
+  char err[1024];        /* why it failed, or what failed to be recorded */
   int rc;
   atomic_int cancel; /* set by the loop thread (quit), read by the worker */
 } upload_job;
@@ -77,7 +82,7 @@ tui_feedback *tui_feedback_new(pt_client *client, uv_loop_t *loop, void (*redraw
   f->ud = ud;
   f->msg = tui_lineedit_new(PT_FEEDBACK_MAX_MESSAGE, 20);
   if (!f->msg) { free(f); return NULL; }
-  pt_feedback_global_init(); /* main thread, before any upload worker */
+  pt_feedback_upload_global_init(); /* main thread, before any upload worker */
   return f;
 }
 
@@ -201,10 +206,10 @@ static int build_review(tui_feedback *f) {
   for (size_t i = 0; i < n; i++) {
     if (!f->picked[i]) continue;
     json_t *e = json_array_get(f->entries, i);
-    pt_client_error err;
-    if (pt_feedback_fetch_add(f->bundle, f->client, e, &err) < 0) {
+    char err[512];
+    if (pt_feedback_fetch_add(f->bundle, f->client, e, err, sizeof err) < 0) {
       snprintf(f->status, sizeof f->status, "Cannot fetch %s: %s (press r in the picker to refresh)",
-               json_string_value(json_object_get(e, "label")), err.message);
+               json_string_value(json_object_get(e, "label")), err);
       free(text);
       drop_bundle(f);
       return -EIO;
@@ -235,7 +240,7 @@ static int build_review(tui_feedback *f) {
 
 static void upload_work(uv_work_t *req) {
   upload_job *j = req->data;
-  j->rc = pt_feedback_upload(j->home, j->dir, &j->opts, &j->res);
+  j->rc = pt_feedback_upload(j->home, j->dir, &j->opts, &j->res, j->err, sizeof j->err);
 }
 
 static void upload_done(uv_work_t *req, int status) {
@@ -244,16 +249,24 @@ static void upload_done(uv_work_t *req, int status) {
   pt_task_poll_begin(&f->u_upload.task);
   if (status == UV_ECANCELED || j->rc == -ECANCELED)
     snprintf(f->result, sizeof f->result, "Saved to %s\nUpload cancelled; the bundle stays in the outbox.", j->dir);
-  else if (j->rc == 0)
+  else if (j->rc == 0 && j->res.record_error == 0)
     snprintf(f->result, sizeof f->result,
              "Saved to %s\nUploaded: sent (HTTP %ld after %d attempt%s).\nBundle moved to %s",
              j->dir, j->res.http_status, j->res.attempts, j->res.attempts == 1 ? "" : "s",
              j->res.dir);
+  else if (j->rc == 0)
+    snprintf(f->result, sizeof f->result,
+             "Saved to %s\nUploaded: sent (HTTP %ld after %d attempt%s), %s.\nThe bundle is in %s",
+             j->dir, j->res.http_status, j->res.attempts, j->res.attempts == 1 ? "" : "s", j->err,
+             j->res.dir);
+  else if (j->rc != -EIO)
+    snprintf(f->result, sizeof f->result,
+             "Saved to %s\nNot uploaded: %s\nThe bundle stays in the outbox.", j->dir, j->err);
   else
     snprintf(f->result, sizeof f->result,
              "Saved to %s\nUpload failed after %d attempt%s: %s\nThe bundle stays in the outbox "
              "(status.json records the error).",
-             j->dir, j->res.attempts, j->res.attempts == 1 ? "" : "s", j->res.error);
+             j->dir, j->res.attempts, j->res.attempts == 1 ? "" : "s", j->err);
   f->st = ST_DONE;
   f->job = NULL;
   free(j);
@@ -265,7 +278,7 @@ static void upload_done(uv_work_t *req, int status) {
 static void send_bundle(tui_feedback *f) {
   char dir[PATH_MAX], err[512];
   const char *home = pt_client_home_dir(f->client);
-  if (pt_feedback_write(f->bundle, home, dir, sizeof dir, err, sizeof err) < 0) {
+  if (pt_feedback_outbox_write(f->bundle, home, dir, sizeof dir, err, sizeof err) < 0) {
     snprintf(f->status, sizeof f->status, "Cannot write the bundle: %s", err);
     return;
   }
@@ -429,9 +442,9 @@ void tui_feedback_draw(tui_feedback *f) {
     for (int i = f->top; i < n && i - f->top < view; i++) {
       json_t *e = json_array_get(f->entries, (size_t)i);
       char size[32], age[32], line[512];
-      pt_feedback_fmt_size((uint64_t)json_integer_value(json_object_get(e, "size")), size, sizeof size);
-      pt_feedback_fmt_age(json_integer_value(json_object_get(e, "created_unix")), (int64_t)now, age,
-                          sizeof age);
+      pt_fmt_size((uint64_t)json_integer_value(json_object_get(e, "size")), size, sizeof size);
+      pt_fmt_age(json_integer_value(json_object_get(e, "created_unix")), (int64_t)now, age,
+                 sizeof age);
       snprintf(line, sizeof line, "%s %-50s %10s  %s", f->picked[i] ? "[x]" : "[ ]",
                json_string_value(json_object_get(e, "label")), size, age);
       if (i == f->sel) attron(A_REVERSE);

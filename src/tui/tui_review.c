@@ -1,8 +1,8 @@
 /* tui_review.c - the attachment review text (see tui_review.h). */
 #include "tui/tui_review.h"
 
-#include "common/pt_feedback.h"
-#include "common/pt_feedback_pprof.h"
+#include "common/pt_fmt.h"
+#include "common/pt_pprof_summary.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -53,7 +53,7 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
 char *tui_review_describe(json_t *entry, const uint8_t *data, size_t len) {
   sbuf b = {0};
   char size[32];
-  pt_feedback_fmt_size(len, size, sizeof size);
+  pt_fmt_size(len, size, sizeof size);
   const char *kind = jstr(entry, "kind");
   sb_printf(&b, "%s\n", jstr(entry, "label"));
   sb_printf(&b, "  kind:    %s (from the %s)\n", kind, jstr(entry, "source"));

@@ -15,7 +15,7 @@
 
 /* The review text of one attachment: label, kind, file, size, SHA-256 and,
  * for a CPU profile, sample count, duration and top functions (decoded with
- * pt_feedback_pprof.h), ending with the raw-and-unsanitized notice. entry:
+ * pt_pprof_summary.h), ending with the raw-and-unsanitized notice. entry:
  * catalog entry (BORROWED); data/len: its bytes (BORROWED). Returns a
  * malloc'd, '\n'-separated text (caller frees) or NULL on out of memory. */
 char *tui_review_describe(json_t *entry, const uint8_t *data, size_t len);

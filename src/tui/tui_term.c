@@ -13,7 +13,8 @@
  *   - `restore_seq`: the terminal's own strings to reset attributes (sgr0),
  *     show the cursor (cnorm), leave keypad-transmit mode (rmkx) and leave
  *     the alternate screen (rmcup), read from terminfo and copied into a
- *     static buffer, written with write().
+ *     static buffer, written with pt_write_all() (write(2) in a loop,
+ *     async-signal-safe: src/common/pt_write_all.h).
  * The handler reads only these two (written before sigaction, never changed
  * while handlers are installed) and sig_atomic_t flags; write, tcsetattr,
  * signal and raise are async-signal-safe (POSIX.1-2008 list). So a crash
@@ -22,6 +23,8 @@
  * is being left anyway.
  */
 #include "tui/tui_term.h"
+
+#include "common/pt_write_all.h"
 
 #include <curses.h>
 #include <errno.h>
@@ -73,15 +76,7 @@ static void crash_handler(int sig) {
     in_crash = 1;
     if (term_active) {
       term_active = 0;
-      const char *p = restore_seq;
-      size_t left = restore_len;
-      while (left > 0) {
-        ssize_t w = write(STDOUT_FILENO, p, left);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        p += w;
-        left -= (size_t)w;
-      }
+      (void)pt_write_all(STDOUT_FILENO, restore_seq, restore_len);
       if (have_tio) tcsetattr(STDOUT_FILENO, TCSANOW, &saved_tio);
     }
   }

@@ -3,16 +3,20 @@
 # its dependencies linked, no profiler symbols, no SIGPROF handler, no
 # console port. The profiling build, run the same way, has all of them (so
 # this test can fail in both directions).
+# zlib is not a profiling library: every build links it (src/common's
+# gunzip of profile snapshots for the feedback review). libcurl is linked
+# only into what uploads: polytoken, never polytokend.
 source "$(dirname "$0")/../lib.sh"
+
+needed() { readelf -d "$1" | grep NEEDED; }
 
 check_static() { # BUILD_DIR
   local b=$1 bin
   for bin in "$b/polytokend" "$b/polytoken"; do
     [ -x "$bin" ] || fail "missing $bin"
-    # Direct dependencies (DT_NEEDED): libcurl, a normal-build dependency
-    # for feedback upload, itself pulls in nghttp2 and zlib, which is
-    # libcurl's business; our binaries must not ask for them.
-    if readelf -d "$bin" | grep NEEDED | grep -E 'libdw|libelf|nghttp2|libz[.]|libptprof'; then
+    # Direct dependencies (DT_NEEDED): libcurl itself pulls in nghttp2,
+    # which is libcurl's business; our binaries must not ask for it.
+    if needed "$bin" | grep -E 'libdw|libelf|nghttp2|libptprof'; then
       fail "$bin links a profiling library"
     fi
     if ldd "$bin" | grep -E 'libdw|libelf|libptprof'; then
@@ -26,6 +30,24 @@ check_static() { # BUILD_DIR
 
 check_static "$PT_BUILD_DEV"
 check_static "$PT_BUILD_RELEASE"
+
+# curl only where it uploads, in every build, the profiling one too: not on
+# the daemon's link line at all (build.ninja; --as-needed would hide an
+# unused -lcurl from DT_NEEDED), and polytoken needs it and zlib.
+link_args() { # BUILD_DIR TARGET: the link line meson wrote for TARGET
+  awk -v t="build $2:" 'index($0, t) == 1 { f = 1; next } f && /^ LINK_ARGS = / { print; exit }' \
+    "$1/build.ninja"
+}
+for b in "$PT_BUILD_DEV" "$PT_BUILD_RELEASE" "$PT_BUILD_PROF"; do
+  la=$(link_args "$b" polytokend)
+  [ -n "$la" ] || fail "no link line for polytokend in $b/build.ninja"
+  [[ "$la" == *libptcommon.a* ]] || fail "link line of polytokend not found right: $la"
+  [[ "$la" == *curl* || "$la" == *feedbackupload* ]] && fail "polytokend's link line in $b has libcurl: $la"
+  needed "$b/polytokend" | grep -c libcurl >/dev/null && fail "$b/polytokend links libcurl"
+  [[ "$(link_args "$b" polytoken)" == *libcurl* ]] || fail "polytoken's link line in $b has no libcurl"
+  needed "$b/polytoken" | grep -c libcurl >/dev/null || fail "$b/polytoken does not link libcurl (feedback upload)"
+  needed "$b/polytoken" | grep -c 'libz[.]' >/dev/null || fail "$b/polytoken does not link zlib"
+done
 
 # The profiling binaries do link them (the check above is not vacuous).
 readelf -d "$PT_BUILD_PROF/polytokend" | grep NEEDED | grep -q libdw || fail "profiling daemon does not link libdw"

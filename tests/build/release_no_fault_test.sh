@@ -10,6 +10,9 @@ rel="$PT_BUILD_RELEASE/polytokend" dev="$PT_BUILD_DEV/polytokend"
 if strings "$rel" | grep POLYTOKEN_FAULT; then fail "release polytokend contains fault injection"; fi
 strings "$dev" | grep -q POLYTOKEN_FAULT_TRANSCRIPT_WRITE || fail "dev polytokend lacks fault injection"
 grep -q 'PT_FAULT_INJECTION 0' "$PT_BUILD_RELEASE/pt_config.h" || fail "release pt_config.h enables fault injection"
+# Likewise the allocation countdown of src/common's parsers (pt_alloc.h).
+nm "$PT_BUILD_RELEASE/polytoken" | grep -c ' T pt_alloc_fail_at' >/dev/null && fail "release polytoken has the allocation countdown"
+nm "$PT_BUILD_DEV/polytoken" | grep -c ' T pt_alloc_fail_at' >/dev/null || fail "dev polytoken lacks the allocation countdown"
 
 # Behaviour: with the variable set, the release daemon's first append works.
 pt_home

@@ -17,6 +17,6 @@ for f in "$PT_SRC"/src/daemon/*.c "$PT_SRC"/src/common/*.c; do
 done
 # shellcheck disable=SC2046
 fuzz_build fuzz_ipc "$PT_SRC/tests/daemon/fuzz_ipc.c" "${srcs[@]}" \
-  $(pkg-config --cflags --libs libuv jansson libcurl libcrypto) -lm -lpthread
+  $(pkg-config --cflags --libs libuv jansson libcurl libcrypto zlib) -lm -lpthread
 fuzz_run fuzz_ipc "$PT_SRC/tests/daemon/fuzz_seeds/ipc" -max_len=16384 \
   -dict="$PT_SRC/tests/daemon/fuzz_ipc.dict"

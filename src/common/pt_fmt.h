@@ -1,0 +1,20 @@
+/*
+ * pt_fmt.h - sizes and ages as people read them, for the artifact pickers
+ * of the TUI and the CLI ("12.3 KiB", "5 min ago").
+ *
+ * Threads: reentrant; no allocation; never fails (output truncated to cap).
+ */
+#ifndef PT_FMT_H
+#define PT_FMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "512 B", "2.0 KiB", "3.5 MiB" (binary units, one decimal). */
+void pt_fmt_size(uint64_t n, char *out, size_t cap);
+
+/* "42 s ago", "2 min ago", "5 h ago", "3 d ago" for unix second t relative
+ * to now (a time in the future counts as 0 s ago). */
+void pt_fmt_age(int64_t t, int64_t now, char *out, size_t cap);
+
+#endif
