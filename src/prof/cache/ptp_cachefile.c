@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "prof/cache/ptp_cachefile.h"
-#include "prof/output/ptp_store.h"
+#include "prof/output/ptp_snapstore.h"
 
 /* The directory rule (see ptp_cachefile_prepare_dir), without creating:
  * 0, -ENOTDIR, -EPERM or lstat's -errno. */
@@ -96,7 +96,7 @@ int ptp_cachefile_write_with(const char *dir, const char *name, ptp_cachefile_fi
    * After a crash it may be missing, empty or cut short (its data not yet
    * on disk when the rename was), and every reader checks size, magic and
    * checksum and rebuilds it; rename alone keeps a running reader from
-   * ever seeing a partial file. User data (snapshots, ptp_store.c) keeps
+   * ever seeing a partial file. User data (snapshots, ptp_snapstore.c) keeps
    * its fsyncs. */
   if (close(fd) != 0) { fd = -1; r = -errno; goto fail_tmp; }
   fd = -1;

@@ -69,7 +69,7 @@ typedef int (*ptp_cachefile_fill_fn)(int fd, void *arg);
  * purpose: no fsync of the file or the directory, because every caller
  * writes a cache (derived data whose readers check size, magic and
  * checksum and rebuild what a crash lost or cut short); durable user data
- * goes through ptp_store.c instead. dir must exist (ptp_cachefile_prepare_dir). name
+ * goes through ptp_snapstore.c instead. dir must exist (ptp_cachefile_prepare_dir). name
  * must not contain '/'. Returns 0, -EINVAL (bad name), fill's error or the
  * errno of the failing step (the temp file is removed; an older file
  * stays). */

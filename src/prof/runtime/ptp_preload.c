@@ -17,10 +17,10 @@
  * files (the store matches "<prefix><timestamp>-<seq>.pb.gz" exactly).
  * The whole family (PTPROF_PREFIX and its "pid<PID>-" children) is bounded
  * by PTPROF_KEEP_TOTAL (default 64) files in the directory: every process
- * of the family prunes the family's oldest after each write (ptp_store.h,
+ * of the family prunes the family's oldest after each write (ptp_snapstore.h,
  * family retention), so exec churn cannot fill the disk.
  *
- * Privacy: files are 0600 and a directory we create 0700 (ptp_store); an
+ * Privacy: files are 0600 and a directory we create 0700 (ptp_snapstore); an
  * existing PTPROF_DIR that others may read gets one warning on stderr from
  * the family's first process.
  *

@@ -50,7 +50,7 @@
 #include "prof/runtime/ptp_labels.h"
 #include "prof/runtime/ptp_perf.h"
 #include "prof/output/ptp_pprof.h"
-#include "prof/output/ptp_store.h"
+#include "prof/output/ptp_snapstore.h"
 #include "prof/symbols/ptp_symbolize.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/runtime/ptprof_internal.h"
@@ -67,7 +67,7 @@ struct ptprof {
   int64_t interval_ns;
   char *dir;
   char *prefix;
-  char family[PTP_STORE_PREFIX_MAX + 1];   /* "" or opt->family_prefix */
+  char family[PTP_SNAPSTORE_PREFIX_MAX + 1];   /* "" or opt->family_prefix */
   int keep_total;
   ptprof_log_fn log;
   void *log_user_data;
@@ -84,7 +84,7 @@ struct ptprof {
   sem_t consumer_ready;
   _Atomic int consumer_stop;
   ptp_symbolizer *sym;
-  ptp_store *store;
+  ptp_snapstore *store;
   int err_latched;             /* an error was logged; cleared by a good dump */
   uint64_t flushed_at_cut;     /* threads with exit losses, at the last cut */
 
@@ -161,7 +161,7 @@ int ptprof_engine_from_name(const char *name) {
 
 static int valid_prefix(const char *s) {
   size_t n = strlen(s);
-  return n >= 1 && n <= PTP_STORE_PREFIX_MAX && !strchr(s, '/') && s[0] != '.';
+  return n >= 1 && n <= PTP_SNAPSTORE_PREFIX_MAX && !strchr(s, '/') && s[0] != '.';
 }
 
 int ptprof_new(ptprof **out, const ptprof_options *opt) {
@@ -200,8 +200,8 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   if (opt->dir && !(p->dir = strdup(opt->dir))) goto fail_prefix;
   if ((rc = ptp_agg_new(&p->agg)) < 0) goto fail_dir;
   if ((rc = ptp_agg_new(&p->agg_spare)) < 0) goto fail_agg;
-  if (p->dir && (rc = ptp_store_new(&p->store, p->dir, p->prefix, p->keep)) < 0) goto fail_spare;
-  if (p->store && p->family[0]) ptp_store_set_family(p->store, p->family, p->keep_total);
+  if (p->dir && (rc = ptp_snapstore_new(&p->store, p->dir, p->prefix, p->keep)) < 0) goto fail_spare;
+  if (p->store && p->family[0]) ptp_snapstore_set_family(p->store, p->family, p->keep_total);
   if (sem_init(&p->consumer_ready, 0, 0) != 0) { rc = -errno; goto fail_store; }
   pthread_mutex_init(&p->api_mu, NULL);
   pthread_mutex_init(&p->agg_mu, NULL);
@@ -209,7 +209,7 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   return 0;
 
 fail_store:
-  ptp_store_del(p->store);
+  ptp_snapstore_del(p->store);
 fail_spare:
   ptp_agg_del(p->agg_spare);
 fail_agg:
@@ -509,7 +509,7 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
     else rc = ptp_symbolizer_refresh(p->sym);   /* cheap unless dlopen/dlclose */
   }
   if (rc == 0) rc = ptp_pprof_encode(&w, p->sym, &buf, &len);
-  if (rc == 0) rc = ptp_store_write(p->store, buf, len, path_out, cap);
+  if (rc == 0) rc = ptp_snapstore_write(p->store, buf, len, path_out, cap);
   free(buf);
   ptp_labels_res_free(lres);
   ptp_labels_release(label_epoch);
@@ -521,13 +521,13 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   if (rc == 0) {
     atomic_fetch_add(&p->st_dumps, 1);
     if (p->err_latched)
-      logf_(p, PTPROF_LOG_INFO, "ptprof: snapshots are written again (%s)", ptp_store_dir(p->store));
+      logf_(p, PTPROF_LOG_INFO, "ptprof: snapshots are written again (%s)", ptp_snapstore_dir(p->store));
     p->err_latched = 0;
   } else {
     atomic_fetch_add(&p->st_dump_errors, 1);
     if (!p->err_latched)
       logf_(p, PTPROF_LOG_ERROR, "ptprof: snapshot not written to %s: %s (%d); the window is lost, "
-            "older snapshots stay, sampling continues", ptp_store_dir(p->store), ptprof_strerror(rc), rc);
+            "older snapshots stay, sampling continues", ptp_snapstore_dir(p->store), ptprof_strerror(rc), rc);
     p->err_latched = 1;
   }
   atomic_store(&p->st_last_window, w.duration_ns);
@@ -671,10 +671,10 @@ int ptprof_set_dir(ptprof *p, const char *dir) {
   if (!copy) {
     rc = -ENOMEM;
   } else if (p->store) {
-    rc = ptp_store_set_dir(p->store, dir);
+    rc = ptp_snapstore_set_dir(p->store, dir);
   } else {
-    rc = ptp_store_new(&p->store, dir, p->prefix, p->keep);
-    if (rc == 0 && p->family[0]) ptp_store_set_family(p->store, p->family, p->keep_total);
+    rc = ptp_snapstore_new(&p->store, dir, p->prefix, p->keep);
+    if (rc == 0 && p->family[0]) ptp_snapstore_set_family(p->store, p->family, p->keep_total);
   }
   if (rc == 0) {
     free(p->dir);
@@ -740,7 +740,7 @@ void ptprof_del(ptprof *p) {
   if (p->running) stop_locked(p, 0, NULL, 0);
   pthread_mutex_unlock(&p->api_mu);
   ptp_symbolizer_del(p->sym);
-  ptp_store_del(p->store);
+  ptp_snapstore_del(p->store);
   ptp_agg_del(p->agg);
   ptp_agg_del(p->agg_spare);
   sem_destroy(&p->consumer_ready);

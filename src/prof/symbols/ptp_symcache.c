@@ -20,7 +20,7 @@
 #include "prof/cache/ptp_cachefile.h"
 #include "prof/cache/ptp_crc.h"
 #include "prof/symbols/ptp_sym_map.h"
-#include "prof/output/ptp_store.h"
+#include "prof/output/ptp_snapstore.h"
 #include "prof/symbols/ptp_strarena.h"
 
 #include <errno.h>
