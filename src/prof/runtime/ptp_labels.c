@@ -42,8 +42,6 @@
 #include "prof/signal/ptp_producer.h"
 #include "prof/symbols/ptp_sym_map.h"
 
-__thread ptp_label_set ptp_t_labels __attribute__((tls_model("initial-exec")));
-
 _Static_assert(PTPROF_LABELS_MAX == PTP_LABELS_MAX, "one bound");
 
 #define NSTR PTPROF_LABEL_STRINGS_MAX

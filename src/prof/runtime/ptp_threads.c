@@ -2,12 +2,14 @@
  * ptp_threads.c - the thread registry and per-thread CPU-time timers (see
  * ptp_threads.h for the model).
  *
- * Locking: reg_mu guards every record field below "registry mutex only",
- * the free list, the active/magic/period settings and the name graveyard.
+ * Locking: reg_mu guards every ptp_thread_rec field, every write to a
+ * record's ptp_thread_sig half (under its publication rule,
+ * signal/ptp_thread_sig.h), the free list, the active/magic/period
+ * settings and the name graveyard.
  * sweep_mu serializes sweeps (so a foreign record is only created by a sweep
  * that read /proc/self/task before creating it). Order: sweep_mu, reg_mu.
- * The signal handler takes neither: it reads records through
- * ptp_threads_lookup only.
+ * The signal handler takes neither: it reads the ptp_thread_sig halves
+ * through ptp_thread_sig_lookup only.
  *
  * Fork: pthread_atfork handlers take cfi_mu, sweep_mu and reg_mu before
  * fork and release them after. In the child (which has no POSIX timers,
@@ -34,15 +36,18 @@
 #include <unistd.h>
 
 #include "prof/unwind/ptp_cfi.h"
+#include "prof/runtime/ptp_grace.h"
 #include "prof/runtime/ptp_perf.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/runtime/ptp_threads.h"
 
-_Atomic(ptp_thread_rec *) ptp_g_recs;
-_Atomic(_Atomic uint32_t *) ptp_g_tidmap;
+/* The registry's half of the records (PTP_MAX_THREADS, mapped at init;
+ * record i goes with the handler's entry i, ptp_thread_sig.h). */
+static ptp_thread_rec *recs;
 
-/* After init (pthread_once) both are constant: relaxed loads suffice here. */
-#define RECS (atomic_load_explicit(&ptp_g_recs, memory_order_relaxed))
+/* After init (pthread_once) these are constant: relaxed loads suffice here. */
+#define RECS recs
+#define SIGS (atomic_load_explicit(&ptp_g_thread_sigs, memory_order_relaxed))
 #define TIDMAP (atomic_load_explicit(&ptp_g_tidmap, memory_order_relaxed))
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -106,10 +111,11 @@ static ptp_thread_rec *rec_insert(uint32_t tid, uintptr_t lo, uintptr_t hi) {
   else
     return NULL;
   ptp_thread_rec *r = &RECS[idx];
-  r->stack_lo = lo;
-  r->stack_hi = hi;
-  atomic_store_explicit(&r->delivered, 0, memory_order_relaxed);
-  atomic_store_explicit(&r->busy, 0, memory_order_relaxed);
+  r->sig = &SIGS[idx];
+  r->sig->stack_lo = lo;
+  r->sig->stack_hi = hi;
+  atomic_store_explicit(&r->sig->delivered, 0, memory_order_relaxed);
+  atomic_store_explicit(&r->sig->busy, 0, memory_order_relaxed);
   r->self_registered = 0;
   r->excluded = 0;
   r->has_timer = 0;
@@ -118,22 +124,22 @@ static ptp_thread_rec *rec_insert(uint32_t tid, uintptr_t lo, uintptr_t hi) {
   r->exec_paused = 0;
   r->accounted = 0;
   r->start_ticks = 0;
-  atomic_store_explicit(&r->perf_fd, -1, memory_order_relaxed);
-  atomic_store_explicit(&r->perf_first, 0, memory_order_relaxed);
+  atomic_store_explicit(&r->sig->perf_fd, -1, memory_order_relaxed);
+  atomic_store_explicit(&r->sig->perf_first, 0, memory_order_relaxed);
   r->entry = NULL;
-  atomic_store_explicit(&r->tid, tid, memory_order_release);
+  atomic_store_explicit(&r->sig->tid, tid, memory_order_release);
   atomic_store_explicit(&TIDMAP[tid], idx + 1, memory_order_release);
   atomic_fetch_add(&st_live, 1);
   return r;
 }
 
 static void rec_remove(ptp_thread_rec *r) {
-  uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+  uint32_t tid = atomic_load_explicit(&r->sig->tid, memory_order_relaxed);
   if (tid == 0) return;
   uint32_t idx = (uint32_t)(r - RECS);
   if (atomic_load_explicit(&TIDMAP[tid], memory_order_relaxed) == idx + 1)
     atomic_store_explicit(&TIDMAP[tid], 0, memory_order_release);
-  atomic_store_explicit(&r->tid, 0, memory_order_release);
+  atomic_store_explicit(&r->sig->tid, 0, memory_order_release);
   free_stack[nfree++] = idx;
   atomic_fetch_sub(&st_live, 1);
 }
@@ -143,14 +149,14 @@ static ptp_thread_rec *rec_find(uint32_t tid) {
   uint32_t i = atomic_load_explicit(&TIDMAP[tid], memory_order_relaxed);
   if (!i) return NULL;
   ptp_thread_rec *r = &RECS[i - 1];
-  return atomic_load_explicit(&r->tid, memory_order_relaxed) == tid ? r : NULL;
+  return atomic_load_explicit(&r->sig->tid, memory_order_relaxed) == tid ? r : NULL;
 }
 
 /* Closes r's perf event. Only for a thread that cannot be inside the
  * handler with this fd right now: the calling thread itself, a thread that
  * is gone, or after unpublishing and a grace wait (deactivate). */
 static void perf_close(ptp_thread_rec *r) {
-  int fd = atomic_exchange_explicit(&r->perf_fd, -1, memory_order_acq_rel);
+  int fd = atomic_exchange_explicit(&r->sig->perf_fd, -1, memory_order_acq_rel);
   if (fd >= 0) close(fd);
   r->has_perf = 0;
   atomic_fetch_add(&st_deleted, 1);
@@ -194,9 +200,9 @@ static uint64_t tid_start_ticks(uint32_t tid) {
  * task-clock count read back after PERF_EVENT_IOC_PERIOD was seen seconds
  * off for a 10 ms thread, while the thread CPU clock is exact. */
 static uint64_t perf_owed(ptp_thread_rec *r, int64_t cpu_now) {
-  if (cpu_now < 0 || r->armed_cpu_ns < 0) return 0;
-  uint64_t expected = ptp_expirations_due(cpu_now - r->armed_cpu_ns, r->first_ns, cur_period);
-  uint64_t seen = atomic_load(&r->delivered) + r->accounted;
+  if (cpu_now < 0 || r->sig->armed_cpu_ns < 0) return 0;
+  uint64_t expected = ptp_expirations_due(cpu_now - r->sig->armed_cpu_ns, r->sig->first_ns, cur_period);
+  uint64_t seen = atomic_load(&r->sig->delivered) + r->accounted;
   return expected > seen ? expected - seen : 0;
 }
 
@@ -224,13 +230,13 @@ static int arm_perf(ptp_thread_rec *r, uint32_t tid) {
     if (rc != -ESRCH) note_error(-rc);
     return rc;
   }
-  r->armed_cpu_ns = cpu0;
-  r->first_ns = first;
-  atomic_store_explicit(&r->delivered, 0, memory_order_relaxed);
+  r->sig->armed_cpu_ns = cpu0;
+  r->sig->first_ns = first;
+  atomic_store_explicit(&r->sig->delivered, 0, memory_order_relaxed);
   r->accounted = 0;
   if (!r->self_registered && tid != (uint32_t)getpid()) r->start_ticks = tid_start_ticks(tid);
-  atomic_store_explicit(&r->perf_first, 1, memory_order_relaxed);
-  atomic_store_explicit(&r->perf_fd, fd, memory_order_release);
+  atomic_store_explicit(&r->sig->perf_first, 1, memory_order_relaxed);
+  atomic_store_explicit(&r->sig->perf_fd, fd, memory_order_release);
   r->has_perf = 1;
   atomic_fetch_add(&st_created, 1);
   /* Enabled only now that the handler knows the fd (see ptp_perf.h). */
@@ -245,7 +251,7 @@ static int arm_perf(ptp_thread_rec *r, uint32_t tid) {
 
 static void arm(ptp_thread_rec *r) {
   if (!active || r->excluded || r->has_timer || r->has_perf) return;
-  uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+  uint32_t tid = atomic_load_explicit(&r->sig->tid, memory_order_relaxed);
   if (cur_engine == PTP_ENGINE_PERF) {
     int rc = arm_perf(r, tid);
     if (rc != -EMFILE && rc != -ENFILE) return;
@@ -271,9 +277,9 @@ static void arm(ptp_thread_rec *r) {
     .it_value = { first / 1000000000, first % 1000000000 },
     .it_interval = { cur_period / 1000000000, cur_period % 1000000000 },
   };
-  r->armed_cpu_ns = cpu_ns(tid);
-  r->first_ns = first;
-  atomic_store_explicit(&r->delivered, 0, memory_order_relaxed);
+  r->sig->armed_cpu_ns = cpu_ns(tid);
+  r->sig->first_ns = first;
+  atomic_store_explicit(&r->sig->delivered, 0, memory_order_relaxed);
   if (timer_settime(t, 0, &its, NULL) != 0) {
     int e = errno;
     timer_delete(t);
@@ -340,8 +346,8 @@ static void atfork_child(void) {
   ptp_thread_rec *mine = rec_find(fork_parent_tid);
   for (uint32_t i = 0; i < rec_hwm; i++) {
     ptp_thread_rec *r = &RECS[i];
-    if (atomic_load_explicit(&r->tid, memory_order_relaxed) == 0) continue;
-    int fd = atomic_exchange_explicit(&r->perf_fd, -1, memory_order_relaxed);
+    if (atomic_load_explicit(&r->sig->tid, memory_order_relaxed) == 0) continue;
+    int fd = atomic_exchange_explicit(&r->sig->perf_fd, -1, memory_order_relaxed);
     if (fd >= 0) close(fd);                             /* our copy only */
     r->has_perf = 0;
     if (r == mine) continue;
@@ -354,7 +360,7 @@ static void atfork_child(void) {
     atomic_store_explicit(&TIDMAP[fork_parent_tid], 0, memory_order_relaxed);
     mine->has_timer = 0;
     mine->excluded = 0;
-    atomic_store_explicit(&mine->tid, me, memory_order_release);
+    atomic_store_explicit(&mine->sig->tid, me, memory_order_release);
     atomic_store_explicit(&TIDMAP[me], (uint32_t)(mine - RECS) + 1,
                           memory_order_release);
   }
@@ -374,7 +380,7 @@ static void on_thread_exit(void *arg) {
   prctl(PR_GET_NAME, name, 0, 0, 0);
   name[15] = 0;
   pthread_mutex_lock(&reg_mu);
-  if (atomic_load_explicit(&r->tid, memory_order_relaxed) != me) {
+  if (atomic_load_explicit(&r->sig->tid, memory_order_relaxed) != me) {
     pthread_mutex_unlock(&reg_mu);     /* re-keyed or removed meanwhile */
     return;
   }
@@ -397,12 +403,12 @@ static void on_thread_exit(void *arg) {
     }
   } else if (r->has_timer) {
     int64_t now = cpu_ns(me);
-    if (now >= 0 && r->armed_cpu_ns >= 0) el = now - r->armed_cpu_ns;
+    if (now >= 0 && r->sig->armed_cpu_ns >= 0) el = now - r->sig->armed_cpu_ns;
   }
   disarm(r);
   if (el >= 0 && cur_period > 0) {
-    uint64_t expected = ptp_expirations_due(el, r->first_ns, cur_period);
-    uint64_t got = atomic_load(&r->delivered);
+    uint64_t expected = ptp_expirations_due(el, r->sig->first_ns, cur_period);
+    uint64_t got = atomic_load(&r->sig->delivered);
     /* At most what one tick (10 ms at HZ=100) can hide. */
     uint64_t cap = 1 + (uint64_t)(10000000 / cur_period);
     if (expected > got) {
@@ -425,31 +431,32 @@ static void on_thread_exit(void *arg) {
 static void do_init(void) {
   void *map = mmap(NULL, (size_t)PTP_TID_LIMIT * sizeof(uint32_t), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  void *recs = mmap(NULL, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_rec), PROT_READ | PROT_WRITE,
+  void *sigs = mmap(NULL, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_sig), PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (map == MAP_FAILED || recs == MAP_FAILED) {
-    if (map != MAP_FAILED) munmap(map, (size_t)PTP_TID_LIMIT * sizeof(uint32_t));
-    if (recs != MAP_FAILED) munmap(recs, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_rec));
-    init_rc = -ENOMEM;
-    return;
-  }
-  int rc = pthread_key_create(&exit_key, on_thread_exit);
-  if (rc != 0) {
-    munmap(map, (size_t)PTP_TID_LIMIT * sizeof(uint32_t));
-    munmap(recs, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_rec));
-    init_rc = -rc;
-    return;
-  }
+  void *rmap = mmap(NULL, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_rec), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  int rc = -ENOMEM;
+  if (map == MAP_FAILED || sigs == MAP_FAILED || rmap == MAP_FAILED) goto fail_maps;
+  rc = -pthread_key_create(&exit_key, on_thread_exit);
+  if (rc != 0) goto fail_maps;
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   main_stack_bounds(&main_lo, &main_hi);
   pthread_mutex_lock(&reg_mu);
-  atomic_store_explicit(&ptp_g_recs, recs, memory_order_relaxed);
+  recs = rmap;
+  atomic_store_explicit(&ptp_g_thread_sigs, sigs, memory_order_relaxed);
   nfree = 0;
   rec_hwm = 0;
   rng_state = (uint64_t)ptp_now_mono() ^ ((uint64_t)getpid() << 32);
   atomic_store_explicit(&ptp_g_tidmap, map, memory_order_release);
   if (rec_insert((uint32_t)getpid(), main_lo, main_hi)) atomic_fetch_add(&st_registered, 1);
   pthread_mutex_unlock(&reg_mu);
+  return;
+
+fail_maps:
+  if (rmap != MAP_FAILED) munmap(rmap, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_rec));
+  if (sigs != MAP_FAILED) munmap(sigs, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_sig));
+  if (map != MAP_FAILED) munmap(map, (size_t)PTP_TID_LIMIT * sizeof(uint32_t));
+  init_rc = rc;
 }
 
 int ptp_threads_init(void) {
@@ -561,7 +568,7 @@ int ptp_threads_activate(uint32_t magic, int64_t period_ns, int engine) {
   cur_engine = engine;
   for (uint32_t i = 0; i < rec_hwm; i++) {
     ptp_thread_rec *r = &RECS[i];
-    if (atomic_load_explicit(&r->tid, memory_order_relaxed)) arm(r);
+    if (atomic_load_explicit(&r->sig->tid, memory_order_relaxed)) arm(r);
   }
   pthread_mutex_unlock(&reg_mu);
   return ptp_threads_sweep();
@@ -576,18 +583,15 @@ void ptp_threads_deactivate(void) {
    * no fd: a late signal of a deleted timer only fails the magic check. */
   for (uint32_t i = 0; i < rec_hwm; i++) {
     ptp_thread_rec *r = &RECS[i];
-    if (!atomic_load_explicit(&r->tid, memory_order_relaxed) || !r->has_perf) continue;
-    int fd = atomic_exchange_explicit(&r->perf_fd, -1, memory_order_acq_rel);
+    if (!atomic_load_explicit(&r->sig->tid, memory_order_relaxed) || !r->has_perf) continue;
+    int fd = atomic_exchange_explicit(&r->sig->perf_fd, -1, memory_order_acq_rel);
     r->has_perf = 0;
     r->closing_fd = fd;
   }
-  for (int i = 0; atomic_load(&ptp_g_inside) != 0; i++) {
-    if (i < 100) sched_yield();
-    else nanosleep(&(struct timespec){ 0, 100000 }, NULL);
-  }
+  ptp_grace_wait(0);
   for (uint32_t i = 0; i < rec_hwm; i++) {
     ptp_thread_rec *r = &RECS[i];
-    if (!atomic_load_explicit(&r->tid, memory_order_relaxed)) continue;
+    if (!atomic_load_explicit(&r->sig->tid, memory_order_relaxed)) continue;
     if (r->closing_fd >= 0) {
       close(r->closing_fd);
       r->closing_fd = -1;
@@ -661,7 +665,7 @@ int ptp_threads_sweep(void) {
    * readdir must not be removed here). */
   for (uint32_t i = 0; i < rec_hwm; i++) {
     ptp_thread_rec *r = &RECS[i];
-    uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+    uint32_t tid = atomic_load_explicit(&r->sig->tid, memory_order_relaxed);
     if (!tid || r->self_registered) continue;
     if (bsearch(&tid, tids, n, sizeof *tids, cmp_u32)) continue;
     disarm(r);
@@ -685,7 +689,7 @@ size_t ptp_threads_collect_unsignalled(ptp_unsignalled *out, size_t cap) {
   int cause = ptp_perf_excludes_kernel() ? PTP_DROP_KERNEL : PTP_DROP_UNDELIVERED;
   for (uint32_t i = 0; i < rec_hwm && n < cap && active; i++) {
     ptp_thread_rec *r = &RECS[i];
-    uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+    uint32_t tid = atomic_load_explicit(&r->sig->tid, memory_order_relaxed);
     if (!tid || !r->has_perf) continue;
     uint64_t owed = perf_owed(r, cpu_ns(tid));
     /* A signal may be on its way (period just completed, not yet handled):

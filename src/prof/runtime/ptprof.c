@@ -18,7 +18,11 @@
  *    tables); it sweeps /proc/self/task at start (activate), at most once a
  *    second while samples come in, and before each periodic dump. It only
  *    ever TRIES api_mu (a stop holding api_mu joins it).
- *  - The signal handler touches only ptp_shared (see ptp_handler.h).
+ *  - The signal handler takes no lock. Of this file's state it reads only
+ *    ptp_shared (published in ptp_g_shared at start, unpublished and freed
+ *    after the handler grace at stop); besides, it reads the thread
+ *    entries, the unwind tables and the thread's label block, each
+ *    published by its own module (the full list: signal/ptp_handler.h).
  *
  * Dump cycle (ptprof_dump, periodic, final): set sh->dumping (the handler
  * now counts PTP_DROP_DUMPING), note the cut time, wait until no handler is
@@ -32,7 +36,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -44,6 +47,7 @@
 
 #include "ptprof.h"
 #include "prof/runtime/ptp_agg.h"
+#include "prof/runtime/ptp_grace.h"
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_handler.h"
 #include "prof/runtime/ptp_interpose.h"
@@ -248,20 +252,6 @@ static int install_handler(void) {
   return rc;
 }
 
-/* ---- grace ------------------------------------------------------------ */
-
-/* Waits until no handler is inside (see ptp_handler.h). With limit_ms > 0
- * gives up after that long and returns -ETIMEDOUT. */
-static int wait_no_handler(int limit_ms) {
-  int64_t end = ptp_now_mono() + (int64_t)limit_ms * 1000000;
-  for (int i = 0; atomic_load(&ptp_g_inside) != 0; i++) {
-    if (limit_ms > 0 && ptp_now_mono() > end) return -ETIMEDOUT;
-    if (i < 100) sched_yield();
-    else nanosleep(&(struct timespec){ 0, 100000 }, NULL);
-  }
-  return 0;
-}
-
 /* ---- consumer side ----------------------------------------------------- */
 
 /* Moves every published slot into the aggregation; returns how many slots
@@ -395,7 +385,7 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   atomic_store(&sh->dumping, 1);
   int64_t cut_mono = ptp_now_mono();
   uint64_t label_epoch = ptp_labels_cut();        /* label names kept until encoded */
-  wait_no_handler(50);                            /* late samples are filtered later */
+  ptp_grace_wait(50);                             /* late samples are filtered later */
 
   pthread_mutex_lock(&p->agg_mu);
   drain_locked(p);
@@ -637,7 +627,7 @@ fail_consumer:
   atomic_store(&p->consumer_stop, 1);
   { char c = 1; ssize_t w = write(p->wake_wr, &c, 1); (void)w; }
   pthread_join(p->consumer, NULL);
-  wait_no_handler(0);
+  ptp_grace_wait(0);
 fail_shared:
   free_shared(p->sh);
   p->sh = NULL;
@@ -696,7 +686,7 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   int rc = 0;
   if (final_dump) rc = do_dump(p, path_out, cap);
   atomic_store(&ptp_g_shared, NULL);
-  wait_no_handler(0);
+  ptp_grace_wait(0);
   ptp_labels_release(UINT64_MAX);   /* no sample left to name */
   for (int i = 0; i < PTP_DROP__COUNT; i++)
     atomic_fetch_add(&p->st_drops[i], atomic_load(&p->sh->drops[i]));

@@ -31,9 +31,7 @@
 #include "prof/unwind/ptp_cfi_internal.h"
 #include "prof/unwind/ptp_cficache.h"
 #include "prof/unwind/ptp_fpdetect.h"
-#include "prof/signal/ptp_producer.h"
-
-_Atomic(const ptp_cfi_set *) ptp_g_cfi;
+#include "prof/runtime/ptp_grace.h"
 
 /* ---- table lifetime ---------------------------------------------------- */
 
@@ -271,8 +269,8 @@ static void drop_pending_locked(const ptp_cfi_set *set) {
 static void reclaim_locked(void) {
   if (!retired_list) return;
   /* Every retired set was unpublished before it was put on the list; a
-   * handler that could still read it keeps ptp_g_inside above zero. */
-  if (atomic_load(&ptp_g_inside) != 0) return;
+   * handler that could still read it keeps the grace from being quiet. */
+  if (!ptp_grace_quiet()) return;
   while (retired_list) {
     retired *r = retired_list;
     retired_list = r->next;

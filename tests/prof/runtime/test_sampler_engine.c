@@ -216,9 +216,9 @@ static void *steal_worker(void *arg) {
   uint32_t tid = (uint32_t)gettid();
   atomic_store(&x->tid, tid);
   int64_t t0 = ptt_thread_cpu_ns();
-  ptp_thread_rec *r = NULL;
+  ptp_thread_sig *r = NULL;
   while (ptt_thread_cpu_ns() - t0 < 2000000000) {
-    r = ptp_threads_lookup(tid);
+    r = ptp_thread_sig_lookup(tid);
     if (r && atomic_load(&r->perf_fd) >= 0 && !atomic_load(&r->perf_first)) break;
     r = NULL;
     ptt_fn_hot_a(1000000);
