@@ -48,7 +48,7 @@
  * refresh. Recursion: a dlopen made by the refresh itself (none today) would
  * skip the refresh (per-thread flag); libdw's own dlopen calls go through
  * the stubs like any other and only cost a cheap refresh. Fork: the table
- * mutex is kept consistent by ptp_cfi_atfork_*; a forked child runs no
+ * module keeps its mutex consistent (ptp_process.h); a forked child runs no
  * sampler (ptp_g_shared is cleared there), so its dlopen calls go straight
  * to libc.
  *

@@ -53,6 +53,7 @@
 #include "prof/runtime/ptp_interpose.h"
 #include "prof/runtime/ptp_labels.h"
 #include "prof/runtime/ptp_perf.h"
+#include "prof/runtime/ptp_process.h"
 #include "prof/output/ptp_pprof.h"
 #include "prof/output/ptp_snapstore.h"
 #include "prof/symbols/ptp_symbolize.h"
@@ -105,11 +106,16 @@ struct ptprof {
   _Atomic int64_t st_last_window, st_last_blind;
 };
 
-/* The started sampler of this process, if any (one at a time: the signal
- * handler and the thread registry are process-wide). */
-static _Atomic(ptprof *) g_running;
-static pthread_mutex_t g_sig_mu = PTHREAD_MUTEX_INITIALIZER;
-static int g_sig_installed;
+/* This file's process-wide state (runtime/ptp_process.h): the started
+ * sampler of this process, if any (one at a time: the signal handler and
+ * the thread registry are process-wide; in a forked child it is the
+ * parent's and ignored by pid), and the handler's installation. */
+static struct {
+  _Atomic(ptprof *) running;
+  pthread_mutex_t sig_mu;       /* guards sig_installed */
+  int sig_installed;            /* our SIGPROF handler is installed (it stays) */
+  _Atomic uint32_t starts;      /* starts so far: each start's magic differs */
+} proc = { .sig_mu = PTHREAD_MUTEX_INITIALIZER };
 
 static void logf_(ptprof *p, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void logf_(ptprof *p, int level, const char *fmt, ...) {
@@ -183,7 +189,7 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
                               strncmp(prefix, opt->family_prefix, strlen(opt->family_prefix)))))
     return -EINVAL;
   ptp_interpose_link();
-  int rc = ptp_threads_init();
+  int rc = ptp_process_init();
   if (rc) return rc;
   ptprof *p = calloc(1, sizeof *p);
   if (!p) return -ENOMEM;
@@ -230,9 +236,9 @@ fail_p:
 /* ---- handler installation ---------------------------------------------- */
 
 static int install_handler(void) {
-  pthread_mutex_lock(&g_sig_mu);
+  pthread_mutex_lock(&proc.sig_mu);
   int rc = 0;
-  if (!g_sig_installed) {
+  if (!proc.sig_installed) {
     struct sigaction old, sa;
     if (sigaction(SIGPROF, NULL, &old) != 0) {
       rc = -errno;
@@ -245,10 +251,10 @@ static int install_handler(void) {
       sa.sa_flags = SA_SIGINFO | SA_RESTART;
       sigemptyset(&sa.sa_mask);
       if (sigaction(SIGPROF, &sa, NULL) != 0) rc = -errno;
-      else g_sig_installed = 1;
+      else proc.sig_installed = 1;
     }
   }
-  pthread_mutex_unlock(&g_sig_mu);
+  pthread_mutex_unlock(&proc.sig_mu);
   return rc;
 }
 
@@ -557,9 +563,8 @@ static int new_shared(ptp_shared **out, int wake_fd) {
   sh->wake_fd = wake_fd;
   sh->wake_fill = RING_SLOTS / 4;
   /* magic: any nonzero value that differs between starts */
-  static _Atomic uint32_t counter;
   uint64_t x = (uint64_t)ptp_now_mono() ^ ((uint64_t)getpid() << 20) ^
-               ((uint64_t)atomic_fetch_add(&counter, 1) << 40);
+               ((uint64_t)atomic_fetch_add(&proc.starts, 1) << 40);
   x = (x ^ (x >> 31)) * 0x9e3779b97f4a7c15ULL;
   sh->magic = (uint32_t)(x >> 32) | 1u;
   *out = sh;
@@ -574,9 +579,9 @@ int ptprof_start(ptprof *p) {
   if (p->running) { rc = -EALREADY; goto out; }
   /* A sampler "running" that a parent process started is only a copy in a
    * forked child (no timers, no thread): it does not count. */
-  ptprof *expected = atomic_load(&g_running);
+  ptprof *expected = atomic_load(&proc.running);
   if ((expected && expected->pid == getpid()) ||
-      !atomic_compare_exchange_strong(&g_running, &expected, p)) {
+      !atomic_compare_exchange_strong(&proc.running, &expected, p)) {
     rc = -EBUSY;
     goto out;
   }
@@ -636,7 +641,7 @@ fail_pipe:
   close(p->wake_wr);
   p->wake_rd = p->wake_wr = -1;
 fail_global:
-  atomic_store(&g_running, NULL);
+  atomic_store(&proc.running, NULL);
 out:
   pthread_mutex_unlock(&p->api_mu);
   return rc;
@@ -697,7 +702,7 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   close(p->wake_wr);
   p->wake_rd = p->wake_wr = -1;
   p->running = 0;
-  atomic_store(&g_running, NULL);
+  atomic_store(&proc.running, NULL);
   return rc;
 }
 
@@ -752,7 +757,7 @@ void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
    * it under us. */
   atomic_fetch_add(&ptp_g_inside, 1);
   ptp_shared *sh = q->pid == getpid() ? atomic_load(&ptp_g_shared) : NULL;
-  int mine = sh && atomic_load(&g_running) == q;
+  int mine = sh && atomic_load(&proc.running) == q;
   for (int i = 0; i < PTP_DROP__COUNT && i < 4; i++) {
     out->drops[i] = atomic_load(&q->st_drops[i]);
     if (mine) out->drops[i] += atomic_load(&sh->drops[i]);

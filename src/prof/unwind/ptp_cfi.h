@@ -37,8 +37,10 @@
  * tables of objects that are still loaded and identical (same name,
  * address, segments and .eh_frame_hdr hash); the others are built anew.
  *
- * Threads: every function here takes an internal mutex; none may be called
- * from a signal handler (they allocate and call dl_iterate_phdr).
+ * Threads: every function here takes the module's mutex (kept consistent
+ * across fork by handlers the module registers at its first use); none may
+ * be called from a signal handler (they allocate and call
+ * dl_iterate_phdr).
  */
 #ifndef PTP_CFI_H
 #define PTP_CFI_H
@@ -111,11 +113,5 @@ int ptp_cfi_state_of(uintptr_t pc);
 /* Sets the lazy-table memory cap (bytes; for tests), returns the old one.
  * Applies to tables built from now on. */
 size_t ptp_cfi_set_lazy_cap(size_t bytes);
-
-/* pthread_atfork hooks (ptp_threads.c registers them): keep the mutex
- * consistent across fork. */
-void ptp_cfi_atfork_prepare(void);
-void ptp_cfi_atfork_parent(void);
-void ptp_cfi_atfork_child(void);
 
 #endif
