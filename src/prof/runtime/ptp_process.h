@@ -22,12 +22,12 @@
  *   runtime/ptp_threads.c (reg)   records, free list, tables   reg.mu, reg.sweep_mu
  *   runtime/ptp_engine.c (eng)    running sampler's settings   reg.mu; counters atomic
  *   runtime/ptp_exitacct.c (acct) exit counters                atomics
- *   runtime/ptp_graveyard.c       names of exited threads      grave.mu
+ *   runtime/ptp_graveyard.c (grave) names of exited threads    grave.mu
  *   runtime/ptp_labels.c (lab)    interned strings, ended tasks lab.mu; per-thread cache TLS
  *   runtime/ptprof.c (proc)       the started sampler; whether proc.sig_mu; atomic
  *                                 our SIGPROF handler is installed
  *   runtime/ptp_perf.c            exclude_kernel, decided once atomic
-X
+ *   runtime/ptp_interpose.c (libc) libc's functions (dlsym)    atomics, resolved once
  *   runtime/ptp_preload.c (pre)   the preload mode's sampler   constructor / atexit only
  *   unwind/ptp_cfi.c (cfi)        set generation, retired      cfi.mu
  *                                 sets, lazy-table accounting,
