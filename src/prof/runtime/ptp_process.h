@@ -27,7 +27,9 @@
  *   runtime/ptprof.c (proc)       the started sampler; whether proc.sig_mu; atomic
  *                                 our SIGPROF handler is installed
  *   runtime/ptp_perf.c            exclude_kernel, decided once atomic
- *   runtime/ptp_interpose.c (libc) libc's functions (dlsym)    atomics, resolved once
+ *   runtime/ptp_interpose.c (libc) libc's functions (dlsym)    atomics, resolved once;
+ *                                 a per-thread "inside a refresh" flag
+ *   runtime/ptp_process.c         this set-up's once flag      pthread_once
  *   runtime/ptp_preload.c (pre)   the preload mode's sampler   constructor / atexit only
  *   unwind/ptp_cfi.c (cfi)        set generation, retired      cfi.mu
  *                                 sets, lazy-table accounting,
