@@ -37,20 +37,28 @@ int ptp_cachefile_prepare_dir(const char *dir) {
   return dir_check(dir);
 }
 
+int ptp_cachefile_check(const struct stat *st, uint64_t min_size, uint64_t max_size) {
+  if (!S_ISREG(st->st_mode) || st->st_uid != geteuid() || st->st_nlink > 1 ||
+      (st->st_mode & (S_IWGRP | S_IWOTH)))
+    return -EPERM;
+  if (st->st_size <= 0 || (uint64_t)st->st_size < min_size) return -EBADMSG;
+  if ((uint64_t)st->st_size > max_size) return -EFBIG;
+  return 0;
+}
+
 int ptp_cachefile_mappable(const struct stat *st, uint64_t min_size, uint64_t max_size) {
-  return S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_nlink <= 1 &&
-         !(st->st_mode & (S_IWGRP | S_IWOTH)) && st->st_size > 0 &&
-         (uint64_t)st->st_size >= min_size && (uint64_t)st->st_size <= max_size;
+  return ptp_cachefile_check(st, min_size, max_size) == 0;
 }
 
 int ptp_cachefile_map_fd(int fd, const char *dir, uint64_t min_size, uint64_t max_size,
                          void **map, struct stat *st) {
   *map = NULL;
-  if (fstat(fd, st) != 0 || !ptp_cachefile_mappable(st, min_size, max_size) ||
-      dir_check(dir) != 0)
-    return -EBADMSG;
+  if (fstat(fd, st) != 0) return -errno;
+  int r = ptp_cachefile_check(st, min_size, max_size);
+  if (r == 0) r = dir_check(dir);
+  if (r) return r;
   void *p = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-  if (p == MAP_FAILED) return errno == ENOMEM ? -ENOMEM : -EBADMSG;
+  if (p == MAP_FAILED) return -errno;
   *map = p;
   return 0;
 }

@@ -41,6 +41,8 @@ void ptp_symbolize_cache_open(ptp_symbolizer *s, sym_module *m) {
   ptp_symcache_state st = ptp_symcache_file_state(m->cache);
   if (st == PTP_SYMCACHE_LOADED) s->st.cache_files_loaded++;
   if (st == PTP_SYMCACHE_REJECTED) s->st.cache_files_rejected++;
+  if (st == PTP_SYMCACHE_STALE) s->st.cache_files_stale++;
+  if (st == PTP_SYMCACHE_UNUSABLE) s->st.cache_files_unusable++;
   unsigned f = ptp_symcache_flags(m->cache);
   if (!m->loaded && (f & PTP_SYMCACHE_FLAGS_SET)) {
     m->has_syms = f & PTP_SYMCACHE_HAS_SYMS;

@@ -159,7 +159,7 @@ int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t 
   char path[PATH_MAX];
   if (file_path(path, sizeof path, dir, bid)) return -ENAMETOOLONG;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return errno == ENOENT ? -ENOENT : -EBADMSG;
+  if (fd < 0) return -errno;
   struct stat st;
   /* ptp_cachefile_map_fd's rules (regular, ours, one link, not writable
    * by others, in a directory of ours, within the bounds) make the
