@@ -14,6 +14,7 @@
  * every location id a sample names exists; every Line has a function.
  */
 #include "prof/output/ptp_pprof.h"
+#include "prof/output/ptp_strbuf.h"
 #include "prof/output/ptp_pb_wire.h"
 #include "prof/output/ptp_gzip.h"
 #include "prof/symbols/ptp_sym_map.h"
@@ -40,19 +41,9 @@ enum {
   F_ID = 1, F_NAME = 2, F_SYSTEM_NAME = 3, F_FILENAME = 4, F_START_LINE = 5,
 };
 
-static const char *const drop_names[PTP_DROP__COUNT] = {
-  [PTP_DROP_RING_FULL] = "ring_full",
-  [PTP_DROP_DUMPING] = "dumping",
-  [PTP_DROP_NO_STACK] = "no_stack",
-  [PTP_DROP_REENTRANT] = "reentrant",
-  [PTP_DROP_THREAD_EXIT] = "thread_exit",
-  [PTP_DROP_KERNEL] = "kernel_mode",
-  [PTP_DROP_UNDELIVERED] = "undelivered",
-};
-_Static_assert(PTP_DROP__COUNT == 7, "name every drop cause in drop_names");
-
 const char *ptp_pprof_drop_name(int cause) {
-  return cause >= 0 && cause < PTP_DROP__COUNT && drop_names[cause] ? drop_names[cause] : "?";
+  const char *n = ptp_drop_name(cause);
+  return n ? n : "?";
 }
 
 typedef struct enc_line {
@@ -431,15 +422,15 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
   int64_t cidx[8];
   size_t nc = 0;
   {
-    char drops[256];
-    size_t off = (size_t)snprintf(drops, sizeof drops, "dropped samples:");
-    for (int c = 0; c < PTP_DROP__COUNT && off < sizeof drops; c++)
-      off += (size_t)snprintf(drops + off, sizeof drops - off, " %s=%llu", ptp_pprof_drop_name(c),
-                              (unsigned long long)w->drops[c]);
+    ptp_strbuf drops = {0};
+    ptp_strbuf_printf(&drops, "dropped samples:");
+    for (int c = 0; c < PTP_DROP__COUNT; c++)
+      ptp_strbuf_printf(&drops, " %s=%llu", ptp_pprof_drop_name(c), (unsigned long long)w->drops[c]);
     char t0[64], t1[64];
     fmt_time(t0, sizeof t0, w->start_ns);
     fmt_time(t1, sizeof t1, w->start_ns + w->duration_ns);
-    cidx[nc++] = intern_owned(&e, strdup(drops));
+    int derr;
+    cidx[nc++] = intern_owned(&e, ptp_strbuf_take(&drops, &derr));
     cidx[nc++] = intern_owned(&e, fmt("blind window before this one: %lld ns (previous dump's "
                                       "encode and write; its samples are counted as dropped)",
                                       (long long)w->blind_ns));

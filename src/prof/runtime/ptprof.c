@@ -56,6 +56,7 @@
 #include "prof/runtime/ptp_process.h"
 #include "prof/output/ptp_pprof.h"
 #include "prof/output/ptp_snapstore.h"
+#include "prof/output/ptp_strbuf.h"
 #include "prof/symbols/ptp_symbolize.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/runtime/ptprof_internal.h"
@@ -120,13 +121,37 @@ static struct {
 static void logf_(ptprof *p, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void logf_(ptprof *p, int level, const char *fmt, ...) {
   if (!p->log) return;
-  char buf[512];
+  /* The whole line (a directory path may be long); only without memory
+   * for it, the first 511 bytes, marked as cut with "...". */
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
+  char one[512];
+  int n = vsnprintf(one, sizeof one, fmt, ap);
   va_end(ap);
-  p->log(level, buf, p->log_user_data);
+  if (n >= 0 && (size_t)n >= sizeof one) {
+    char *line = malloc((size_t)n + 1);
+    if (line) {
+      va_start(ap, fmt);
+      vsnprintf(line, (size_t)n + 1, fmt, ap);
+      va_end(ap);
+      p->log(level, line, p->log_user_data);
+      free(line);
+      return;
+    }
+    memcpy(one + sizeof one - 4, "...", 4);
+  }
+  p->log(level, one, p->log_user_data);
 }
+
+_Static_assert(PTP_DROP_RING_FULL == PTPROF_DROP_RING_FULL && PTP_DROP_DUMPING == PTPROF_DROP_DUMPING &&
+               PTP_DROP_NO_STACK == PTPROF_DROP_NO_STACK && PTP_DROP_REENTRANT == PTPROF_DROP_REENTRANT &&
+               PTP_DROP_THREAD_EXIT == PTPROF_DROP_THREAD_EXIT && PTP_DROP_KERNEL == PTPROF_DROP_KERNEL &&
+               PTP_DROP_UNDELIVERED == PTPROF_DROP_UNDELIVERED &&
+               PTP_DROP_NO_MEMORY == PTPROF_DROP_NO_MEMORY && PTP_DROP__COUNT == PTPROF_DROP_CAUSES,
+               "the public drop causes are the sampler's");
+_Static_assert(PTPROF_DROP_CAUSES <= PTPROF_DROPS_MAX, "ptprof_stats.drops holds every cause");
+
+const char *ptprof_drop_name(int cause) { return ptp_drop_name(cause); }
 
 const char *ptprof_strerror(int err) {
   switch (err) {
@@ -278,13 +303,14 @@ static size_t drain_locked(ptprof *p) {
          * own "[lost: thread exit]" pseudo-frame, and counted as a drop. */
         uintptr_t cause = s->frames[0] < PTP_DROP__COUNT ? s->frames[0] : PTP_DROP_THREAD_EXIT;
         if (ptp_agg_add(p->agg, s->tid, PTP_SAMPLE_LOST, NULL, &cause, 1, s->weight) < 0)
-          atomic_fetch_add(&sh->drops[PTP_DROP_RING_FULL], s->weight);
+          atomic_fetch_add(&sh->drops[PTP_DROP_NO_MEMORY], s->weight);
         else
           atomic_fetch_add(&sh->drops[cause], s->weight);
       } else if (ptp_agg_add(p->agg, s->tid, s->flags, &s->labels, s->frames, s->nframes,
                              s->weight) < 0) {
-        /* Out of memory for a new stack: no room to record it. */
-        atomic_fetch_add(&sh->drops[PTP_DROP_RING_FULL], s->weight);
+        /* Out of memory for a new stack: taken, but not recorded. Its own
+         * cause: the ring was not full. */
+        atomic_fetch_add(&sh->drops[PTP_DROP_NO_MEMORY], s->weight);
       } else {
         atomic_fetch_add_explicit(&p->st_samples, s->weight, memory_order_relaxed);
         atomic_fetch_add_explicit(&p->st_signals, 1, memory_order_relaxed);
@@ -383,137 +409,187 @@ static void *consumer_main(void *arg) {
 
 /* ---- dump ------------------------------------------------------------- */
 
-/* The dump cycle (see the top of the file). api_mu held; p->running. */
-static int do_dump(ptprof *p, char *path_out, size_t cap) {
-  if (path_out && cap) path_out[0] = 0;
-  if (!p->store) return -EDESTADDRREQ;             /* the window keeps running */
+/* One dump's state, from the cut to the write; each step below fills its
+ * part, dump_free releases what they made. */
+typedef struct dump {
+  ptp_agg *full;                  /* the closed window's aggregation */
+  int64_t cut_mono;
+  uint64_t label_epoch;           /* label names kept until encoded */
+  uint64_t no_cpu;                /* perf expirations ignored in this window */
+  ptp_window w;
+  char *comments[2];              /* the sampler's own comment lines (owned) */
+  const char *comment_ptrs[2];
+  ptp_sample *samples;
+  uint32_t *tids;
+  ptp_thread *threads;
+  ptp_labels_res *lres;
+  uint8_t *buf;                   /* the encoded snapshot */
+  size_t len;
+} dump;
+
+/* Step 1, the cut: the handler now counts PTP_DROP_DUMPING; wait until no
+ * handler is inside (50 ms at most: a late sample is filtered by its time
+ * stamp), drain the ring into the window and swap in the empty spare.
+ * Cannot fail. */
+static void dump_cut(ptprof *p, dump *d) {
   ptp_shared *sh = p->sh;
   atomic_store(&sh->dumping, 1);
-  int64_t cut_mono = ptp_now_mono();
-  uint64_t label_epoch = ptp_labels_cut();        /* label names kept until encoded */
-  ptp_grace_wait(50);                             /* late samples are filtered later */
+  d->cut_mono = ptp_now_mono();
+  d->label_epoch = ptp_labels_cut();
+  ptp_grace_wait(50);
 
   pthread_mutex_lock(&p->agg_mu);
   drain_locked(p);
-  ptp_agg *full = p->agg;
+  d->full = p->agg;
   p->agg = p->agg_spare;
-  p->agg_spare = full;
+  p->agg_spare = d->full;
   int64_t start_real = p->win_start_real, start_mono = p->win_start_mono, blind = p->blind_ns;
   pthread_mutex_unlock(&p->agg_mu);
 
-  ptp_window w;
-  memset(&w, 0, sizeof w);
-  w.start_ns = start_real;
-  w.duration_ns = cut_mono - start_mono;
-  w.period_ns = p->period_ns;
-  w.hz = p->hz;
-  w.blind_ns = blind;
-  int agg_rc = 0;
+  d->w.start_ns = start_real;
+  d->w.duration_ns = d->cut_mono - start_mono;
+  d->w.period_ns = p->period_ns;
+  d->w.hz = p->hz;
+  d->w.blind_ns = blind;
+}
+
+/* Step 2, drop accounting: the perf engine's unsignalled periods of live
+ * threads (CPU we know of, stack unknown), then every cause's counter of
+ * the window into w.drops and the cumulative stats, and the CPU of each
+ * drop under its cause's pseudo-frame (thread-exit and unsignalled losses
+ * already are, per thread). Returns 0 or -ENOMEM (the counters are taken
+ * anyway: the window is lost, its drops are still counted; periods that
+ * found no room in the aggregation count as PTP_DROP_NO_MEMORY). */
+static int dump_drops(ptprof *p, dump *d) {
+  ptp_shared *sh = p->sh;
+  int rc = 0;
   if (atomic_load(&p->engine) == PTP_ENGINE_PERF) {
-    /* Periods the threads' CPU time completed that were never signalled
-     * (kernel mode under exclude_kernel): CPU we know of, stack unknown. */
     enum { UCAP = 1024 };
     ptp_unsignalled *u = malloc(UCAP * sizeof *u);
+    /* Without memory for the list the periods stay owed (not marked
+     * accounted) and are counted at the next dump: nothing is lost. */
     size_t nu = u ? ptp_threads_collect_unsignalled(u, UCAP) : 0;
-    for (size_t k = 0; k < nu && agg_rc == 0; k++) {
+    for (size_t k = 0; k < nu; k++) {
       uintptr_t cause = (uintptr_t)u[k].cause;
-      agg_rc = ptp_agg_add(full, u[k].tid, PTP_SAMPLE_LOST, NULL, &cause, 1, u[k].count);
-      if (agg_rc == 0) atomic_fetch_add(&sh->drops[u[k].cause], u[k].count);
+      int r = rc ? rc : ptp_agg_add(d->full, u[k].tid, PTP_SAMPLE_LOST, NULL, &cause, 1, u[k].count);
+      atomic_fetch_add(&sh->drops[r ? PTP_DROP_NO_MEMORY : u[k].cause], u[k].count);
+      if (r) rc = r;
     }
     free(u);
   }
   for (int i = 0; i < PTP_DROP__COUNT; i++) {
-    w.drops[i] = atomic_exchange(&sh->drops[i], 0);
-    atomic_fetch_add(&p->st_drops[i], w.drops[i]);
-    /* The CPU of every drop shows in the profile under its cause's
-     * pseudo-frame (thread-exit losses already are, per thread). */
+    d->w.drops[i] = atomic_exchange(&sh->drops[i], 0);
+    atomic_fetch_add(&p->st_drops[i], d->w.drops[i]);
     uintptr_t cause = (uintptr_t)i;
     if (i != PTP_DROP_THREAD_EXIT && i != PTP_DROP_KERNEL && i != PTP_DROP_UNDELIVERED &&
-        w.drops[i] && agg_rc == 0)
-      agg_rc = ptp_agg_add(full, 0, PTP_SAMPLE_LOST, NULL, &cause, 1, w.drops[i]);
+        d->w.drops[i] && rc == 0)
+      rc = ptp_agg_add(d->full, 0, PTP_SAMPLE_LOST, NULL, &cause, 1, d->w.drops[i]);
   }
-  uint64_t no_cpu = atomic_exchange(&sh->no_cpu, 0);
-  atomic_fetch_add(&p->st_no_cpu, no_cpu);
+  d->no_cpu = atomic_exchange(&sh->no_cpu, 0);
+  atomic_fetch_add(&p->st_no_cpu, d->no_cpu);
+  return rc;
+}
+
+/* Step 3, the sampler's comment lines: the engine (and why, when AUTO fell
+ * back), exit losses, ignored expirations; the unwind tables' state. Built
+ * whole (ptp_strbuf: no line is cut short). Returns 0 or -ENOMEM. */
+static int dump_comments(ptprof *p, dump *d) {
   ptp_threads_stats ts;
   ptp_threads_get_stats(&ts);
-  char c0[640];
   int engine = atomic_load(&p->engine);
-  char why[96] = "";
+  ptp_strbuf b = {0};
+  ptp_strbuf_printf(&b, "sampler engine: %s, %d Hz",
+                    engine != PTP_ENGINE_PERF ? "POSIX CPU-time timer per thread"
+                    : ptp_perf_excludes_kernel() ? "perf_event task-clock per thread (user mode "
+                                                   "only: perf_event_paranoid > 1)"
+                                                 : "perf_event task-clock per thread",
+                    p->hz);
   if (p->engine_why)
-    snprintf(why, sizeof why, " (perf_event unavailable: %s)", strerror(-p->engine_why));
-  char fb[96] = "";
+    ptp_strbuf_printf(&b, " (perf_event unavailable: %s)", strerror(-p->engine_why));
   if (engine == PTP_ENGINE_PERF && ts.perf_fallbacks)
-    snprintf(fb, sizeof fb, " (%llu threads on CPU-time timers: out of fds)",
-             (unsigned long long)ts.perf_fallbacks);
+    ptp_strbuf_printf(&b, " (%llu threads on CPU-time timers: out of fds)",
+                      (unsigned long long)ts.perf_fallbacks);
+  ptp_strbuf_printf(&b, "; %llu exiting threads had expirations due but not delivered (under "
+                    "[lost: thread exit] or [lost: kernel mode])",
+                    (unsigned long long)(ts.flushed - p->flushed_at_cut));
   /* Expirations of the event's clock that the thread's CPU clock did not
    * back (a VM's steal time): said, since a reader comparing the profile
    * with the event's own count would otherwise find them missing. */
-  char nc[160] = "";
   if (engine == PTP_ENGINE_PERF)
-    snprintf(nc, sizeof nc,
-             "; %llu expirations ignored with no thread CPU behind them (the event's clock ran "
-             "while the thread's CPU clock did not: steal time)",
-             (unsigned long long)no_cpu);
-  snprintf(c0, sizeof c0,
-           "sampler engine: %s, %d Hz%s%s; %llu exiting threads had expirations due but not "
-           "delivered (under [lost: thread exit] or [lost: kernel mode])%s",
-           engine != PTP_ENGINE_PERF ? "POSIX CPU-time timer per thread"
-           : ptp_perf_excludes_kernel() ? "perf_event task-clock per thread (user mode only: "
-                                          "perf_event_paranoid > 1)"
-                                        : "perf_event task-clock per thread",
-           p->hz, why, fb, (unsigned long long)(ts.flushed - p->flushed_at_cut), nc);
+    ptp_strbuf_printf(&b, "; %llu expirations ignored with no thread CPU behind them (the "
+                      "event's clock ran while the thread's CPU clock did not: steal time)",
+                      (unsigned long long)d->no_cpu);
   p->flushed_at_cut = ts.flushed;
+  int rc;
+  if (!(d->comments[0] = ptp_strbuf_take(&b, &rc))) return rc;
   /* How the unwind tables stand: a library whose table was refused by the
    * memory cap keeps its samples truncated, and this line says so. */
   ptp_cfi_info ci;
   ptp_cfi_get_info(&ci);
-  char c1[384];
-  snprintf(c1, sizeof c1,
-           "unwind tables: %zu objects walked with CFI, %zu tables built for non-system objects "
-           "(%zu KiB of %zu KiB cap, %.1f ms CPU for all tables, %llu read from the table "
-           "cache), %zu pending, %zu failed (%llu refused by the cap); without CFI: %zu walked "
-           "with frame pointers, %zu not walked",
-           ci.nlibs, ci.lazy_ready, ci.lazy_bytes >> 10, ci.lazy_cap >> 10,
-           (double)ci.build_ns / 1e6, ci.cache_hits, ci.lazy_wanted, ci.lazy_failed,
-           ci.lazy_refused, ci.nfp, ci.nnocfi);
-  const char *comments[2] = { c0, c1 };
-  w.comments = comments;
-  w.ncomments = 2;
+  ptp_strbuf_printf(&b,
+                    "unwind tables: %zu objects walked with CFI, %zu tables built for non-system "
+                    "objects (%zu KiB of %zu KiB cap, %.1f ms CPU for all tables, %llu read from "
+                    "the table cache), %zu pending, %zu failed (%llu refused by the cap); without "
+                    "CFI: %zu walked with frame pointers, %zu not walked",
+                    ci.nlibs, ci.lazy_ready, ci.lazy_bytes >> 10, ci.lazy_cap >> 10,
+                    (double)ci.build_ns / 1e6, ci.cache_hits, ci.lazy_wanted, ci.lazy_failed,
+                    ci.lazy_refused, ci.nfp, ci.nnocfi);
+  if (!(d->comments[1] = ptp_strbuf_take(&b, &rc))) return rc;
+  d->comment_ptrs[0] = d->comments[0];
+  d->comment_ptrs[1] = d->comments[1];
+  d->w.comments = d->comment_ptrs;
+  d->w.ncomments = 2;
+  return 0;
+}
 
-  ptp_sample *samples = NULL;
-  ptp_thread *threads = NULL;
-  uint32_t *tids = NULL;
+/* Step 4, what the window's samples say beyond their stacks: the distinct
+ * entries, their labels' names, the threads' names. Returns 0 or
+ * -ENOMEM. */
+static int dump_resolve(dump *d) {
   size_t nsamples = 0, ntids = 0;
-  uint8_t *buf = NULL;
-  size_t len = 0;
-  ptp_labels_res *lres = NULL;
-  int rc = agg_rc ? agg_rc : ptp_agg_samples(full, &samples, &nsamples);
-  if (rc == 0) rc = ptp_labels_resolve(samples, nsamples, &lres);
-  if (rc == 0) rc = ptp_agg_tids(full, &tids, &ntids);
-  if (rc == 0 && ntids && !(threads = calloc(ntids, sizeof *threads))) rc = -ENOMEM;
-  if (rc == 0) {
-    for (size_t i = 0; i < ntids; i++) {
-      threads[i].tid = tids[i];
-      ptp_threads_name(tids[i], threads[i].name);
-    }
-    w.samples = samples;
-    w.nsamples = nsamples;
-    w.threads = threads;
-    w.nthreads = ntids;
-    if (p->hook) p->hook(&w, p->hook_ctx);
-    if (!p->sym) rc = ptp_symbolizer_new(&p->sym);
-    else rc = ptp_symbolizer_refresh(p->sym);   /* cheap unless dlopen/dlclose */
+  int rc = ptp_agg_samples(d->full, &d->samples, &nsamples);
+  if (rc == 0) rc = ptp_labels_resolve(d->samples, nsamples, &d->lres);
+  if (rc == 0) rc = ptp_agg_tids(d->full, &d->tids, &ntids);
+  if (rc == 0 && ntids && !(d->threads = calloc(ntids, sizeof *d->threads))) rc = -ENOMEM;
+  if (rc) return rc;
+  for (size_t i = 0; i < ntids; i++) {
+    d->threads[i].tid = d->tids[i];
+    ptp_threads_name(d->tids[i], d->threads[i].name);
   }
-  if (rc == 0) rc = ptp_pprof_encode(&w, p->sym, &buf, &len);
-  if (rc == 0) rc = ptp_snapstore_write(p->store, buf, len, path_out, cap);
-  free(buf);
-  ptp_labels_res_free(lres);
-  ptp_labels_release(label_epoch);
-  free(samples);
-  free(threads);
-  free(tids);
-  ptp_agg_reset(full);
+  d->w.samples = d->samples;
+  d->w.nsamples = nsamples;
+  d->w.threads = d->threads;
+  d->w.nthreads = ntids;
+  return 0;
+}
 
+/* Step 5, encoding and writing: the symbolizer follows dlopen/dlclose (it
+ * is made at the first dump), the window is encoded and written whole by
+ * the snapshot store (nothing partial is ever visible). Returns 0 or the
+ * symbolizer's, encoder's or store's error. */
+static int dump_write(ptprof *p, dump *d, char *path_out, size_t cap) {
+  if (p->hook) p->hook(&d->w, p->hook_ctx);
+  int rc = !p->sym ? ptp_symbolizer_new(&p->sym) : ptp_symbolizer_refresh(p->sym);
+  if (rc == 0) rc = ptp_pprof_encode(&d->w, p->sym, &d->buf, &d->len);
+  if (rc == 0) rc = ptp_snapstore_write(p->store, d->buf, d->len, path_out, cap);
+  return rc;
+}
+
+static void dump_free(dump *d) {
+  free(d->buf);
+  ptp_labels_res_free(d->lres);
+  ptp_labels_release(d->label_epoch);
+  free(d->samples);
+  free(d->threads);
+  free(d->tids);
+  free(d->comments[0]);
+  free(d->comments[1]);
+  ptp_agg_reset(d->full);
+}
+
+/* Step 6, the outcome: counted; the first failure after a success is
+ * logged with its cause (and the return to success after it). */
+static void dump_latch(ptprof *p, const dump *d, int rc) {
   if (rc == 0) {
     atomic_fetch_add(&p->st_dumps, 1);
     if (p->err_latched)
@@ -523,19 +599,41 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
     atomic_fetch_add(&p->st_dump_errors, 1);
     if (!p->err_latched)
       logf_(p, PTPROF_LOG_ERROR, "ptprof: snapshot not written to %s: %s (%d); the window is lost, "
-            "older snapshots stay, sampling continues", ptp_snapstore_dir(p->store), ptprof_strerror(rc), rc);
+            "older snapshots stay, sampling continues", ptp_snapstore_dir(p->store),
+            ptprof_strerror(rc), rc);
     p->err_latched = 1;
   }
-  atomic_store(&p->st_last_window, w.duration_ns);
+  atomic_store(&p->st_last_window, d->w.duration_ns);
+}
 
-  /* The next window starts when sampling resumes. */
+/* Step 7: the next window starts when sampling resumes. */
+static void dump_resume(ptprof *p, const dump *d) {
   pthread_mutex_lock(&p->agg_mu);
   p->win_start_mono = ptp_now_mono();
   p->win_start_real = ptp_now_real();
-  p->blind_ns = p->win_start_mono - cut_mono;
+  p->blind_ns = p->win_start_mono - d->cut_mono;
   atomic_store(&p->st_last_blind, p->blind_ns);
   pthread_mutex_unlock(&p->agg_mu);
-  atomic_store(&sh->dumping, 0);
+  atomic_store(&p->sh->dumping, 0);
+}
+
+/* The dump cycle (see the top of the file): the steps above in order; the
+ * first error ends the work on this window (it is lost), every later step
+ * that keeps the sampler consistent still runs. api_mu held; p->running. */
+static int do_dump(ptprof *p, char *path_out, size_t cap) {
+  if (path_out && cap) path_out[0] = 0;
+  if (!p->store) return -EDESTADDRREQ;             /* the window keeps running */
+  dump d;
+  memset(&d, 0, sizeof d);
+  dump_cut(p, &d);
+  int rc = dump_drops(p, &d);
+  int crc = dump_comments(p, &d);                  /* also keeps flushed_at_cut current */
+  if (rc == 0) rc = crc;
+  if (rc == 0) rc = dump_resolve(&d);
+  if (rc == 0) rc = dump_write(p, &d, path_out, cap);
+  dump_free(&d);
+  dump_latch(p, &d, rc);
+  dump_resume(p, &d);
   /* snapshot on disk, sampling resumed: the debug-file copies it asked for */
   if (rc == 0) (void)ptp_symbolizer_make_debug_copies(p->sym);
   return rc;
@@ -758,7 +856,7 @@ void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
   atomic_fetch_add(&ptp_g_inside, 1);
   ptp_shared *sh = q->pid == getpid() ? atomic_load(&ptp_g_shared) : NULL;
   int mine = sh && atomic_load(&proc.running) == q;
-  for (int i = 0; i < PTP_DROP__COUNT && i < 4; i++) {
+  for (int i = 0; i < PTP_DROP__COUNT; i++) {
     out->drops[i] = atomic_load(&q->st_drops[i]);
     if (mine) out->drops[i] += atomic_load(&sh->drops[i]);
   }

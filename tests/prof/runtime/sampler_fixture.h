@@ -68,7 +68,7 @@ typedef struct capture {
   clockid_t clk;
   int64_t blind_cpu_ns;
   int64_t cpu_in[CAP_MAXW], cpu_out[CAP_MAXW];
-  char comments[8][400];         /* the first window's extra comments */
+  char comments[8][1024];        /* the first window's extra comments */
   int ncomments;
 } capture;
 

@@ -92,3 +92,32 @@ PT_TEST_T(prof_exitacct_blocked_perf, 30000) {
   if (!ptt_perf_engine_works()) PT_SKIP("perf_event_open refused here");
   blocked_exit(PTPROF_ENGINE_PERF);
 }
+
+/* Every drop cause is public (ptprof_stats.drops had 4 of the 7): the
+ * blocked thread's exit losses are counted under PTPROF_DROP_THREAD_EXIT,
+ * and each cause has its comment name. */
+PT_TEST_T(prof_exitacct_public_causes, 30000) {
+  static const char *const names[PTPROF_DROP_CAUSES] = {
+    "ring_full", "dumping", "no_stack", "reentrant", "thread_exit", "kernel_mode", "undelivered",
+    "no_memory",
+  };
+  for (int i = 0; i < PTPROF_DROP_CAUSES; i++) PT_ASSERT_STR_EQ(ptprof_drop_name(i), names[i]);
+  PT_ASSERT(ptprof_drop_name(PTPROF_DROP_CAUSES) == NULL);
+  PT_ASSERT(ptprof_drop_name(-1) == NULL);
+  char *dir = pt_tmpdir("exitacct-public");
+  ptprof *p = ptt_start_sampler_engine(dir, 99, NULL, PTPROF_ENGINE_TIMER);
+  blocked b = { .cpu_ns = 100000000 };
+  pthread_t th;
+  PT_ASSERT_INT_EQ(pthread_create(&th, NULL, blocked_main, &b), 0);
+  PT_ASSERT_INT_EQ(pthread_join(th, NULL), 0);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), 0);
+  ptprof_stats st;
+  ptprof_get_stats(p, &st);
+  PT_ASSERT_MSG(st.drops[PTPROF_DROP_THREAD_EXIT] >= 1, "thread_exit drops %llu",
+                (unsigned long long)st.drops[PTPROF_DROP_THREAD_EXIT]);
+  PT_ASSERT(st.lost_thread_exit >= 1);
+  for (int i = PTPROF_DROP_CAUSES; i < PTPROF_DROPS_MAX; i++) PT_ASSERT_UINT_EQ(st.drops[i], 0);
+  ptprof_del(p);
+  pt_rm_rf(dir);
+  free(dir);
+}

@@ -282,3 +282,66 @@ PT_TEST_T(prof_sampler_fork, 60000) {
   pt_rm_rf(dir);
   free(dir);
 }
+
+/* The sampler's own comment lines come whole, however long (they were
+ * built in fixed buffers that cut them short in silence): the engine line
+ * ends with its last clause, the unwind-table line with its last one. */
+PT_TEST_T(prof_sampler_comments_whole, 30000) {
+  char *dir = pt_tmpdir("sampler-comments");
+  capture c;
+  ptt_cap_init(&c);
+  ptprof *p = ptt_start_sampler(dir, 99, &c);
+  ptt_fn_hot_a(30000000);
+  PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(c.ncomments, 2);
+  const char *eng = c.comments[0], *tab = c.comments[1];
+  size_t le = strlen(eng), lt = strlen(tab);
+  PT_ASSERT_MSG(le < sizeof c.comments[0] - 1 && lt < sizeof c.comments[1] - 1, "copies cut");
+  ptprof_stats st;
+  ptprof_get_stats(p, &st);
+  const char *end = st.engine == PTPROF_ENGINE_PERF ? "steal time)" : "[lost: kernel mode])";
+  PT_ASSERT_MSG(le > strlen(end) && strcmp(eng + le - strlen(end), end) == 0, "engine line: %s", eng);
+  PT_ASSERT_MSG(strncmp(eng, "sampler engine: ", 16) == 0, "engine line: %s", eng);
+  PT_ASSERT_MSG(strcmp(tab + lt - strlen("not walked"), "not walked") == 0, "table line: %s", tab);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 0, NULL, 0), 0);
+  ptprof_del(p);
+  ptt_cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+typedef struct longlog { int n; char *last; } longlog;
+static void long_log_cb(int level, const char *msg, void *user_data) {
+  (void)level;
+  longlog *l = user_data;
+  l->n++;
+  free(l->last);
+  l->last = strdup(msg);
+}
+
+/* A log line longer than the logger's first buffer (a deep snapshot
+ * directory) reaches the callback whole. */
+PT_TEST_T(prof_sampler_log_whole_line, 30000) {
+  char *root = pt_tmpdir("sampler-longlog");
+  char dir[2048];
+  int n = snprintf(dir, sizeof dir, "%s", root);
+  while (n < 900) n += snprintf(dir + n, sizeof dir - (size_t)n, "/a-rather-long-directory-name");
+  longlog lg = { 0, NULL };
+  ptprof_options o;
+  ptprof_options_init(&o);
+  o.dir = dir;
+  o.log = long_log_cb;
+  o.log_user_data = &lg;
+  ptprof *p;
+  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
+  PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  pt_rm_rf(root);                      /* every dump now fails */
+  PT_ASSERT(ptprof_dump(p, NULL, 0) < 0);
+  PT_ASSERT_INT_EQ(lg.n, 1);
+  PT_ASSERT_MSG(strstr(lg.last, dir) != NULL, "the directory is cut from: %s", lg.last);
+  PT_ASSERT_MSG(strstr(lg.last, "sampling continues") != NULL, "line cut: %s", lg.last);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 0, NULL, 0), 0);
+  ptprof_del(p);
+  free(lg.last);
+  free(root);
+}
