@@ -20,6 +20,7 @@
 
 #include "prof/cache/ptp_cachefile.h"
 #include "prof/output/ptp_snapstore.h"
+#include "prof/ptp_alloc.h"
 
 /* The directory rule (see ptp_cachefile_prepare_dir), without creating:
  * 0, -ENOTDIR, -EPERM or lstat's -errno. */
@@ -165,7 +166,7 @@ size_t ptp_cachefile_bound(const char *dir, const char *suffix, uint64_t max_byt
     total += (uint64_t)st.st_size;
     if (n == cap) {
       size_t nc = cap ? cap * 2 : 64;
-      ent *nv = realloc(v, nc * sizeof *nv);
+      ent *nv = ptp_realloc(v, nc * sizeof *nv);
       if (!nv) break;
       v = nv;
       cap = nc;

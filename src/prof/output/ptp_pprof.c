@@ -18,6 +18,7 @@
 #include "prof/output/ptp_pb_wire.h"
 #include "prof/output/ptp_gzip.h"
 #include "prof/symbols/ptp_sym_map.h"
+#include "prof/ptp_alloc.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -83,7 +84,7 @@ typedef struct enc {
 
 static int enc_grow(void **arr, size_t *cap, size_t elem, size_t init) {
   size_t nc = *cap ? *cap * 2 : init;
-  void *p = realloc(*arr, nc * elem);
+  void *p = ptp_realloc(*arr, nc * elem);
   if (!p) return -ENOMEM;
   *arr = p;
   *cap = nc;
@@ -135,7 +136,7 @@ static char *fmt(const char *f, ...) {
   va_list ap;
   va_start(ap, f);
   char *s = NULL;
-  if (vasprintf(&s, f, ap) < 0) s = NULL;
+  if (ptp_vasprintf(&s, f, ap) < 0) s = NULL;
   va_end(ap);
   return s;
 }
@@ -224,7 +225,7 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
   /* pass 1: location ids per sample */
   size_t total = 0;
   for (size_t i = 0; i < w->nsamples; i++) total += (size_t)w->samples[i].nframes + 1;
-  ids = malloc((total ? total : 1) * sizeof *ids);
+  ids = ptp_malloc((total ? total : 1) * sizeof *ids);
   if (!ids) { r = -ENOMEM; goto out; }
   int64_t trunc_loc = -1;
   int64_t lost_loc[PTP_DROP__COUNT];   /* one pseudo-frame location per cause */
@@ -339,7 +340,7 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
       /* names are at most 15 chars + NUL by contract; intern a bounded view */
       const char *nm = w->threads[ti].name;
       int64_t si = memchr(nm, 0, sizeof w->threads[ti].name) ? intern(&e, nm)
-                                                               : intern_owned(&e, strndup(nm, 15));
+                                                               : intern_owned(&e, ptp_strndup(nm, 15));
       if (si < 0) { r = -ENOMEM; goto out; }
       ptp_pb_mark lm = ptp_pb_begin(b, S_LABEL);
       ptp_pb_int64(b, L_KEY, s_tname);
@@ -491,7 +492,7 @@ int ptp_pprof_encode_raw(const ptp_window *w, ptp_symbolizer *s, uint8_t **out, 
   size_t len;
   uint8_t *data = ptp_pb_buf_take(&b, &len);
   if (!data) {   /* an empty profile is impossible (sample types), but be safe */
-    data = malloc(1);
+    data = ptp_malloc(1);
     if (!data) return -ENOMEM;
   }
   *out = data;

@@ -7,6 +7,7 @@
  * directory is noticed (ENOENT) instead of writing into a stale one.
  */
 #include "prof/output/ptp_snapstore.h"
+#include "prof/ptp_alloc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -155,9 +156,9 @@ static bool prefix_ok(const char *prefix) {
 
 int ptp_snapstore_new(ptp_snapstore **out, const char *dir, const char *prefix, int keep) {
   if (!out || !dir || !*dir || !prefix_ok(prefix) || keep < 1) return -EINVAL;
-  ptp_snapstore *st = calloc(1, sizeof *st);
+  ptp_snapstore *st = ptp_calloc(1, sizeof *st);
   if (!st) return -ENOMEM;
-  st->dir = strdup(dir);
+  st->dir = ptp_strdup(dir);
   if (!st->dir) {
     free(st);
     return -ENOMEM;
@@ -175,7 +176,7 @@ int ptp_snapstore_new(ptp_snapstore **out, const char *dir, const char *prefix, 
 
 int ptp_snapstore_set_dir(ptp_snapstore *st, const char *dir) {
   if (!st || !dir || !*dir) return -EINVAL;
-  char *nd = strdup(dir);
+  char *nd = ptp_strdup(dir);
   if (!nd) return -ENOMEM;
   uint64_t next = 0;
   int r = prepare_dir(dir, st->prefix, &next);
@@ -218,12 +219,12 @@ static void retention(ptp_snapstore *st, int dfd) {
     if (!ptp_snapstore_name_matches(de->d_name, st->prefix)) continue;
     if (n == cap) {
       size_t nc = cap ? cap * 2 : 16;
-      snap *nv = realloc(v, nc * sizeof *nv);
+      snap *nv = ptp_realloc(v, nc * sizeof *nv);
       if (!nv) break;
       v = nv;
       cap = nc;
     }
-    v[n].name = strdup(de->d_name);
+    v[n].name = ptp_strdup(de->d_name);
     if (!v[n].name) break;
     v[n].seq = name_seq(de->d_name, pl);
     n++;
@@ -281,12 +282,12 @@ static void family_retention(ptp_snapstore *st, int dfd) {
     if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
     if (n == cap) {
       size_t nc = cap ? cap * 2 : 64;
-      fam_file *nv = realloc(v, nc * sizeof *nv);
+      fam_file *nv = ptp_realloc(v, nc * sizeof *nv);
       if (!nv) break;
       v = nv;
       cap = nc;
     }
-    if (!(v[n].name = strdup(de->d_name))) break;
+    if (!(v[n].name = ptp_strdup(de->d_name))) break;
     v[n].mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
     n++;
   }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "prof/output/ptp_strbuf.h"
+#include "prof/ptp_alloc.h"
 
 void ptp_strbuf_printf(ptp_strbuf *b, const char *fmt, ...) {
   if (b->err) return;
@@ -22,7 +23,7 @@ void ptp_strbuf_printf(ptp_strbuf *b, const char *fmt, ...) {
   if (need + 1 > b->cap) {
     size_t cap = b->cap ? b->cap : 128;
     while (cap < need + 1) cap *= 2;
-    char *s = realloc(b->s, cap);
+    char *s = ptp_realloc(b->s, cap);
     if (!s) { b->err = -ENOMEM; return; }
     b->s = s;
     b->cap = cap;
@@ -37,7 +38,7 @@ char *ptp_strbuf_take(ptp_strbuf *b, int *err) {
   *err = b->err;
   char *s = b->s;
   if (!b->err && !s) {
-    s = malloc(1);
+    s = ptp_malloc(1);
     if (!s) *err = -ENOMEM;
     else s[0] = 0;
   }

@@ -80,6 +80,7 @@
 #include "prof/runtime/ptp_interpose.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/runtime/ptp_threads.h"
+#include "prof/ptp_alloc.h"
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
@@ -127,7 +128,7 @@ PTPROF_API int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                               void *(*start)(void *), void *arg) {
   create_fn real = get_real();
   if (!real) return EAGAIN;
-  tramp *t = malloc(sizeof *t);
+  tramp *t = ptp_malloc(sizeof *t);
   if (!t) return real(thread, attr, start, arg);   /* unregistered, still correct */
   t->fn = start;
   t->arg = arg;

@@ -41,6 +41,7 @@
 #include "prof/runtime/ptp_labels.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/symbols/ptp_sym_map.h"
+#include "prof/ptp_alloc.h"
 
 _Static_assert(PTPROF_LABELS_MAX == PTP_LABELS_MAX, "one bound");
 
@@ -109,8 +110,8 @@ static void index_rebuild(void) {
  * table is full or cannot be allocated. */
 static uint32_t str_ref(const char *s, size_t n) {
   if (!lab.strs) {
-    lab.strs = calloc(NSTR, sizeof *lab.strs);
-    lab.index = calloc(NINDEX, sizeof *lab.index);
+    lab.strs = ptp_calloc(NSTR, sizeof *lab.strs);
+    lab.index = ptp_calloc(NINDEX, sizeof *lab.index);
     if (!lab.strs || !lab.index) {
       free(lab.strs);
       free(lab.index);
@@ -329,7 +330,7 @@ void ptp_labels_task_ended(uint64_t id, uint64_t seq, const char *name, const ch
   if (lab.nended == lab.capended && lab.capended < PTP_ENDED_TASKS_MAX) {
     size_t nc = lab.capended ? lab.capended * 2 : 64;
     if (nc > PTP_ENDED_TASKS_MAX) nc = PTP_ENDED_TASKS_MAX;
-    ended *ne = realloc(lab.ended, nc * sizeof *ne);
+    ended *ne = ptp_realloc(lab.ended, nc * sizeof *ne);
     if (ne) {
       lab.ended = ne;
       lab.capended = nc;
@@ -440,10 +441,10 @@ static int resolve_task(ptp_labels_res *r, rtask *t, const ptp_u64map *endmap) {
   info.name[sizeof info.name - 1] = 0;
   t->known = 1;
   t->seq = info.seq;
-  if (!(t->kind = own(r, strdup(info.name[0] ? info.name : "[unnamed task]")))) return -ENOMEM;
+  if (!(t->kind = own(r, ptp_strdup(info.name[0] ? info.name : "[unnamed task]")))) return -ENOMEM;
   if (info.file) {
     char *loc = NULL;
-    if (asprintf(&loc, "%s:%u", display_path(info.file), info.line) < 0) return -ENOMEM;
+    if (ptp_asprintf(&loc, "%s:%u", display_path(info.file), info.line) < 0) return -ENOMEM;
     if (!own(r, loc)) return -ENOMEM;
     t->loc = loc;
   }
@@ -452,7 +453,7 @@ static int resolve_task(ptp_labels_res *r, rtask *t, const ptp_u64map *endmap) {
 
 int ptp_labels_resolve(ptp_sample *samples, size_t n, ptp_labels_res **out) {
   *out = NULL;
-  ptp_labels_res *r = calloc(1, sizeof *r);
+  ptp_labels_res *r = ptp_calloc(1, sizeof *r);
   if (!r) return -ENOMEM;
   ptp_u64map tmap = {0}, smap = {0}, endmap = {0};
   rtask *tasks = NULL;
@@ -463,9 +464,9 @@ int ptp_labels_resolve(ptp_sample *samples, size_t n, ptp_labels_res **out) {
     nids += samples[i].ids.n * 2 + (samples[i].ids.task ? 2 : 0);
   }
   if (nlab == 0) { *out = r; return 0; }
-  r->labels = calloc(nlab, sizeof *r->labels);
-  r->owned = calloc(nids, sizeof *r->owned);
-  tasks = calloc(n, sizeof *tasks);
+  r->labels = ptp_calloc(nlab, sizeof *r->labels);
+  r->owned = ptp_calloc(nids, sizeof *r->owned);
+  tasks = ptp_calloc(n, sizeof *tasks);
   if (!r->labels || !r->owned || !tasks) goto out;
 
   pthread_mutex_lock(&lab.mu);
@@ -498,7 +499,7 @@ int ptp_labels_resolve(ptp_sample *samples, size_t n, ptp_labels_res **out) {
         uint32_t si;
         if (ptp_u64map_get(&smap, ids[h], &si)) { str[h] = r->owned[si]; continue; }
         if (ids[h] == 0 || ids[h] > lab.hwm || !lab.strs[ids[h] - 1].used) break;
-        if (!own(r, strdup(lab.strs[ids[h] - 1].s))) goto out_locked;
+        if (!own(r, ptp_strdup(lab.strs[ids[h] - 1].s))) goto out_locked;
         if (ptp_u64map_put(&smap, ids[h], (uint32_t)(r->nowned - 1))) goto out_locked;
         str[h] = r->owned[r->nowned - 1];
       }

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "ptprof.h"
+#include "prof/ptp_alloc.h"
 
 /* This file's process-wide state (runtime/ptp_process.h): the preload
  * mode's sampler, written by the constructor and the atexit/fork handlers
@@ -155,7 +156,7 @@ __attribute__((constructor)) static void ptp_preload_init(void) {
   dl_iterate_phdr(where_cb, &w);
   if (w.in_main) return;                  /* statically linked: never auto-start */
   ptprof_options_init(&pre.opt);
-  if (!(pre.dir = strdup(dir))) return;
+  if (!(pre.dir = ptp_strdup(dir))) return;
   pre.opt.dir = pre.dir;
   pre.opt.log = log_stderr;
   double d;

@@ -12,6 +12,7 @@
 
 #include "prof/runtime/ptp_procfs.h"
 #include "prof/signal/ptp_thread_sig.h"
+#include "prof/ptp_alloc.h"
 
 static int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -24,14 +25,14 @@ int ptp_procfs_tasks(uint32_t **out, size_t *n_out) {
   DIR *d = opendir("/proc/self/task");
   if (!d) return -errno;
   size_t n = 0, cap = 64;
-  uint32_t *tids = malloc(cap * sizeof *tids);
+  uint32_t *tids = ptp_malloc(cap * sizeof *tids);
   struct dirent *e;
   while (tids && (e = readdir(d))) {
     char *end;
     unsigned long v = strtoul(e->d_name, &end, 10);
     if (*end || v == 0 || v >= PTP_TID_LIMIT) continue;
     if (n == cap) {
-      uint32_t *nt = realloc(tids, cap * 2 * sizeof *nt);
+      uint32_t *nt = ptp_realloc(tids, cap * 2 * sizeof *nt);
       if (!nt) { free(tids); tids = NULL; break; }
       tids = nt;
       cap *= 2;

@@ -60,6 +60,7 @@
 #include "prof/symbols/ptp_symbolize.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/runtime/ptprof_internal.h"
+#include "prof/ptp_alloc.h"
 
 #define RING_SLOTS 2048u
 #define POLL_MS 100
@@ -129,7 +130,7 @@ static void logf_(ptprof *p, int level, const char *fmt, ...) {
   int n = vsnprintf(one, sizeof one, fmt, ap);
   va_end(ap);
   if (n >= 0 && (size_t)n >= sizeof one) {
-    char *line = malloc((size_t)n + 1);
+    char *line = ptp_malloc((size_t)n + 1);
     if (line) {
       va_start(ap, fmt);
       vsnprintf(line, (size_t)n + 1, fmt, ap);
@@ -216,7 +217,7 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   ptp_interpose_link();
   int rc = ptp_process_init();
   if (rc) return rc;
-  ptprof *p = calloc(1, sizeof *p);
+  ptprof *p = ptp_calloc(1, sizeof *p);
   if (!p) return -ENOMEM;
   p->hz = hz;
   p->period_ns = 1000000000LL / hz;
@@ -230,9 +231,9 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   p->engine_opt = opt->engine;
   p->wake_rd = p->wake_wr = -1;
   rc = -ENOMEM;
-  p->prefix = strdup(prefix);
+  p->prefix = ptp_strdup(prefix);
   if (!p->prefix) goto fail_p;
-  if (opt->dir && !(p->dir = strdup(opt->dir))) goto fail_prefix;
+  if (opt->dir && !(p->dir = ptp_strdup(opt->dir))) goto fail_prefix;
   if ((rc = ptp_agg_new(&p->agg)) < 0) goto fail_dir;
   if ((rc = ptp_agg_new(&p->agg_spare)) < 0) goto fail_agg;
   if (p->dir && (rc = ptp_snapstore_new(&p->store, p->dir, p->prefix, p->keep)) < 0) goto fail_spare;
@@ -465,7 +466,7 @@ static int dump_drops(ptprof *p, dump *d) {
   int rc = 0;
   if (atomic_load(&p->engine) == PTP_ENGINE_PERF) {
     enum { UCAP = 1024 };
-    ptp_unsignalled *u = malloc(UCAP * sizeof *u);
+    ptp_unsignalled *u = ptp_malloc(UCAP * sizeof *u);
     /* Without memory for the list the periods stay owed (not marked
      * accounted) and are counted at the next dump: nothing is lost. */
     size_t nu = u ? ptp_threads_collect_unsignalled(u, UCAP) : 0;
@@ -550,7 +551,7 @@ static int dump_resolve(dump *d) {
   int rc = ptp_agg_samples(d->full, &d->samples, &nsamples);
   if (rc == 0) rc = ptp_labels_resolve(d->samples, nsamples, &d->lres);
   if (rc == 0) rc = ptp_agg_tids(d->full, &d->tids, &ntids);
-  if (rc == 0 && ntids && !(d->threads = calloc(ntids, sizeof *d->threads))) rc = -ENOMEM;
+  if (rc == 0 && ntids && !(d->threads = ptp_calloc(ntids, sizeof *d->threads))) rc = -ENOMEM;
   if (rc) return rc;
   for (size_t i = 0; i < ntids; i++) {
     d->threads[i].tid = d->tids[i];
@@ -648,10 +649,10 @@ static void free_shared(ptp_shared *sh) {
 }
 
 static int new_shared(ptp_shared **out, int wake_fd) {
-  ptp_shared *sh = calloc(1, sizeof *sh);
+  ptp_shared *sh = ptp_calloc(1, sizeof *sh);
   if (!sh) return -ENOMEM;
   /* zero-filled is the ring's initial state (ptp_ring.h): left untouched */
-  sh->ring.slots = calloc(RING_SLOTS, sizeof *sh->ring.slots);
+  sh->ring.slots = ptp_calloc(RING_SLOTS, sizeof *sh->ring.slots);
   if (!sh->ring.slots) {
     free(sh);
     return -ENOMEM;
@@ -760,7 +761,7 @@ int ptprof_set_dir(ptprof *p, const char *dir) {
   if (p->pid != getpid()) return PTPROF_E_FORKED;
   pthread_mutex_lock(&p->api_mu);
   int rc;
-  char *copy = strdup(dir);
+  char *copy = ptp_strdup(dir);
   if (!copy) {
     rc = -ENOMEM;
   } else if (p->store) {

@@ -22,6 +22,7 @@
 #include "prof/symbols/ptp_sym_map.h"
 #include "prof/output/ptp_snapstore.h"
 #include "prof/symbols/ptp_strarena.h"
+#include "prof/ptp_alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -147,7 +148,7 @@ static const char *sc_intern(ptp_symcache *c, const char *s) {
   if (!p) return NULL;
   if (c->ninterned == c->capinterned) {
     size_t nc = c->capinterned ? c->capinterned * 2 : 256;
-    const char **ni = realloc(c->interned, nc * sizeof *ni);
+    const char **ni = ptp_realloc(c->interned, nc * sizeof *ni);
     if (!ni) return NULL;
     c->interned = ni;
     c->capinterned = nc;
@@ -165,7 +166,7 @@ static int sc_reserve(void **v, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return 0;
   size_t nc = *cap ? *cap : 256;
   while (nc < need) nc *= 2;
-  void *n = realloc(*v, nc * elem);
+  void *n = ptp_realloc(*v, nc * elem);
   if (!n) return -ENOMEM;
   *v = n;
   *cap = nc;
@@ -187,7 +188,7 @@ static void sc_sort(ptp_symcache *c) {
   if (c->sorted) return;
   size_t a = c->nsorted, n = c->niv;
   qsort(c->iv + a, n - a, sizeof *c->iv, ival_cmp);
-  sc_ival *m = a ? malloc(n * sizeof *m) : NULL;
+  sc_ival *m = a ? ptp_malloc(n * sizeof *m) : NULL;
   if (a && !m) {   /* no memory for the merge: sort it all in place */
     qsort(c->iv, n, sizeof *c->iv, ival_cmp);
     a = 0;
@@ -419,9 +420,9 @@ static int sc_parse(const ptp_symcache *c, const uint8_t *buf, size_t len, sc_se
 
 int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id) {
   if (!out || !dir || !*dir || !build_id || !bid_ok(build_id)) return -EINVAL;
-  ptp_symcache *c = calloc(1, sizeof *c);
+  ptp_symcache *c = ptp_calloc(1, sizeof *c);
   if (!c) return -ENOMEM;
-  c->dir = strdup(dir);
+  c->dir = ptp_strdup(dir);
   if (!c->dir) { free(c); return -ENOMEM; }
   snprintf(c->build_id, sizeof c->build_id, "%s", build_id);
   c->sorted = true;

@@ -32,6 +32,7 @@
 #include "prof/unwind/ptp_cficache.h"
 #include "prof/unwind/ptp_fpdetect.h"
 #include "prof/runtime/ptp_grace.h"
+#include "prof/ptp_alloc.h"
 
 /* ---- table lifetime ---------------------------------------------------- */
 
@@ -116,7 +117,7 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     nocfi_state = ptp_fpdetect(info, NULL, NULL) ? PTP_LIB_FP : PTP_LIB_NOCFI;
   if (b->nlibs == b->caplibs) {
     size_t ncap = b->caplibs ? b->caplibs * 2 : 32;
-    ptp_cfi_lib *nl = realloc(b->libs, ncap * sizeof *nl);
+    ptp_cfi_lib *nl = ptp_realloc(b->libs, ncap * sizeof *nl);
     if (!nl) { b->oom = 1; return 1; }
     b->libs = nl;
     b->caplibs = ncap;
@@ -124,7 +125,7 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   if (b->nobjs + (size_t)o.ntext > b->capobjs) {
     size_t ncap = b->capobjs ? b->capobjs * 2 : 64;
     while (ncap < b->nobjs + (size_t)o.ntext) ncap *= 2;
-    ptp_cfi_obj *no = realloc(b->objs, ncap * sizeof *no);
+    ptp_cfi_obj *no = ptp_realloc(b->objs, ncap * sizeof *no);
     if (!no) { b->oom = 1; return 1; }
     b->objs = no;
     b->capobjs = ncap;
@@ -171,7 +172,7 @@ static int build_set(ptp_cfi_set **out, unsigned long long *adds, unsigned long 
   memset(&b, 0, sizeof b);
   b.eager_system = eager_system;
   dl_iterate_phdr(build_cb, &b);
-  ptp_cfi_set *set = calloc(1, sizeof *set);
+  ptp_cfi_set *set = ptp_calloc(1, sizeof *set);
   if (b.oom || !set) {
     free_libs(b.libs, b.nlibs);
     free(b.objs);
@@ -467,7 +468,7 @@ int ptp_cfi_refresh(void) {
     unsigned long long adds = 0, subs = 0;
     rc = build_set(&set, &adds, &subs, 0);
     if (rc == 0) {
-      retired *node = malloc(sizeof *node);
+      retired *node = ptp_malloc(sizeof *node);
       if (!node) {
         ptp_cfi_free(set);
         rc = -ENOMEM;
