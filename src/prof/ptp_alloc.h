@@ -19,8 +19,11 @@
  *   ptp_alloc_fail_at(n)  count this thread's allocations from now on and
  *                         fail the nth (n >= 1); 0 stops counting;
  *   ptp_alloc_count()     allocations counted since;
- *   ptp_alloc_failed()    whether the nth came (and failed).
- * The state is thread-local: allocations of other threads (the sampler's
+ *   ptp_alloc_failed()    whether the nth came (and failed);
+ *   ptp_alloc_fail_all(1) every allocation of every thread fails until
+ *                         ptp_alloc_fail_all(0) (for a path another
+ *                         thread may run, e.g. the consumer's drain).
+ * The per-thread state is thread-local: allocations of other threads (the sampler's
  * consumer thread, a console) are neither counted nor failed, so an
  * operation run on the test's thread sees the same sequence every time.
  * The loop of a test: for n = 1, 2, ...: arm n, run the operation, check
@@ -47,6 +50,7 @@ int ptp_alloc_should_fail(void);
 void ptp_alloc_fail_at(uint64_t n);
 uint64_t ptp_alloc_count(void);
 int ptp_alloc_failed(void);
+void ptp_alloc_fail_all(int on);
 #define PTP_ALLOC_FAIL_NOW() ptp_alloc_should_fail()
 #else
 #define PTP_ALLOC_FAIL_NOW() 0
