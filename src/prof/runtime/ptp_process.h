@@ -35,6 +35,7 @@
  *                                 sets, lazy-table accounting,
  *                                 the table cache's pending saves
  *   cache/ptp_cachefile.c         a temp-name counter          atomic
+ *   ptp_alloc.c                   fault injection (test builds) atomic; per-thread TLS
  *
  * Lifetime: each is created at first use and never freed. Threads may be
  * created, and SIGPROF may arrive, at any moment until the process exits,
