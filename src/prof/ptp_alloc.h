@@ -43,7 +43,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The build's configuration (PT_FAULT_INJECTION). A file compiled alone,
+ * outside meson (a fuzz harness without the build directory on its
+ * include path), has none: then no injection. */
+#if __has_include("pt_config.h")
 #include "pt_config.h"
+#endif
+#ifndef PT_FAULT_INJECTION
+#define PT_FAULT_INJECTION 0
+#endif
 
 #if PT_FAULT_INJECTION
 int ptp_alloc_should_fail(void);
