@@ -162,11 +162,38 @@ typedef struct ptprof_options {
  * names are the same everywhere. Any thread. */
 PTPROF_API int ptprof_engine_from_name(const char *name);
 
+/* Why expirations were not recorded with their stack: the index of
+ * ptprof_stats.drops. Each cause's expirations also appear in a snapshot,
+ * under the pseudo-frame named beside it, and in its "dropped samples:"
+ * comment under ptprof_drop_name's name (docs/sampler.md, "Pseudo-frames").
+ * Numbers are stable; a cause added later gets the next one. */
+#define PTPROF_DROP_RING_FULL   0  /* "[lost: ring full]": no free ring slot */
+#define PTPROF_DROP_DUMPING     1  /* "[lost: during dump]": the blind period */
+#define PTPROF_DROP_NO_STACK    2  /* "[lost: no stack]": nothing readable at the PC */
+#define PTPROF_DROP_REENTRANT   3  /* "[lost: reentrant signal]" */
+#define PTPROF_DROP_THREAD_EXIT 4  /* "[lost: thread exit]": due at a thread's exit,
+                                      never delivered */
+#define PTPROF_DROP_KERNEL      5  /* "[lost: kernel mode]": perf engine with
+                                      exclude_kernel, periods ended in the kernel */
+#define PTPROF_DROP_UNDELIVERED 6  /* "[lost: signal not delivered]": perf engine,
+                                      signals merged while one was pending */
+#define PTPROF_DROP_NO_MEMORY   7  /* "[lost: out of memory]": the aggregation had
+                                      no memory for a new stack */
+#define PTPROF_DROP_CAUSES      8  /* causes this version knows */
+#define PTPROF_DROPS_MAX        16 /* size of ptprof_stats.drops (room for more) */
+
+/* The short name of a drop cause ("ring_full", "dumping", "no_stack",
+ * "reentrant", "thread_exit", "kernel_mode", "undelivered", "no_memory"),
+ * as in a snapshot's comment; NULL for a number this version does not
+ * know. Any thread. */
+PTPROF_API const char *ptprof_drop_name(int cause);
+
 /* Cumulative counters since ptprof_new (all windows). */
 typedef struct ptprof_stats {
   uint64_t samples;        /* timer expirations recorded into windows */
-  uint64_t drops[4];       /* by cause, indexed like enum ptp_drop_cause:
-                              0 ring full, 1 dumping, 2 no stack, 3 reentrant */
+  uint64_t drops[PTPROF_DROPS_MAX]; /* expirations not recorded with their
+                              stack, by cause (PTPROF_DROP_*; the entries
+                              from PTPROF_DROP_CAUSES on stay 0) */
   uint64_t truncated;      /* recorded expirations whose stack is truncated */
   uint64_t dumps;          /* snapshot files written */
   uint64_t dump_errors;    /* dumps that failed (encode or write) */

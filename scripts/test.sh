@@ -76,7 +76,7 @@ done
 # its reason.
 TSAN_ENV=("TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:history_size=4:suppressions=$ROOT/tests/tsan.supp"
           PT_SANITIZER=thread)
-TSAN_UNIT='^(prof_sampler_|prof_store_|console_agg_|console_server_)'
+TSAN_UNIT='^(prof_sampler_|prof_snapstore_|console_agg_|console_server_)'
 # Unit tests left out under TSan, each for a written reason:
 #  - TSan delivers an asynchronous signal only at the thread's next
 #    intercepted call or blocking syscall, with the ucontext of the moment it

@@ -14,7 +14,8 @@ clang -fsanitize=fuzzer "$dir/probe.c" -o "$dir/probe" >/dev/null 2>&1 ||
   skip "clang's libFuzzer (-fsanitize=fuzzer) is not available"
 # The protobuf writer the encoder uses lives in src/prof (found by what it
 # defines, not by its file name); so do the sample labels the poll seam
-# sets (ptp_labels.c, which reads ptp_producer.c's ptp_g_shared).
+# sets (ptp_labels.c, which reads ptp_producer.c's ptp_g_shared; the label
+# block itself is signal/ptp_label_set.c's).
 pbsrc=$(grep -l '^void ptp_pb_buf_init' "$PT_SRC"/src/prof/*/*.c | head -n 1)
 [ -n "$pbsrc" ] || fail "cannot find the ptp_pb_buf writer in src/prof"
 C="$PT_SRC/src/console"
@@ -23,6 +24,7 @@ clang -g -O1 -std=c11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
   "$PT_SRC/tests/console/fuzz_grpc.c" "$C/ptcon_grpc.c" "$C/ptcon_agg.c" "$C/ptcon_encode.c" \
   "$C/ptcon_hdrhist.c" "$C/ptcon_instrument.c" "$C/ptcon_request.c" "$pbsrc" \
   "$PT_SRC/src/prof/runtime/ptp_labels.c" "$PT_SRC/src/prof/signal/ptp_producer.c" \
+  "$PT_SRC/src/prof/signal/ptp_label_set.c" \
   -lnghttp2 -lpthread -o "$dir/fuzz_grpc"
 mkdir -p "$dir/corpus"
 cp "$PT_SRC"/tests/console/fuzz_grpc_seeds/* "$dir/corpus/"

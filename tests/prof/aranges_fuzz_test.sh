@@ -7,5 +7,6 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 . "$PT_SRC/tests/fuzz_lib.sh"
 fuzz_require
-fuzz_build fuzz_aranges "$PT_SRC/tests/prof/symbols/fuzz_aranges.c" "$PT_SRC/src/prof/symbols/ptp_aranges.c"
+fuzz_build fuzz_aranges "$PT_SRC/tests/prof/symbols/fuzz_aranges.c" "$PT_SRC/src/prof/symbols/ptp_aranges.c" \
+  "$PT_SRC/src/prof/ptp_alloc.c"
 fuzz_run fuzz_aranges "$PT_SRC/tests/prof/fuzz_seeds/aranges" -max_len=4096

@@ -19,7 +19,8 @@
 #include <unistd.h>
 
 #include "prof/cache/ptp_cachefile.h"
-#include "prof/output/ptp_store.h"
+#include "prof/output/ptp_snapstore.h"
+#include "prof/ptp_alloc.h"
 
 /* The directory rule (see ptp_cachefile_prepare_dir), without creating:
  * 0, -ENOTDIR, -EPERM or lstat's -errno. */
@@ -37,20 +38,28 @@ int ptp_cachefile_prepare_dir(const char *dir) {
   return dir_check(dir);
 }
 
+int ptp_cachefile_check(const struct stat *st, uint64_t min_size, uint64_t max_size) {
+  if (!S_ISREG(st->st_mode) || st->st_uid != geteuid() || st->st_nlink > 1 ||
+      (st->st_mode & (S_IWGRP | S_IWOTH)))
+    return -EPERM;
+  if (st->st_size <= 0 || (uint64_t)st->st_size < min_size) return -EBADMSG;
+  if ((uint64_t)st->st_size > max_size) return -EFBIG;
+  return 0;
+}
+
 int ptp_cachefile_mappable(const struct stat *st, uint64_t min_size, uint64_t max_size) {
-  return S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_nlink <= 1 &&
-         !(st->st_mode & (S_IWGRP | S_IWOTH)) && st->st_size > 0 &&
-         (uint64_t)st->st_size >= min_size && (uint64_t)st->st_size <= max_size;
+  return ptp_cachefile_check(st, min_size, max_size) == 0;
 }
 
 int ptp_cachefile_map_fd(int fd, const char *dir, uint64_t min_size, uint64_t max_size,
                          void **map, struct stat *st) {
   *map = NULL;
-  if (fstat(fd, st) != 0 || !ptp_cachefile_mappable(st, min_size, max_size) ||
-      dir_check(dir) != 0)
-    return -EBADMSG;
+  if (fstat(fd, st) != 0) return -errno;
+  int r = ptp_cachefile_check(st, min_size, max_size);
+  if (r == 0) r = dir_check(dir);
+  if (r) return r;
   void *p = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-  if (p == MAP_FAILED) return errno == ENOMEM ? -ENOMEM : -EBADMSG;
+  if (p == MAP_FAILED) return -errno;
   *map = p;
   return 0;
 }
@@ -96,7 +105,7 @@ int ptp_cachefile_write_with(const char *dir, const char *name, ptp_cachefile_fi
    * After a crash it may be missing, empty or cut short (its data not yet
    * on disk when the rename was), and every reader checks size, magic and
    * checksum and rebuilds it; rename alone keeps a running reader from
-   * ever seeing a partial file. User data (snapshots, ptp_store.c) keeps
+   * ever seeing a partial file. User data (snapshots, ptp_snapstore.c) keeps
    * its fsyncs. */
   if (close(fd) != 0) { fd = -1; r = -errno; goto fail_tmp; }
   fd = -1;
@@ -157,7 +166,7 @@ size_t ptp_cachefile_bound(const char *dir, const char *suffix, uint64_t max_byt
     total += (uint64_t)st.st_size;
     if (n == cap) {
       size_t nc = cap ? cap * 2 : 64;
-      ent *nv = realloc(v, nc * sizeof *nv);
+      ent *nv = ptp_realloc(v, nc * sizeof *nv);
       if (!nv) break;
       v = nv;
       cap = nc;

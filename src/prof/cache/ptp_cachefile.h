@@ -38,17 +38,25 @@ int ptp_cachefile_hex_name_ok(const char *s, size_t max_len);
  * ever replace such a file by rename (ptp_cachefile_write_with) or append
  * past its end, never truncate or rewrite it in place, so a mapping of it
  * keeps its inode and at least its size: reading the mapping below the
- * size checked here cannot fault with SIGBUS. Returns 1 or 0. */
+ * size checked here cannot fault with SIGBUS. Returns 0, -EPERM (the rule
+ * refuses it: not a regular file of ours with one link and no write bit
+ * for others), -EBADMSG (empty or shorter than min_size: cut short, not a
+ * whole cache file) or -EFBIG (over max_size). */
+int ptp_cachefile_check(const struct stat *st, uint64_t min_size, uint64_t max_size);
+/* ptp_cachefile_check(...) == 0, as 1 or 0. */
 int ptp_cachefile_mappable(const struct stat *st, uint64_t min_size, uint64_t max_size);
 
 /* Maps the open cache file fd read-only (MAP_PRIVATE | MAP_POPULATE,
- * exactly its size) if ptp_cachefile_mappable says so of its fstat and its
+ * exactly its size) if ptp_cachefile_check accepts its fstat and its
  * directory dir still passes ptp_cachefile_prepare_dir's rule (a real
  * directory of ours that others may not write into; checked again because
  * it may have changed since it was prepared). fd stays the caller's
  * (the mapping outlives its close). Returns 0 with *map (munmap it,
- * st->st_size bytes) and *st; -EBADMSG (not mappable: the caller treats
- * the file as missing or rejected); -ENOMEM. */
+ * st->st_size bytes) and *st; or, with nothing mapped, the error that
+ * says why, never another: ptp_cachefile_check's (-EPERM, -EBADMSG,
+ * -EFBIG), the directory's (-EPERM, -ENOTDIR, -errno of lstat), or the
+ * errno of fstat or mmap (-ENOMEM, -ENODEV, ...). Only -EBADMSG says
+ * anything about the file's content. */
 int ptp_cachefile_map_fd(int fd, const char *dir, uint64_t min_size, uint64_t max_size,
                          void **map, struct stat *st);
 
@@ -69,7 +77,7 @@ typedef int (*ptp_cachefile_fill_fn)(int fd, void *arg);
  * purpose: no fsync of the file or the directory, because every caller
  * writes a cache (derived data whose readers check size, magic and
  * checksum and rebuild what a crash lost or cut short); durable user data
- * goes through ptp_store.c instead. dir must exist (ptp_cachefile_prepare_dir). name
+ * goes through ptp_snapstore.c instead. dir must exist (ptp_cachefile_prepare_dir). name
  * must not contain '/'. Returns 0, -EINVAL (bad name), fill's error or the
  * errno of the failing step (the temp file is removed; an older file
  * stays). */

@@ -1,19 +1,32 @@
 /* ptp_gzip.c - see ptp_gzip.h. */
 #include "prof/output/ptp_gzip.h"
+#include "prof/ptp_alloc.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <zlib.h>
 
+/* zlib's allocations go through ptp_alloc.h too, so fault-injection tests
+ * reach deflateInit2's and inflate's. */
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
+  (void)opaque;
+  return (uint64_t)items * size > SIZE_MAX ? NULL : ptp_malloc((size_t)items * size);
+}
+
+static void z_free(voidpf opaque, voidpf p) {
+  (void)opaque;
+  free(p);
+}
+
 int ptp_gzip(const uint8_t *in, size_t len, int level, uint8_t **out, size_t *outlen) {
-  z_stream z = {0};
+  z_stream z = { .zalloc = z_alloc, .zfree = z_free };
   /* windowBits 15 + 16 selects the gzip wrapper; memLevel 8 is zlib's default. */
   int zr = deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
   if (zr == Z_MEM_ERROR) return -ENOMEM;
   if (zr != Z_OK) return -EIO;
   size_t cap = deflateBound(&z, (uLong)len) + 64;
-  uint8_t *buf = malloc(cap);
+  uint8_t *buf = ptp_malloc(cap);
   if (!buf) {
     deflateEnd(&z);
     return -ENOMEM;
@@ -40,7 +53,7 @@ int ptp_gzip(const uint8_t *in, size_t len, int level, uint8_t **out, size_t *ou
     }
     if (out_off == cap) {
       /* deflateBound is an upper bound, so this is not expected; grow anyway. */
-      uint8_t *nb = realloc(buf, cap * 2);
+      uint8_t *nb = ptp_realloc(buf, cap * 2);
       if (!nb) {
         free(buf);
         deflateEnd(&z);
@@ -58,13 +71,13 @@ int ptp_gzip(const uint8_t *in, size_t len, int level, uint8_t **out, size_t *ou
 
 int ptp_gunzip(const uint8_t *in, size_t len, size_t max_out, uint8_t **out, size_t *outlen) {
   if (len < 18 || in[0] != 0x1f || in[1] != 0x8b) return -EBADMSG;
-  z_stream z = {0};
+  z_stream z = { .zalloc = z_alloc, .zfree = z_free };
   int zr = inflateInit2(&z, 15 + 16);
   if (zr == Z_MEM_ERROR) return -ENOMEM;
   if (zr != Z_OK) return -EIO;
   size_t cap = len * 4 + 256, olen = 0;
   if (max_out && cap > max_out + 1) cap = max_out + 1;
-  uint8_t *buf = malloc(cap);
+  uint8_t *buf = ptp_malloc(cap);
   if (!buf) {
     inflateEnd(&z);
     return -ENOMEM;
@@ -76,7 +89,7 @@ int ptp_gunzip(const uint8_t *in, size_t len, size_t max_out, uint8_t **out, siz
       if (max_out && cap > max_out) { ret = -E2BIG; break; }
       size_t ncap = cap * 2;
       if (max_out && ncap > max_out + 1) ncap = max_out + 1;
-      uint8_t *nb = realloc(buf, ncap);
+      uint8_t *nb = ptp_realloc(buf, ncap);
       if (!nb) { ret = -ENOMEM; break; }
       buf = nb;
       cap = ncap;

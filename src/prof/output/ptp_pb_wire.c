@@ -1,5 +1,6 @@
 /* ptp_pb_wire.c - see ptp_pb_wire.h. */
 #include "prof/output/ptp_pb_wire.h"
+#include "prof/ptp_alloc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -41,7 +42,7 @@ static int ptp_pb_reserve(ptp_pb_buf *b, size_t n) {
   if (b->len + n <= b->cap) return 0;
   size_t cap = b->cap ? b->cap : 256;
   while (cap < b->len + n) cap *= 2;
-  uint8_t *d = realloc(b->data, cap);
+  uint8_t *d = ptp_realloc(b->data, cap);
   if (!d) {
     b->err = -ENOMEM;
     return -1;

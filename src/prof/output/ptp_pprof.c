@@ -14,9 +14,11 @@
  * every location id a sample names exists; every Line has a function.
  */
 #include "prof/output/ptp_pprof.h"
+#include "prof/output/ptp_strbuf.h"
 #include "prof/output/ptp_pb_wire.h"
 #include "prof/output/ptp_gzip.h"
 #include "prof/symbols/ptp_sym_map.h"
+#include "prof/ptp_alloc.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -40,19 +42,9 @@ enum {
   F_ID = 1, F_NAME = 2, F_SYSTEM_NAME = 3, F_FILENAME = 4, F_START_LINE = 5,
 };
 
-static const char *const drop_names[PTP_DROP__COUNT] = {
-  [PTP_DROP_RING_FULL] = "ring_full",
-  [PTP_DROP_DUMPING] = "dumping",
-  [PTP_DROP_NO_STACK] = "no_stack",
-  [PTP_DROP_REENTRANT] = "reentrant",
-  [PTP_DROP_THREAD_EXIT] = "thread_exit",
-  [PTP_DROP_KERNEL] = "kernel_mode",
-  [PTP_DROP_UNDELIVERED] = "undelivered",
-};
-_Static_assert(PTP_DROP__COUNT == 7, "name every drop cause in drop_names");
-
 const char *ptp_pprof_drop_name(int cause) {
-  return cause >= 0 && cause < PTP_DROP__COUNT && drop_names[cause] ? drop_names[cause] : "?";
+  const char *n = ptp_drop_name(cause);
+  return n ? n : "?";
 }
 
 typedef struct enc_line {
@@ -92,7 +84,7 @@ typedef struct enc {
 
 static int enc_grow(void **arr, size_t *cap, size_t elem, size_t init) {
   size_t nc = *cap ? *cap * 2 : init;
-  void *p = realloc(*arr, nc * elem);
+  void *p = ptp_realloc(*arr, nc * elem);
   if (!p) return -ENOMEM;
   *arr = p;
   *cap = nc;
@@ -144,7 +136,7 @@ static char *fmt(const char *f, ...) {
   va_list ap;
   va_start(ap, f);
   char *s = NULL;
-  if (vasprintf(&s, f, ap) < 0) s = NULL;
+  if (ptp_vasprintf(&s, f, ap) < 0) s = NULL;
   va_end(ap);
   return s;
 }
@@ -233,7 +225,7 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
   /* pass 1: location ids per sample */
   size_t total = 0;
   for (size_t i = 0; i < w->nsamples; i++) total += (size_t)w->samples[i].nframes + 1;
-  ids = malloc((total ? total : 1) * sizeof *ids);
+  ids = ptp_malloc((total ? total : 1) * sizeof *ids);
   if (!ids) { r = -ENOMEM; goto out; }
   int64_t trunc_loc = -1;
   int64_t lost_loc[PTP_DROP__COUNT];   /* one pseudo-frame location per cause */
@@ -348,7 +340,7 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
       /* names are at most 15 chars + NUL by contract; intern a bounded view */
       const char *nm = w->threads[ti].name;
       int64_t si = memchr(nm, 0, sizeof w->threads[ti].name) ? intern(&e, nm)
-                                                               : intern_owned(&e, strndup(nm, 15));
+                                                               : intern_owned(&e, ptp_strndup(nm, 15));
       if (si < 0) { r = -ENOMEM; goto out; }
       ptp_pb_mark lm = ptp_pb_begin(b, S_LABEL);
       ptp_pb_int64(b, L_KEY, s_tname);
@@ -431,15 +423,15 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
   int64_t cidx[8];
   size_t nc = 0;
   {
-    char drops[256];
-    size_t off = (size_t)snprintf(drops, sizeof drops, "dropped samples:");
-    for (int c = 0; c < PTP_DROP__COUNT && off < sizeof drops; c++)
-      off += (size_t)snprintf(drops + off, sizeof drops - off, " %s=%llu", ptp_pprof_drop_name(c),
-                              (unsigned long long)w->drops[c]);
+    ptp_strbuf drops = {0};
+    ptp_strbuf_printf(&drops, "dropped samples:");
+    for (int c = 0; c < PTP_DROP__COUNT; c++)
+      ptp_strbuf_printf(&drops, " %s=%llu", ptp_pprof_drop_name(c), (unsigned long long)w->drops[c]);
     char t0[64], t1[64];
     fmt_time(t0, sizeof t0, w->start_ns);
     fmt_time(t1, sizeof t1, w->start_ns + w->duration_ns);
-    cidx[nc++] = intern_owned(&e, strdup(drops));
+    int derr;
+    cidx[nc++] = intern_owned(&e, ptp_strbuf_take(&drops, &derr));
     cidx[nc++] = intern_owned(&e, fmt("blind window before this one: %lld ns (previous dump's "
                                       "encode and write; its samples are counted as dropped)",
                                       (long long)w->blind_ns));
@@ -500,7 +492,7 @@ int ptp_pprof_encode_raw(const ptp_window *w, ptp_symbolizer *s, uint8_t **out, 
   size_t len;
   uint8_t *data = ptp_pb_buf_take(&b, &len);
   if (!data) {   /* an empty profile is impossible (sample types), but be safe */
-    data = malloc(1);
+    data = ptp_malloc(1);
     if (!data) return -ENOMEM;
   }
   *out = data;

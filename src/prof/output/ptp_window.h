@@ -32,6 +32,8 @@ enum ptp_drop_cause {
                                reported (two overflows before the handler ran
                                merge into one pending SIGPROF); counted at
                                each dump */
+  PTP_DROP_NO_MEMORY,       /* taken, but the aggregation had no memory for
+                               a new stack (ptp_agg_add: -ENOMEM) */
   PTP_DROP__COUNT
 };
 
@@ -48,7 +50,24 @@ static inline const char *ptp_lost_frame_name(int cause) {
   case PTP_DROP_THREAD_EXIT: return "[lost: thread exit]";
   case PTP_DROP_KERNEL: return "[lost: kernel mode]";
   case PTP_DROP_UNDELIVERED: return "[lost: signal not delivered]";
+  case PTP_DROP_NO_MEMORY: return "[lost: out of memory]";
   default: return "[lost]";
+  }
+}
+
+/* The name of each drop cause in a snapshot's "dropped samples:" comment
+ * and in ptprof_drop_name (include/ptprof.h); NULL out of range. */
+static inline const char *ptp_drop_name(int cause) {
+  switch (cause) {
+  case PTP_DROP_RING_FULL: return "ring_full";
+  case PTP_DROP_DUMPING: return "dumping";
+  case PTP_DROP_NO_STACK: return "no_stack";
+  case PTP_DROP_REENTRANT: return "reentrant";
+  case PTP_DROP_THREAD_EXIT: return "thread_exit";
+  case PTP_DROP_KERNEL: return "kernel_mode";
+  case PTP_DROP_UNDELIVERED: return "undelivered";
+  case PTP_DROP_NO_MEMORY: return "no_memory";
+  default: return NULL;
   }
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "prof/runtime/ptp_agg.h"
+#include "prof/ptp_alloc.h"
 
 typedef struct entry {
   uint64_t hash;
@@ -47,10 +48,10 @@ static uint64_t hash_of(uint32_t tid, uint16_t flags, const ptp_label_ids *lb, c
 }
 
 int ptp_agg_new(ptp_agg **out) {
-  ptp_agg *a = calloc(1, sizeof *a);
+  ptp_agg *a = ptp_calloc(1, sizeof *a);
   if (!a) return -ENOMEM;
   a->capindex = 1024;
-  a->index = calloc(a->capindex, sizeof *a->index);
+  a->index = ptp_calloc(a->capindex, sizeof *a->index);
   if (!a->index) {
     free(a);
     return -ENOMEM;
@@ -76,7 +77,7 @@ void ptp_agg_reset(ptp_agg *a) {
 
 static int grow_index(ptp_agg *a) {
   size_t ncap = a->capindex * 2;
-  uint32_t *ni = calloc(ncap, sizeof *ni);
+  uint32_t *ni = ptp_calloc(ncap, sizeof *ni);
   if (!ni) return -ENOMEM;
   for (size_t i = 0; i < a->nents; i++) {
     size_t k = a->ents[i].hash & (ncap - 1);
@@ -125,7 +126,7 @@ int ptp_agg_add(ptp_agg *a, uint32_t tid, uint16_t flags, const ptp_label_ids *l
   }
   if (a->nents == a->capents) {
     size_t ncap = a->capents ? a->capents * 2 : 256;
-    entry *ne = realloc(a->ents, ncap * sizeof *ne);
+    entry *ne = ptp_realloc(a->ents, ncap * sizeof *ne);
     if (!ne) return -ENOMEM;
     a->ents = ne;
     a->capents = ncap;
@@ -133,7 +134,7 @@ int ptp_agg_add(ptp_agg *a, uint32_t tid, uint16_t flags, const ptp_label_ids *l
   if (a->narena + n > a->caparena) {
     size_t ncap = a->caparena ? a->caparena * 2 : 4096;
     while (ncap < a->narena + n) ncap *= 2;
-    uintptr_t *na = realloc(a->arena, ncap * sizeof *na);
+    uintptr_t *na = ptp_realloc(a->arena, ncap * sizeof *na);
     if (!na) return -ENOMEM;
     a->arena = na;
     a->caparena = ncap;
@@ -154,7 +155,7 @@ int ptp_agg_samples(const ptp_agg *a, ptp_sample **out, size_t *n) {
   *out = NULL;
   *n = 0;
   if (a->nents == 0) return 0;
-  ptp_sample *s = malloc(a->nents * sizeof *s);
+  ptp_sample *s = ptp_malloc(a->nents * sizeof *s);
   if (!s) return -ENOMEM;
   for (size_t i = 0; i < a->nents; i++) {
     const entry *e = &a->ents[i];
@@ -175,7 +176,7 @@ int ptp_agg_tids(const ptp_agg *a, uint32_t **out, size_t *n) {
   *out = NULL;
   *n = 0;
   if (a->nents == 0) return 0;
-  uint32_t *t = malloc(a->nents * sizeof *t);
+  uint32_t *t = ptp_malloc(a->nents * sizeof *t);
   if (!t) return -ENOMEM;
   for (size_t i = 0; i < a->nents; i++) t[i] = a->ents[i].tid;
   qsort(t, a->nents, sizeof *t, cmp_u32);

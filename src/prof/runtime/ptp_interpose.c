@@ -48,7 +48,7 @@
  * refresh. Recursion: a dlopen made by the refresh itself (none today) would
  * skip the refresh (per-thread flag); libdw's own dlopen calls go through
  * the stubs like any other and only cost a cheap refresh. Fork: the table
- * mutex is kept consistent by ptp_cfi_atfork_*; a forked child runs no
+ * module keeps its mutex consistent (ptp_process.h); a forked child runs no
  * sampler (ptp_g_shared is cleared there), so its dlopen calls go straight
  * to libc.
  *
@@ -80,8 +80,18 @@
 #include "prof/runtime/ptp_interpose.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/runtime/ptp_threads.h"
+#include "prof/ptp_alloc.h"
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+/* This file's process-wide state (runtime/ptp_process.h): libc's
+ * definitions of what we interpose, each looked up once (dlsym) and never
+ * reset (a fork child has the same libc). */
+static struct {
+  _Atomic(void *) create;
+  _Atomic(void *) execve, execv, execvp, execvpe, fexecve, execveat;
+  _Atomic(void *) dlopen, dlmopen;
+} libc;
 
 /* The next definition of name after ours (libc's), looked up once. */
 static void *real_fn(_Atomic(void *) *slot, const char *name) {
@@ -93,10 +103,9 @@ static void *real_fn(_Atomic(void *) *slot, const char *name) {
   return f;
 }
 
-static _Atomic(void *) real_create;
 
 static create_fn get_real(void) {
-  return (create_fn)real_fn(&real_create, "pthread_create");
+  return (create_fn)real_fn(&libc.create, "pthread_create");
 }
 
 typedef struct tramp {
@@ -119,7 +128,7 @@ PTPROF_API int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                               void *(*start)(void *), void *arg) {
   create_fn real = get_real();
   if (!real) return EAGAIN;
-  tramp *t = malloc(sizeof *t);
+  tramp *t = ptp_malloc(sizeof *t);
   if (!t) return real(thread, attr, start, arg);   /* unregistered, still correct */
   t->fn = start;
   t->arg = arg;
@@ -141,19 +150,17 @@ typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 
-static _Atomic(void *) real_execve, real_execv, real_execvp, real_execvpe, real_fexecve,
-    real_execveat;
 
 /* Resolved at load time, not at the first exec: an exec made in a vfork
  * child must not run dlsym (it takes the loader lock and may allocate in
  * memory the parent's other threads are using). */
 __attribute__((constructor)) static void resolve_exec(void) {
-  (void)real_fn(&real_execve, "execve");
-  (void)real_fn(&real_execv, "execv");
-  (void)real_fn(&real_execvp, "execvp");
-  (void)real_fn(&real_execvpe, "execvpe");
-  (void)real_fn(&real_fexecve, "fexecve");
-  (void)real_fn(&real_execveat, "execveat");
+  (void)real_fn(&libc.execve, "execve");
+  (void)real_fn(&libc.execv, "execv");
+  (void)real_fn(&libc.execvp, "execvp");
+  (void)real_fn(&libc.execvpe, "execvpe");
+  (void)real_fn(&libc.fexecve, "fexecve");
+  (void)real_fn(&libc.execveat, "execveat");
 }
 
 /* Before an exec: returns 1 if the thread was quiesced (the caller must call
@@ -194,38 +201,38 @@ static int exec_failed(int quiesced, int rc) {
   if (!real) { errno = ENOSYS; return -1; }
 
 PTPROF_API int execve(const char *path, char *const argv[], char *const envp[]) {
-  PTP_REAL_OR_ENOSYS(real_execve, execve_fn, "execve");
+  PTP_REAL_OR_ENOSYS(libc.execve, execve_fn, "execve");
   int q = exec_prepare();
   return exec_failed(q, real(path, argv, envp));
 }
 
 PTPROF_API int execv(const char *path, char *const argv[]) {
-  PTP_REAL_OR_ENOSYS(real_execv, execv_fn, "execv");
+  PTP_REAL_OR_ENOSYS(libc.execv, execv_fn, "execv");
   int q = exec_prepare();
   return exec_failed(q, real(path, argv));
 }
 
 PTPROF_API int execvp(const char *file, char *const argv[]) {
-  PTP_REAL_OR_ENOSYS(real_execvp, execv_fn, "execvp");
+  PTP_REAL_OR_ENOSYS(libc.execvp, execv_fn, "execvp");
   int q = exec_prepare();
   return exec_failed(q, real(file, argv));
 }
 
 PTPROF_API int execvpe(const char *file, char *const argv[], char *const envp[]) {
-  PTP_REAL_OR_ENOSYS(real_execvpe, execve_fn, "execvpe");
+  PTP_REAL_OR_ENOSYS(libc.execvpe, execve_fn, "execvpe");
   int q = exec_prepare();
   return exec_failed(q, real(file, argv, envp));
 }
 
 PTPROF_API int fexecve(int fd, char *const argv[], char *const envp[]) {
-  PTP_REAL_OR_ENOSYS(real_fexecve, fexecve_fn, "fexecve");
+  PTP_REAL_OR_ENOSYS(libc.fexecve, fexecve_fn, "fexecve");
   int q = exec_prepare();
   return exec_failed(q, real(fd, argv, envp));
 }
 
 PTPROF_API int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
                         int flags) {
-  PTP_REAL_OR_ENOSYS(real_execveat, execveat_fn, "execveat");
+  PTP_REAL_OR_ENOSYS(libc.execveat, execveat_fn, "execveat");
   int q = exec_prepare();
   return exec_failed(q, real(dirfd, path, argv, envp, flags));
 }
@@ -272,10 +279,9 @@ typedef void *(*dlopen_fn)(const char *, int);
 typedef void *(*dlmopen_fn)(Lmid_t, const char *, int);
 typedef void (*route_fn)(void);
 
-static _Atomic(void *) real_dlopen, real_dlmopen;
 
-static dlopen_fn get_real_dlopen(void) { return (dlopen_fn)real_fn(&real_dlopen, "dlopen"); }
-static dlmopen_fn get_real_dlmopen(void) { return (dlmopen_fn)real_fn(&real_dlmopen, "dlmopen"); }
+static dlopen_fn get_real_dlopen(void) { return (dlopen_fn)real_fn(&libc.dlopen, "dlopen"); }
+static dlmopen_fn get_real_dlmopen(void) { return (dlmopen_fn)real_fn(&libc.dlmopen, "dlmopen"); }
 
 /* Set while this thread refreshes the tables: a dlopen from inside the
  * refresh goes straight to libc (no recursion into the table mutex). */

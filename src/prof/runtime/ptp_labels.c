@@ -4,8 +4,8 @@
  * names, and their resolution at dump time. See ptp_labels.h for the
  * lifetime rules, ptp_label_set.h for what the signal handler reads.
  *
- * Locking: g_mu guards everything below except the TLS block (its own
- * thread only) and g_resolver (atomic). Never held across a call out of
+ * Locking: lab.mu guards everything below except the TLS block (its own
+ * thread only) and lab.resolver (atomic). Never held across a call out of
  * this file except the console's resolver, which does not block and does
  * not call back here.
  *
@@ -41,8 +41,7 @@
 #include "prof/runtime/ptp_labels.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/symbols/ptp_sym_map.h"
-
-__thread ptp_label_set ptp_t_labels __attribute__((tls_model("initial-exec")));
+#include "prof/ptp_alloc.h"
 
 _Static_assert(PTPROF_LABELS_MAX == PTP_LABELS_MAX, "one bound");
 
@@ -61,96 +60,101 @@ typedef struct ended {
   ptp_task_info info;
 } ended;
 
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static lstr *g_strs;            /* NSTR entries once allocated */
-static uint32_t *g_index;       /* NINDEX: id or 0 */
-static uint32_t g_free[NSTR];   /* stack of free indices below g_hwm */
-static uint32_t g_nfree, g_hwm, g_nstrs;
-static uint64_t g_epoch;        /* cuts so far */
-static ended *g_ended;
-static size_t g_nended, g_capended;
-static uint64_t g_ended_not_kept;
-static _Atomic(ptp_task_resolver_fn) g_resolver;
-static pthread_key_t g_exit_key;
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+/* The module's process-wide state (runtime/ptp_process.h), guarded by
+ * lab.mu except resolver (atomic). Created at the first push or task end,
+ * never freed; fork handlers registered then keep lab.mu consistent. */
+static struct {
+  pthread_mutex_t mu;
+  lstr *strs;             /* NSTR entries once allocated */
+  uint32_t *index;        /* NINDEX: id or 0 */
+  uint32_t free[NSTR];    /* stack of free indices below hwm */
+  uint32_t nfree, hwm, nstrs;
+  uint64_t epoch;         /* cuts so far */
+  ended *ended;
+  size_t nended, capended;
+  uint64_t ended_not_kept;
+  _Atomic(ptp_task_resolver_fn) resolver;
+  pthread_key_t exit_key;
+  pthread_once_t once;
+} lab = { .mu = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT };
 
 /* The calling thread's label cache (see the top of the file). Not read by
  * the signal handler, so the default TLS model. */
 typedef struct label_cache {
   uint32_t k, v;            /* ids held by the cache (one reference each); 0 = empty */
   uint32_t borrowed;        /* bit i: the stack's entry i uses k, v without a reference */
-  uint8_t exit_armed;       /* pthread_setspecific(g_exit_key) done */
+  uint8_t exit_armed;       /* pthread_setspecific(lab.exit_key) done */
   char key[PTPROF_LABEL_LEN_MAX + 1], value[PTPROF_LABEL_LEN_MAX + 1];
 } label_cache;
 static __thread label_cache t_cache;
 
 static int sampling(void) { return atomic_load(&ptp_g_shared) != NULL; }
 
-/* ---- strings (g_mu held) ---------------------------------------------- */
+/* ---- strings (lab.mu held) ---------------------------------------------- */
 
 static uint32_t slot_of(const char *s, size_t n) {
   return (uint32_t)(ptp_hash_bytes(s, n, 11) & (NINDEX - 1));
 }
 
 static void index_rebuild(void) {
-  memset(g_index, 0, NINDEX * sizeof *g_index);
-  for (uint32_t i = 0; i < g_hwm; i++) {
-    if (!g_strs[i].used) continue;
-    uint32_t k = slot_of(g_strs[i].s, strlen(g_strs[i].s));
-    while (g_index[k]) k = (k + 1) & (NINDEX - 1);
-    g_index[k] = i + 1;
+  memset(lab.index, 0, NINDEX * sizeof *lab.index);
+  for (uint32_t i = 0; i < lab.hwm; i++) {
+    if (!lab.strs[i].used) continue;
+    uint32_t k = slot_of(lab.strs[i].s, strlen(lab.strs[i].s));
+    while (lab.index[k]) k = (k + 1) & (NINDEX - 1);
+    lab.index[k] = i + 1;
   }
 }
 
 /* The id of s (n bytes, validated) with one more reference, or 0 when the
  * table is full or cannot be allocated. */
 static uint32_t str_ref(const char *s, size_t n) {
-  if (!g_strs) {
-    g_strs = calloc(NSTR, sizeof *g_strs);
-    g_index = calloc(NINDEX, sizeof *g_index);
-    if (!g_strs || !g_index) {
-      free(g_strs);
-      free(g_index);
-      g_strs = NULL;
-      g_index = NULL;
+  if (!lab.strs) {
+    lab.strs = ptp_calloc(NSTR, sizeof *lab.strs);
+    lab.index = ptp_calloc(NINDEX, sizeof *lab.index);
+    if (!lab.strs || !lab.index) {
+      free(lab.strs);
+      free(lab.index);
+      lab.strs = NULL;
+      lab.index = NULL;
       return 0;
     }
   }
   uint32_t k = slot_of(s, n);
-  for (uint32_t v; (v = g_index[k]); k = (k + 1) & (NINDEX - 1)) {
-    lstr *e = &g_strs[v - 1];
+  for (uint32_t v; (v = lab.index[k]); k = (k + 1) & (NINDEX - 1)) {
+    lstr *e = &lab.strs[v - 1];
     if (strncmp(e->s, s, n) == 0 && e->s[n] == 0) {
       e->refs++;
       return v;
     }
   }
   uint32_t i;
-  if (g_nfree) i = g_free[--g_nfree];
-  else if (g_hwm < NSTR) i = g_hwm++;
+  if (lab.nfree) i = lab.free[--lab.nfree];
+  else if (lab.hwm < NSTR) i = lab.hwm++;
   else return 0;
-  lstr *e = &g_strs[i];
+  lstr *e = &lab.strs[i];
   memcpy(e->s, s, n);
   e->s[n] = 0;
   e->refs = 1;
   e->used = 1;
-  g_index[k] = i + 1;
-  g_nstrs++;
+  lab.index[k] = i + 1;
+  lab.nstrs++;
   return i + 1;
 }
 
 static void str_free(uint32_t i) {
-  g_strs[i].used = 0;
-  g_strs[i].s[0] = 0;
-  g_free[g_nfree++] = i;
-  g_nstrs--;
+  lab.strs[i].used = 0;
+  lab.strs[i].s[0] = 0;
+  lab.free[lab.nfree++] = i;
+  lab.nstrs--;
 }
 
 static void str_unref(uint32_t id) {
-  if (id == 0 || id > g_hwm || !g_strs[id - 1].used || g_strs[id - 1].refs == 0) return;
-  lstr *e = &g_strs[id - 1];
+  if (id == 0 || id > lab.hwm || !lab.strs[id - 1].used || lab.strs[id - 1].refs == 0) return;
+  lstr *e = &lab.strs[id - 1];
   if (--e->refs) return;
   if (sampling()) {
-    e->unused_since = g_epoch;   /* kept until the cut after this one is written */
+    e->unused_since = lab.epoch;   /* kept until the cut after this one is written */
   } else {
     str_free(id - 1);
     index_rebuild();
@@ -218,10 +222,10 @@ int ptp_labels_cache_drop(void) {
   label_cache *c = &t_cache;
   if (c->borrowed) return 0;
   if (c->k) {
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(&lab.mu);
     str_unref(c->k);
     str_unref(c->v);
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&lab.mu);
     c->k = c->v = 0;
   }
   return 1;
@@ -236,11 +240,11 @@ static void publish(ptp_label_set *s, uint32_t n, uint32_t k, uint32_t v) {
   atomic_store_explicit(&s->n, n + 1, memory_order_relaxed);
 }
 
-static void fork_prepare(void) { pthread_mutex_lock(&g_mu); }
-static void fork_release(void) { pthread_mutex_unlock(&g_mu); }
+static void fork_prepare(void) { pthread_mutex_lock(&lab.mu); }
+static void fork_release(void) { pthread_mutex_unlock(&lab.mu); }
 
 static void once_init(void) {
-  (void)pthread_key_create(&g_exit_key, pop_all_at_exit);
+  (void)pthread_key_create(&lab.exit_key, pop_all_at_exit);
   (void)pthread_atfork(fork_prepare, fork_release, fork_release);
 }
 
@@ -262,21 +266,21 @@ int ptprof_labels_push(const char *key, const char *value) {
   if (rc == 0) rc = valid_value(value, &vn);
   if (rc) return rc;
   if (n >= PTP_LABELS_MAX) return PTPROF_E_LABELS_FULL;
-  pthread_once(&g_once, once_init);
+  pthread_once(&lab.once, once_init);
   /* Refill the cache only while no entry borrows its ids (see the top). */
   int refill = c->borrowed == 0;
   uint32_t oldk = c->k, oldv = c->v;
-  pthread_mutex_lock(&g_mu);
+  pthread_mutex_lock(&lab.mu);
   uint32_t k = str_ref(key, kn);
   uint32_t v = k ? str_ref(value, vn) : 0;
   if (!v) str_unref(k);
   if (v && refill) {
-    g_strs[k - 1].refs++;   /* the cache's own references */
-    g_strs[v - 1].refs++;
+    lab.strs[k - 1].refs++;   /* the cache's own references */
+    lab.strs[v - 1].refs++;
     str_unref(oldk);        /* 0 (empty cache) is ignored */
     str_unref(oldv);
   }
-  pthread_mutex_unlock(&g_mu);
+  pthread_mutex_unlock(&lab.mu);
   if (!v) return PTPROF_E_LABEL_TABLE;
   if (refill) {
     c->k = k;
@@ -285,7 +289,7 @@ int ptprof_labels_push(const char *key, const char *value) {
     memcpy(c->value, value, vn + 1);
   }
   if (!c->exit_armed) {
-    (void)pthread_setspecific(g_exit_key, (void *)1);
+    (void)pthread_setspecific(lab.exit_key, (void *)1);
     c->exit_armed = 1;
   }
   c->borrowed &= ~(1u << n);   /* this entry holds its own references */
@@ -307,77 +311,77 @@ int ptprof_labels_pop(void) {
     c->borrowed &= ~bit;
     return 0;
   }
-  pthread_mutex_lock(&g_mu);
+  pthread_mutex_lock(&lab.mu);
   str_unref(k);
   str_unref(v);
-  pthread_mutex_unlock(&g_mu);
+  pthread_mutex_unlock(&lab.mu);
   return 0;
 }
 
 /* ---- tasks ------------------------------------------------------------- */
 
-void ptp_labels_set_task_resolver(ptp_task_resolver_fn fn) { atomic_store(&g_resolver, fn); }
+void ptp_labels_set_task_resolver(ptp_task_resolver_fn fn) { atomic_store(&lab.resolver, fn); }
 
 void ptp_labels_task_ended(uint64_t id, uint64_t seq, const char *name, const char *file,
                            uint32_t line) {
   if (!sampling()) return;
-  pthread_once(&g_once, once_init);   /* the fork handlers guard g_mu from here on */
-  pthread_mutex_lock(&g_mu);
-  if (g_nended == g_capended && g_capended < PTP_ENDED_TASKS_MAX) {
-    size_t nc = g_capended ? g_capended * 2 : 64;
+  pthread_once(&lab.once, once_init);   /* the fork handlers guard lab.mu from here on */
+  pthread_mutex_lock(&lab.mu);
+  if (lab.nended == lab.capended && lab.capended < PTP_ENDED_TASKS_MAX) {
+    size_t nc = lab.capended ? lab.capended * 2 : 64;
     if (nc > PTP_ENDED_TASKS_MAX) nc = PTP_ENDED_TASKS_MAX;
-    ended *ne = realloc(g_ended, nc * sizeof *ne);
+    ended *ne = ptp_realloc(lab.ended, nc * sizeof *ne);
     if (ne) {
-      g_ended = ne;
-      g_capended = nc;
+      lab.ended = ne;
+      lab.capended = nc;
     }
   }
-  if (g_nended < g_capended) {
-    ended *e = &g_ended[g_nended++];
+  if (lab.nended < lab.capended) {
+    ended *e = &lab.ended[lab.nended++];
     e->id = id;
-    e->epoch = g_epoch;
+    e->epoch = lab.epoch;
     e->info.seq = seq;
     e->info.file = file;
     e->info.line = line;
     snprintf(e->info.name, sizeof e->info.name, "%s", name ? name : "");
   } else {
-    g_ended_not_kept++;
+    lab.ended_not_kept++;
   }
-  pthread_mutex_unlock(&g_mu);
+  pthread_mutex_unlock(&lab.mu);
 }
 
 /* ---- epochs ------------------------------------------------------------ */
 
 uint64_t ptp_labels_cut(void) {
-  pthread_mutex_lock(&g_mu);
-  uint64_t e = ++g_epoch;
-  pthread_mutex_unlock(&g_mu);
+  pthread_mutex_lock(&lab.mu);
+  uint64_t e = ++lab.epoch;
+  pthread_mutex_unlock(&lab.mu);
   return e;
 }
 
 void ptp_labels_release(uint64_t epoch) {
-  pthread_mutex_lock(&g_mu);
+  pthread_mutex_lock(&lab.mu);
   size_t w = 0;
-  for (size_t i = 0; i < g_nended; i++)
-    if (g_ended[i].epoch >= epoch) g_ended[w++] = g_ended[i];
-  g_nended = w;
+  for (size_t i = 0; i < lab.nended; i++)
+    if (lab.ended[i].epoch >= epoch) lab.ended[w++] = lab.ended[i];
+  lab.nended = w;
   int freed = 0;
-  for (uint32_t i = 0; g_strs && i < g_hwm; i++) {
-    if (g_strs[i].used && g_strs[i].refs == 0 && g_strs[i].unused_since < epoch) {
+  for (uint32_t i = 0; lab.strs && i < lab.hwm; i++) {
+    if (lab.strs[i].used && lab.strs[i].refs == 0 && lab.strs[i].unused_since < epoch) {
       str_free(i);
       freed = 1;
     }
   }
   if (freed) index_rebuild();
-  pthread_mutex_unlock(&g_mu);
+  pthread_mutex_unlock(&lab.mu);
 }
 
 void ptp_labels_get_stats(ptp_labels_stats *out) {
-  pthread_mutex_lock(&g_mu);
-  out->strings = g_nstrs;
-  out->ended_waiting = g_nended;
-  out->ended_not_kept = g_ended_not_kept;
-  pthread_mutex_unlock(&g_mu);
+  pthread_mutex_lock(&lab.mu);
+  out->strings = lab.nstrs;
+  out->ended_waiting = lab.nended;
+  out->ended_not_kept = lab.ended_not_kept;
+  pthread_mutex_unlock(&lab.mu);
 }
 
 /* ---- resolution -------------------------------------------------------- */
@@ -421,7 +425,7 @@ static char *own(ptp_labels_res *r, char *s) {
 static int resolve_task(ptp_labels_res *r, rtask *t, const ptp_u64map *endmap) {
   ptp_task_info info;
   memset(&info, 0, sizeof info);
-  ptp_task_resolver_fn fn = atomic_load(&g_resolver);
+  ptp_task_resolver_fn fn = atomic_load(&lab.resolver);
   uint32_t ei;
   int found = 0;
   if (t->id == PTP_TASK_TOO_DEEP) {
@@ -429,7 +433,7 @@ static int resolve_task(ptp_labels_res *r, rtask *t, const ptp_u64map *endmap) {
     return 0;
   }
   if (fn && fn(t->id, &info) == 0) found = 1;
-  else if (ptp_u64map_get(endmap, t->id, &ei)) { info = g_ended[ei].info; found = 1; }
+  else if (ptp_u64map_get(endmap, t->id, &ei)) { info = lab.ended[ei].info; found = 1; }
   if (!found) {
     t->kind = "[task name not kept]";
     return 0;
@@ -437,10 +441,10 @@ static int resolve_task(ptp_labels_res *r, rtask *t, const ptp_u64map *endmap) {
   info.name[sizeof info.name - 1] = 0;
   t->known = 1;
   t->seq = info.seq;
-  if (!(t->kind = own(r, strdup(info.name[0] ? info.name : "[unnamed task]")))) return -ENOMEM;
+  if (!(t->kind = own(r, ptp_strdup(info.name[0] ? info.name : "[unnamed task]")))) return -ENOMEM;
   if (info.file) {
     char *loc = NULL;
-    if (asprintf(&loc, "%s:%u", display_path(info.file), info.line) < 0) return -ENOMEM;
+    if (ptp_asprintf(&loc, "%s:%u", display_path(info.file), info.line) < 0) return -ENOMEM;
     if (!own(r, loc)) return -ENOMEM;
     t->loc = loc;
   }
@@ -449,7 +453,7 @@ static int resolve_task(ptp_labels_res *r, rtask *t, const ptp_u64map *endmap) {
 
 int ptp_labels_resolve(ptp_sample *samples, size_t n, ptp_labels_res **out) {
   *out = NULL;
-  ptp_labels_res *r = calloc(1, sizeof *r);
+  ptp_labels_res *r = ptp_calloc(1, sizeof *r);
   if (!r) return -ENOMEM;
   ptp_u64map tmap = {0}, smap = {0}, endmap = {0};
   rtask *tasks = NULL;
@@ -460,14 +464,14 @@ int ptp_labels_resolve(ptp_sample *samples, size_t n, ptp_labels_res **out) {
     nids += samples[i].ids.n * 2 + (samples[i].ids.task ? 2 : 0);
   }
   if (nlab == 0) { *out = r; return 0; }
-  r->labels = calloc(nlab, sizeof *r->labels);
-  r->owned = calloc(nids, sizeof *r->owned);
-  tasks = calloc(n, sizeof *tasks);
+  r->labels = ptp_calloc(nlab, sizeof *r->labels);
+  r->owned = ptp_calloc(nids, sizeof *r->owned);
+  tasks = ptp_calloc(n, sizeof *tasks);
   if (!r->labels || !r->owned || !tasks) goto out;
 
-  pthread_mutex_lock(&g_mu);
-  for (size_t i = 0; i < g_nended; i++)
-    if (ptp_u64map_put(&endmap, g_ended[i].id, (uint32_t)i)) goto out_locked;
+  pthread_mutex_lock(&lab.mu);
+  for (size_t i = 0; i < lab.nended; i++)
+    if (ptp_u64map_put(&endmap, lab.ended[i].id, (uint32_t)i)) goto out_locked;
   size_t at = 0;
   for (size_t i = 0; i < n; i++) {
     ptp_sample *sm = &samples[i];
@@ -494,8 +498,8 @@ int ptp_labels_resolve(ptp_sample *samples, size_t n, ptp_labels_res **out) {
       for (int h = 0; h < 2; h++) {
         uint32_t si;
         if (ptp_u64map_get(&smap, ids[h], &si)) { str[h] = r->owned[si]; continue; }
-        if (ids[h] == 0 || ids[h] > g_hwm || !g_strs[ids[h] - 1].used) break;
-        if (!own(r, strdup(g_strs[ids[h] - 1].s))) goto out_locked;
+        if (ids[h] == 0 || ids[h] > lab.hwm || !lab.strs[ids[h] - 1].used) break;
+        if (!own(r, ptp_strdup(lab.strs[ids[h] - 1].s))) goto out_locked;
         if (ptp_u64map_put(&smap, ids[h], (uint32_t)(r->nowned - 1))) goto out_locked;
         str[h] = r->owned[r->nowned - 1];
       }
@@ -510,7 +514,7 @@ int ptp_labels_resolve(ptp_sample *samples, size_t n, ptp_labels_res **out) {
   }
   rc = 0;
 out_locked:
-  pthread_mutex_unlock(&g_mu);
+  pthread_mutex_unlock(&lab.mu);
 out:
   free(tasks);
   ptp_u64map_free(&tmap);

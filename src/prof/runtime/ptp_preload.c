@@ -17,10 +17,10 @@
  * files (the store matches "<prefix><timestamp>-<seq>.pb.gz" exactly).
  * The whole family (PTPROF_PREFIX and its "pid<PID>-" children) is bounded
  * by PTPROF_KEEP_TOTAL (default 64) files in the directory: every process
- * of the family prunes the family's oldest after each write (ptp_store.h,
+ * of the family prunes the family's oldest after each write (ptp_snapstore.h,
  * family retention), so exec churn cannot fill the disk.
  *
- * Privacy: files are 0600 and a directory we create 0700 (ptp_store); an
+ * Privacy: files are 0600 and a directory we create 0700 (ptp_snapstore); an
  * existing PTPROF_DIR that others may read gets one warning on stderr from
  * the family's first process.
  *
@@ -44,13 +44,19 @@
 #include <unistd.h>
 
 #include "ptprof.h"
+#include "prof/ptp_alloc.h"
 
-static ptprof *g_pre;
-static pid_t g_pre_pid;
-static ptprof_options g_opt;
-static char g_base_prefix[80];
-static char g_prefix[112];
-static char *g_dir;             /* a copy: the environment may change later */
+/* This file's process-wide state (runtime/ptp_process.h): the preload
+ * mode's sampler, written by the constructor and the atexit/fork handlers
+ * only. */
+static struct {
+  ptprof *p;
+  pid_t pid;                    /* the process that started it */
+  ptprof_options opt;
+  char base_prefix[80];
+  char prefix[112];
+  char *dir;                    /* a copy: the environment may change later */
+} pre;
 
 static void log_stderr(int level, const char *msg, void *ctx) {
   (void)level;
@@ -103,36 +109,36 @@ static void start_preload(void) {
   bool first = !root || !*root;
   if (!root || !*root) {
     setenv("PTPROF_ROOT_PID", pidbuf, 1);
-    snprintf(g_prefix, sizeof g_prefix, "%s", g_base_prefix);
+    snprintf(pre.prefix, sizeof pre.prefix, "%s", pre.base_prefix);
   } else if (strcmp(root, pidbuf) == 0) {
-    snprintf(g_prefix, sizeof g_prefix, "%s", g_base_prefix);
+    snprintf(pre.prefix, sizeof pre.prefix, "%s", pre.base_prefix);
   } else {
-    snprintf(g_prefix, sizeof g_prefix, "%spid%d-", g_base_prefix, (int)pid);
+    snprintf(pre.prefix, sizeof pre.prefix, "%spid%d-", pre.base_prefix, (int)pid);
   }
-  g_opt.prefix = g_prefix;
-  g_opt.family_prefix = g_base_prefix;
+  pre.opt.prefix = pre.prefix;
+  pre.opt.family_prefix = pre.base_prefix;
   ptprof *p;
-  int rc = ptprof_new(&p, &g_opt);
+  int rc = ptprof_new(&p, &pre.opt);
   if (rc < 0) {
-    fprintf(stderr, "ptprof: cannot create the profiler (dir %s, prefix %s): %s\n", g_opt.dir,
-            g_prefix, ptprof_strerror(rc));
+    fprintf(stderr, "ptprof: cannot create the profiler (dir %s, prefix %s): %s\n", pre.opt.dir,
+            pre.prefix, ptprof_strerror(rc));
     return;
   }
-  if (first) warn_exposed_dir(g_opt.dir);
+  if (first) warn_exposed_dir(pre.opt.dir);
   rc = ptprof_start(p);
   if (rc < 0) {
     fprintf(stderr, "ptprof: cannot start the profiler: %s\n", ptprof_strerror(rc));
     ptprof_del(p);
     return;
   }
-  g_pre = p;
-  g_pre_pid = pid;
+  pre.p = p;
+  pre.pid = pid;
 }
 
 static void preload_at_exit(void) {
-  if (!g_pre || g_pre_pid != getpid()) return;
+  if (!pre.p || pre.pid != getpid()) return;
   char path[4096];
-  int rc = ptprof_stop(g_pre, 1, path, sizeof path);
+  int rc = ptprof_stop(pre.p, 1, path, sizeof path);
   if (rc < 0)
     fprintf(stderr, "ptprof: final snapshot not written: %s\n", ptprof_strerror(rc));
   /* Not freed: other threads and later atexit handlers may still run; the
@@ -140,7 +146,7 @@ static void preload_at_exit(void) {
 }
 
 static void preload_child(void) {
-  g_pre = NULL;                           /* the parent's: abandoned, see top */
+  pre.p = NULL;                           /* the parent's: abandoned, see top */
 }
 
 __attribute__((constructor)) static void ptp_preload_init(void) {
@@ -149,21 +155,21 @@ __attribute__((constructor)) static void ptp_preload_init(void) {
   where w = { (uintptr_t)&ptp_preload_init, 0 };
   dl_iterate_phdr(where_cb, &w);
   if (w.in_main) return;                  /* statically linked: never auto-start */
-  ptprof_options_init(&g_opt);
-  if (!(g_dir = strdup(dir))) return;
-  g_opt.dir = g_dir;
-  g_opt.log = log_stderr;
+  ptprof_options_init(&pre.opt);
+  if (!(pre.dir = ptp_strdup(dir))) return;
+  pre.opt.dir = pre.dir;
+  pre.opt.log = log_stderr;
   double d;
   int r;
   if ((r = parse_num("PTPROF_HZ", 1, 10000, &d)) < 0) return;
-  if (r) g_opt.hz = (int)d;
+  if (r) pre.opt.hz = (int)d;
   if ((r = parse_num("PTPROF_KEEP", 1, 1000000, &d)) < 0) return;
-  if (r) g_opt.keep = (int)d;
-  g_opt.keep_total = 64;
+  if (r) pre.opt.keep = (int)d;
+  pre.opt.keep_total = 64;
   if ((r = parse_num("PTPROF_KEEP_TOTAL", 1, 1000000, &d)) < 0) return;
-  if (r) g_opt.keep_total = (int)d;
+  if (r) pre.opt.keep_total = (int)d;
   if ((r = parse_num("PTPROF_INTERVAL", 0, 1e7, &d)) < 0) return;
-  if (r) g_opt.interval_ms = (int64_t)(d * 1000.0 + 0.5);
+  if (r) pre.opt.interval_ms = (int64_t)(d * 1000.0 + 0.5);
   const char *eng = getenv("PTPROF_ENGINE");   /* auto|perf|timer, see ptprof.h */
   if (eng && *eng) {
     int e = ptprof_engine_from_name(eng);
@@ -171,7 +177,7 @@ __attribute__((constructor)) static void ptp_preload_init(void) {
       fprintf(stderr, "ptprof: PTPROF_ENGINE=%s is not auto, perf or timer; profiler not started\n", eng);
       return;
     }
-    g_opt.engine = e;
+    pre.opt.engine = e;
   }
   const char *prefix = getenv("PTPROF_PREFIX");
   if (prefix && *prefix) {
@@ -180,12 +186,12 @@ __attribute__((constructor)) static void ptp_preload_init(void) {
               "with '.'); profiler not started\n", prefix);
       return;
     }
-    snprintf(g_base_prefix, sizeof g_base_prefix, "%s", prefix);
+    snprintf(pre.base_prefix, sizeof pre.base_prefix, "%s", prefix);
   } else {
-    snprintf(g_base_prefix, sizeof g_base_prefix, "profile-");
+    snprintf(pre.base_prefix, sizeof pre.base_prefix, "profile-");
   }
   start_preload();
-  if (!g_pre) return;
+  if (!pre.p) return;
   atexit(preload_at_exit);
   pthread_atfork(NULL, NULL, preload_child);
 }

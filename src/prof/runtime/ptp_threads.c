@@ -1,115 +1,104 @@
 /*
- * ptp_threads.c - the thread registry and per-thread CPU-time timers (see
- * ptp_threads.h for the model).
+ * ptp_threads.c - the thread registry (see ptp_threads.h for the model):
+ * its records, the threads' entry and exit, the /proc/self/task sweep, and
+ * the walks over every record that starting, stopping and dumping need.
+ * What a record's source is and how it is armed is ptp_engine.c's; what an
+ * exiting thread owes, ptp_exitacct.c's; /proc parsing, ptp_procfs.c's;
+ * names of exited threads, ptp_graveyard.c's.
  *
- * Locking: reg_mu guards every record field below "registry mutex only",
- * the free list, the active/magic/period settings and the name graveyard.
- * sweep_mu serializes sweeps (so a foreign record is only created by a sweep
- * that read /proc/self/task before creating it). Order: sweep_mu, reg_mu.
- * The signal handler takes neither: it reads records through
- * ptp_threads_lookup only.
+ * Process-wide state (runtime/ptp_process.h): `reg`, below.
+ * Locking: reg.mu guards every ptp_thread_rec field, every write to a
+ * record's ptp_thread_sig half (under its publication rule,
+ * signal/ptp_thread_sig.h), the free list, and the engine's settings (the
+ * engine is only called with it held). reg.sweep_mu serializes sweeps (so
+ * a foreign record is only created by a sweep that read /proc/self/task
+ * before creating it). Order: sweep_mu, mu. Neither is held while calling
+ * another module that takes a lock of its own (the graveyard is called
+ * after reg.mu is released), so the modules' fork handlers may run in any
+ * order. The signal handler takes neither: it reads the ptp_thread_sig
+ * halves through ptp_thread_sig_lookup only.
  *
- * Fork: pthread_atfork handlers take cfi_mu, sweep_mu and reg_mu before
- * fork and release them after. In the child (which has no POSIX timers,
- * they are not inherited) every record is forgotten except the forking
- * thread's, re-keyed to its new tid; the child's copies of the parent's perf
- * event fds are closed (the events stay the parent's: they watch the
- * parent's threads and signal them); nothing is active, and ptp_g_shared is
- * cleared so the parent's ring is never written.
+ * Fork: the handlers registered at init take sweep_mu and mu before fork
+ * and release them after. In the child (which has no POSIX timers: they
+ * are not inherited) every record is forgotten except the forking
+ * thread's, re-keyed to its new tid; every source is forgotten
+ * (ptp_engine_forget_in_child: the child's copies of the parent's perf
+ * event fds are closed; the events stay the parent's); no sampler is
+ * active.
  *
- * Calls: ptp_producer (clocks, ring push), ptp_perf (event syscalls),
- * ptp_cfi (fork handlers); none of them calls back.
+ * Calls: ptp_engine, ptp_exitacct, ptp_procfs, ptp_graveyard, ptp_grace,
+ * ptp_perf (exclude_kernel);
+ * none of them calls back.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
-#include "prof/unwind/ptp_cfi.h"
+#include "prof/runtime/ptp_engine.h"
+#include "prof/runtime/ptp_exitacct.h"
+#include "prof/runtime/ptp_grace.h"
+#include "prof/runtime/ptp_graveyard.h"
 #include "prof/runtime/ptp_perf.h"
-#include "prof/signal/ptp_producer.h"
+#include "prof/runtime/ptp_procfs.h"
 #include "prof/runtime/ptp_threads.h"
+#include "prof/output/ptp_window.h"
 
-_Atomic(ptp_thread_rec *) ptp_g_recs;
-_Atomic(_Atomic uint32_t *) ptp_g_tidmap;
+/* The registry. The tables are mapped once by init and never unmapped
+ * (threads and signals may come at any time until the process exits).
+ * Records [0, hwm) have been used at least once; the others were never
+ * touched (their pages not even faulted in). A new thread takes the most
+ * recently freed record, or else record hwm, so the scans over all records
+ * (activate, deactivate, sweep, collect, fork) stop at hwm: a process with
+ * ten threads reads ten records, not all PTP_MAX_THREADS (960 KiB: ~220
+ * page faults of a profiling daemon's start-up). hwm is written under mu
+ * only; atomic so that ptp_threads_get_stats reads it without the lock,
+ * like the other counters. */
+static struct {
+  pthread_once_t once;
+  int init_rc;
+  pthread_mutex_t mu, sweep_mu;
+  pthread_key_t exit_key;
+  ptp_thread_rec *recs;         /* the registry's halves (record i <-> entry i) */
+  uint32_t free_stack[PTP_MAX_THREADS];
+  uint32_t nfree;
+  _Atomic uint32_t hwm;
+  uint32_t fork_parent_tid;     /* tid of the thread calling fork */
+  uintptr_t main_lo, main_hi;   /* main thread's stack, read once at init */
+  _Atomic uint64_t registered, live;
+} reg = {
+  .once = PTHREAD_ONCE_INIT,
+  .mu = PTHREAD_MUTEX_INITIALIZER,
+  .sweep_mu = PTHREAD_MUTEX_INITIALIZER,
+};
 
-/* After init (pthread_once) both are constant: relaxed loads suffice here. */
-#define RECS (atomic_load_explicit(&ptp_g_recs, memory_order_relaxed))
+/* After init these are constant: relaxed loads suffice here. */
+#define SIGS (atomic_load_explicit(&ptp_g_thread_sigs, memory_order_relaxed))
 #define TIDMAP (atomic_load_explicit(&ptp_g_tidmap, memory_order_relaxed))
-
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static int init_rc;
-static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t sweep_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_key_t exit_key;
-
-/* reg_mu. Records [0, rec_hwm) have been used at least once; the others
- * were never touched (their pages not even faulted in). A new thread takes
- * the most recently freed record, or else record rec_hwm, so the scans over
- * all records (activate, deactivate, sweep, collect, fork) stop at rec_hwm:
- * a process with ten threads reads ten records, not all PTP_MAX_THREADS
- * (960 KiB: ~220 page faults of a profiling daemon's start-up). Written
- * under reg_mu only; atomic so that ptp_threads_get_stats reads it without
- * the lock, like its other counters. */
-static uint32_t free_stack[PTP_MAX_THREADS];
-static uint32_t nfree;
-static _Atomic uint32_t rec_hwm;
-static int active;
-static uint32_t cur_magic;
-static int64_t cur_period;
-static int cur_engine;
-static uint64_t rng_state;
-static uint32_t fork_parent_tid;   /* tid of the thread calling fork */
-static uintptr_t main_lo, main_hi;  /* main thread's stack, read once at init */
-
-#define GRAVE_N 256
-static struct { uint32_t tid; char name[16]; } grave[GRAVE_N];
-static unsigned grave_next;
-
-static _Atomic uint64_t st_created, st_deleted, st_errors, st_flushed, st_registered;
-static _Atomic uint64_t st_live, st_perf_fallbacks, st_lost_exit;
-static _Atomic int st_last_errno;
 
 static uint32_t self_tid(void) { return (uint32_t)gettid(); }
 
-static int64_t cpu_ns(uint32_t tid) {
-  struct timespec ts;
-  if (clock_gettime(ptp_tid_cpuclock(tid), &ts) != 0) return -1;
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static uint64_t rng_next(void) {
-  /* splitmix64; reg_mu held */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-/* ---- records (reg_mu held) ---------------------------------------------- */
+/* ---- records (reg.mu held) ---------------------------------------------- */
 
 static ptp_thread_rec *rec_insert(uint32_t tid, uintptr_t lo, uintptr_t hi) {
   if (tid == 0 || tid >= PTP_TID_LIMIT) return NULL;
   uint32_t idx;
-  if (nfree > 0)
-    idx = free_stack[--nfree];
-  else if (rec_hwm < PTP_MAX_THREADS)
-    idx = rec_hwm++;
+  if (reg.nfree > 0)
+    idx = reg.free_stack[--reg.nfree];
+  else if (reg.hwm < PTP_MAX_THREADS)
+    idx = reg.hwm++;
   else
     return NULL;
-  ptp_thread_rec *r = &RECS[idx];
-  r->stack_lo = lo;
-  r->stack_hi = hi;
-  atomic_store_explicit(&r->delivered, 0, memory_order_relaxed);
-  atomic_store_explicit(&r->busy, 0, memory_order_relaxed);
+  ptp_thread_rec *r = &reg.recs[idx];
+  r->sig = &SIGS[idx];
+  /* Publication rule 2 (signal/ptp_thread_sig.h): all of this first. */
+  r->sig->stack_lo = lo;
+  r->sig->stack_hi = hi;
+  atomic_store_explicit(&r->sig->delivered, 0, memory_order_relaxed);
+  atomic_store_explicit(&r->sig->busy, 0, memory_order_relaxed);
   r->self_registered = 0;
   r->excluded = 0;
   r->has_timer = 0;
@@ -118,249 +107,71 @@ static ptp_thread_rec *rec_insert(uint32_t tid, uintptr_t lo, uintptr_t hi) {
   r->exec_paused = 0;
   r->accounted = 0;
   r->start_ticks = 0;
-  atomic_store_explicit(&r->perf_fd, -1, memory_order_relaxed);
-  atomic_store_explicit(&r->perf_first, 0, memory_order_relaxed);
+  atomic_store_explicit(&r->sig->perf_fd, -1, memory_order_relaxed);
+  atomic_store_explicit(&r->sig->perf_first, 0, memory_order_relaxed);
   r->entry = NULL;
-  atomic_store_explicit(&r->tid, tid, memory_order_release);
+  atomic_store_explicit(&r->sig->tid, tid, memory_order_release);
   atomic_store_explicit(&TIDMAP[tid], idx + 1, memory_order_release);
-  atomic_fetch_add(&st_live, 1);
+  atomic_fetch_add(&reg.live, 1);
   return r;
 }
 
 static void rec_remove(ptp_thread_rec *r) {
-  uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+  uint32_t tid = atomic_load_explicit(&r->sig->tid, memory_order_relaxed);
   if (tid == 0) return;
-  uint32_t idx = (uint32_t)(r - RECS);
+  uint32_t idx = (uint32_t)(r - reg.recs);
   if (atomic_load_explicit(&TIDMAP[tid], memory_order_relaxed) == idx + 1)
     atomic_store_explicit(&TIDMAP[tid], 0, memory_order_release);
-  atomic_store_explicit(&r->tid, 0, memory_order_release);
-  free_stack[nfree++] = idx;
-  atomic_fetch_sub(&st_live, 1);
+  atomic_store_explicit(&r->sig->tid, 0, memory_order_release);
+  reg.free_stack[reg.nfree++] = idx;
+  atomic_fetch_sub(&reg.live, 1);
 }
 
 static ptp_thread_rec *rec_find(uint32_t tid) {
   if (tid == 0 || tid >= PTP_TID_LIMIT) return NULL;
   uint32_t i = atomic_load_explicit(&TIDMAP[tid], memory_order_relaxed);
   if (!i) return NULL;
-  ptp_thread_rec *r = &RECS[i - 1];
-  return atomic_load_explicit(&r->tid, memory_order_relaxed) == tid ? r : NULL;
+  ptp_thread_rec *r = &reg.recs[i - 1];
+  return atomic_load_explicit(&r->sig->tid, memory_order_relaxed) == tid ? r : NULL;
 }
 
-/* Closes r's perf event. Only for a thread that cannot be inside the
- * handler with this fd right now: the calling thread itself, a thread that
- * is gone, or after unpublishing and a grace wait (deactivate). */
-static void perf_close(ptp_thread_rec *r) {
-  int fd = atomic_exchange_explicit(&r->perf_fd, -1, memory_order_acq_rel);
-  if (fd >= 0) close(fd);
-  r->has_perf = 0;
-  atomic_fetch_add(&st_deleted, 1);
-}
-
-static void disarm(ptp_thread_rec *r) {
-  if (r->has_perf) perf_close(r);
-  if (!r->has_timer) return;
-  timer_delete(r->timer);
-  r->has_timer = 0;
-  atomic_fetch_add(&st_deleted, 1);
-}
-
-static void note_error(int e) {
-  atomic_fetch_add(&st_errors, 1);
-  atomic_store(&st_last_errno, e);
-}
-
-/* A thread's start time in clock ticks since boot (field 22 of
- * /proc/self/task/<tid>/stat), 0 if unreadable: tells a reused tid apart. */
-static uint64_t tid_start_ticks(uint32_t tid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/self/task/%u/stat", tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  char *p = strrchr(buf, ')');            /* comm may contain spaces */
-  if (!p) return 0;
-  int field = 2;
-  for (p++; *p && field < 22; p++)
-    if (*p == ' ') field++;
-  return field == 22 ? strtoull(p, NULL, 10) : 0;
-}
-
-/* Periods owed by r's perf event: completed by the thread's CPU time since
- * the event was opened but neither delivered nor reported before. The CPU
- * clock is used rather than the event's own count: on this kernel (6.18) a
- * task-clock count read back after PERF_EVENT_IOC_PERIOD was seen seconds
- * off for a 10 ms thread, while the thread CPU clock is exact. */
-static uint64_t perf_owed(ptp_thread_rec *r, int64_t cpu_now) {
-  if (cpu_now < 0 || r->armed_cpu_ns < 0) return 0;
-  uint64_t expected = ptp_expirations_due(cpu_now - r->armed_cpu_ns, r->first_ns, cur_period);
-  uint64_t seen = atomic_load(&r->delivered) + r->accounted;
-  return expected > seen ? expected - seen : 0;
-}
-
-#define PERF_MIN_FIRST_NS 200000
-
-/* Perf engine: opens r's event with a random first period. Returns 0,
- * -EMFILE/-ENFILE (caller falls back to a timer) or another -errno (already
- * counted unless the thread just exited). */
-static int arm_perf(ptp_thread_rec *r, uint32_t tid) {
-  int64_t first = 1 + (int64_t)(rng_next() % (uint64_t)cur_period);
-  /* Not below PERF_MIN_FIRST_NS: a first period of a few us makes the
-   * event's hrtimer interrupt the thread about as often as the interrupt
-   * costs (a VM), so it keeps firing in kernel mode, where exclude_kernel
-   * suppresses the signal that would set the regular period: seen as one
-   * thread burning seconds of kernel time (~1 run in 12 of 200 short
-   * threads). The price: a thread's first sample is never due before
-   * 200 us of its CPU (2 % of a 99 Hz period). */
-  int64_t min_first = cur_period < PERF_MIN_FIRST_NS ? cur_period : PERF_MIN_FIRST_NS;
-  if (first < min_first) first = min_first;
-  int64_t cpu0 = cpu_ns(tid);
-  int fd;
-  int rc = ptp_perf_open(tid, first, &fd);
-  if (rc == -EMFILE || rc == -ENFILE) return rc;
-  if (rc) {
-    if (rc != -ESRCH) note_error(-rc);
-    return rc;
-  }
-  r->armed_cpu_ns = cpu0;
-  r->first_ns = first;
-  atomic_store_explicit(&r->delivered, 0, memory_order_relaxed);
-  r->accounted = 0;
-  if (!r->self_registered && tid != (uint32_t)getpid()) r->start_ticks = tid_start_ticks(tid);
-  atomic_store_explicit(&r->perf_first, 1, memory_order_relaxed);
-  atomic_store_explicit(&r->perf_fd, fd, memory_order_release);
-  r->has_perf = 1;
-  atomic_fetch_add(&st_created, 1);
-  /* Enabled only now that the handler knows the fd (see ptp_perf.h). */
-  if ((rc = ptp_perf_enable(fd)) != 0) {
-    /* never enabled, so no signal of it can be in a handler: close now */
-    if (rc != -ESRCH) note_error(-rc);
-    perf_close(r);
-    return rc;
-  }
-  return 0;
-}
-
-static void arm(ptp_thread_rec *r) {
-  if (!active || r->excluded || r->has_timer || r->has_perf) return;
-  uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
-  if (cur_engine == PTP_ENGINE_PERF) {
-    int rc = arm_perf(r, tid);
-    if (rc != -EMFILE && rc != -ENFILE) return;
-    atomic_fetch_add(&st_perf_fallbacks, 1);     /* out of fds: a timer instead */
-  }
-  struct sigevent sev;
-  memset(&sev, 0, sizeof sev);
-  sev.sigev_notify = SIGEV_THREAD_ID;
-  sev.sigev_signo = SIGPROF;
-  sev._sigev_un._tid = (pid_t)tid;
-  sev.sigev_value.sival_ptr = (void *)(uintptr_t)(((uint64_t)cur_magic << 32) | tid);
-  timer_t t;
-  if (timer_create(ptp_tid_cpuclock(tid), &sev, &t) != 0) {
-    /* EINVAL: the thread exited since it was listed (sweep race), not a
-     * failure to sample a live thread. */
-    if (errno != EINVAL && errno != ESRCH) note_error(errno);
-    return;
-  }
-  /* Random first expiry in (0, period]: a thread that lives shorter than a
-   * period still gets a sample with probability lifetime / period. */
-  int64_t first = 1 + (int64_t)(rng_next() % (uint64_t)cur_period);
-  struct itimerspec its = {
-    .it_value = { first / 1000000000, first % 1000000000 },
-    .it_interval = { cur_period / 1000000000, cur_period % 1000000000 },
-  };
-  r->armed_cpu_ns = cpu_ns(tid);
-  r->first_ns = first;
-  atomic_store_explicit(&r->delivered, 0, memory_order_relaxed);
-  if (timer_settime(t, 0, &its, NULL) != 0) {
-    int e = errno;
-    timer_delete(t);
-    if (e != ESRCH && e != EINVAL) note_error(e);  /* ESRCH: the thread just exited */
-    return;
-  }
-  r->timer = t;
-  r->has_timer = 1;
-  atomic_fetch_add(&st_created, 1);
-}
-
-static void grave_put(uint32_t tid, const char *name) {
-  unsigned i = grave_next++ % GRAVE_N;
-  grave[i].tid = tid;
-  snprintf(grave[i].name, sizeof grave[i].name, "%s", name);
-}
-
-/* ---- main thread bounds ------------------------------------------------- */
-
-/* The main thread's stack: the "[stack]" mapping's top, and a bottom at most
- * RLIMIT_STACK below it (it grows down). */
-static void main_stack_bounds(uintptr_t *lo, uintptr_t *hi) {
-  *lo = *hi = 0;
-  FILE *f = fopen("/proc/self/maps", "re");
-  if (!f) return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    if (!strstr(line, "[stack]")) continue;
-    unsigned long a, b;
-    if (sscanf(line, "%lx-%lx", &a, &b) == 2) {
-      struct rlimit rl;
-      uintptr_t size = 8u << 20;
-      if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) size = rl.rlim_cur;
-      else size = (uintptr_t)1 << 30;
-      if (size < b - a) size = b - a;
-      *hi = b;
-      *lo = b > size ? b - size : 0;
-    }
-    break;
-  }
-  fclose(f);
+static uint32_t rec_tid(const ptp_thread_rec *r) {
+  return atomic_load_explicit(&r->sig->tid, memory_order_relaxed);
 }
 
 /* ---- fork ------------------------------------------------------------- */
 
 static void atfork_prepare(void) {
-  ptp_cfi_atfork_prepare();
-  pthread_mutex_lock(&sweep_mu);
-  pthread_mutex_lock(&reg_mu);
-  fork_parent_tid = self_tid();
+  pthread_mutex_lock(&reg.sweep_mu);
+  pthread_mutex_lock(&reg.mu);
+  reg.fork_parent_tid = self_tid();
 }
 
 static void atfork_parent(void) {
-  pthread_mutex_unlock(&reg_mu);
-  pthread_mutex_unlock(&sweep_mu);
-  ptp_cfi_atfork_parent();
+  pthread_mutex_unlock(&reg.mu);
+  pthread_mutex_unlock(&reg.sweep_mu);
 }
 
 static void atfork_child(void) {
-  /* The parent's sampler must never be written from here. */
-  atomic_store(&ptp_g_shared, NULL);
-  active = 0;
+  ptp_engine_stop();
   uint32_t me = self_tid();
-  ptp_thread_rec *mine = rec_find(fork_parent_tid);
-  for (uint32_t i = 0; i < rec_hwm; i++) {
-    ptp_thread_rec *r = &RECS[i];
-    if (atomic_load_explicit(&r->tid, memory_order_relaxed) == 0) continue;
-    int fd = atomic_exchange_explicit(&r->perf_fd, -1, memory_order_relaxed);
-    if (fd >= 0) close(fd);                             /* our copy only */
-    r->has_perf = 0;
-    if (r == mine) continue;
-    r->has_timer = 0;                                   /* not inherited */
-    rec_remove(r);
+  ptp_thread_rec *mine = rec_find(reg.fork_parent_tid);
+  for (uint32_t i = 0; i < reg.hwm; i++) {
+    ptp_thread_rec *r = &reg.recs[i];
+    if (!rec_tid(r)) continue;
+    ptp_engine_forget_in_child(r);
+    if (r != mine) rec_remove(r);
   }
   if (mine) {
     /* Same stack, new tid: re-key the record (its exit destructor, if any,
      * still points at it). */
-    atomic_store_explicit(&TIDMAP[fork_parent_tid], 0, memory_order_relaxed);
-    mine->has_timer = 0;
+    atomic_store_explicit(&TIDMAP[reg.fork_parent_tid], 0, memory_order_relaxed);
     mine->excluded = 0;
-    atomic_store_explicit(&mine->tid, me, memory_order_release);
-    atomic_store_explicit(&TIDMAP[me], (uint32_t)(mine - RECS) + 1,
-                          memory_order_release);
+    atomic_store_explicit(&mine->sig->tid, me, memory_order_release);
+    atomic_store_explicit(&TIDMAP[me], (uint32_t)(mine - reg.recs) + 1, memory_order_release);
   }
-  pthread_mutex_unlock(&reg_mu);
-  pthread_mutex_unlock(&sweep_mu);
-  ptp_cfi_atfork_child();
+  pthread_mutex_unlock(&reg.mu);
+  pthread_mutex_unlock(&reg.sweep_mu);
 }
 
 /* ---- exit ------------------------------------------------------------- */
@@ -373,51 +184,15 @@ static void on_thread_exit(void *arg) {
   char name[16] = "";
   prctl(PR_GET_NAME, name, 0, 0, 0);
   name[15] = 0;
-  pthread_mutex_lock(&reg_mu);
-  if (atomic_load_explicit(&r->tid, memory_order_relaxed) != me) {
-    pthread_mutex_unlock(&reg_mu);     /* re-keyed or removed meanwhile */
+  pthread_mutex_lock(&reg.mu);
+  if (rec_tid(r) != me) {
+    pthread_mutex_unlock(&reg.mu);     /* re-keyed or removed meanwhile */
     return;
   }
-  /* Exit accounting: expirations that were due by the thread's CPU time but
-   * never delivered are owed. Timer engine: the kernel checks CPU-time
-   * timers only at its tick, so one that fell due since the last tick is
-   * lost when the thread exits first (about a quarter of a 10 ms thread's
-   * samples at 99 Hz). Perf engine: the event fires at the exact CPU time,
-   * so little is owed (a signal still pending at exit; periods that ended in
-   * kernel mode under exclude_kernel). Nobody knows which stack had them:
-   * they are recorded under the thread's "[lost: thread exit]" pseudo-frame
-   * (PTP_SLOT_FLUSH, see ptprof.c), never under a guessed stack. */
-  int64_t el = -1;
-  if (r->has_perf) {
-    uint64_t owed = perf_owed(r, cpu_ns(me));
-    uintptr_t cause = ptp_perf_excludes_kernel() ? PTP_DROP_KERNEL : PTP_DROP_THREAD_EXIT;
-    if (owed && ptp_push_sample(me, (uint32_t)owed, PTP_SLOT_FLUSH, &cause, 1) == 0) {
-      atomic_fetch_add(&st_flushed, 1);
-      if (cause == PTP_DROP_THREAD_EXIT) atomic_fetch_add(&st_lost_exit, owed);
-    }
-  } else if (r->has_timer) {
-    int64_t now = cpu_ns(me);
-    if (now >= 0 && r->armed_cpu_ns >= 0) el = now - r->armed_cpu_ns;
-  }
-  disarm(r);
-  if (el >= 0 && cur_period > 0) {
-    uint64_t expected = ptp_expirations_due(el, r->first_ns, cur_period);
-    uint64_t got = atomic_load(&r->delivered);
-    /* At most what one tick (10 ms at HZ=100) can hide. */
-    uint64_t cap = 1 + (uint64_t)(10000000 / cur_period);
-    if (expected > got) {
-      uint64_t owed = expected - got;
-      if (owed > cap) owed = cap;
-      uintptr_t cause = PTP_DROP_THREAD_EXIT;
-      if (ptp_push_sample(me, (uint32_t)owed, PTP_SLOT_FLUSH, &cause, 1) == 0) {
-        atomic_fetch_add(&st_flushed, 1);
-        atomic_fetch_add(&st_lost_exit, owed);
-      }
-    }
-  }
-  grave_put(me, name);
+  ptp_exitacct_exit(r, me);            /* disarms the source too */
   rec_remove(r);
-  pthread_mutex_unlock(&reg_mu);
+  pthread_mutex_unlock(&reg.mu);
+  ptp_graveyard_put(me, name);
 }
 
 /* ---- init ------------------------------------------------------------- */
@@ -425,36 +200,37 @@ static void on_thread_exit(void *arg) {
 static void do_init(void) {
   void *map = mmap(NULL, (size_t)PTP_TID_LIMIT * sizeof(uint32_t), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  void *recs = mmap(NULL, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_rec), PROT_READ | PROT_WRITE,
+  void *sigs = mmap(NULL, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_sig), PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (map == MAP_FAILED || recs == MAP_FAILED) {
-    if (map != MAP_FAILED) munmap(map, (size_t)PTP_TID_LIMIT * sizeof(uint32_t));
-    if (recs != MAP_FAILED) munmap(recs, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_rec));
-    init_rc = -ENOMEM;
-    return;
-  }
-  int rc = pthread_key_create(&exit_key, on_thread_exit);
-  if (rc != 0) {
-    munmap(map, (size_t)PTP_TID_LIMIT * sizeof(uint32_t));
-    munmap(recs, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_rec));
-    init_rc = -rc;
-    return;
-  }
+  void *rmap = mmap(NULL, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_rec), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  int rc = -ENOMEM;
+  if (map == MAP_FAILED || sigs == MAP_FAILED || rmap == MAP_FAILED) goto fail_maps;
+  rc = -pthread_key_create(&reg.exit_key, on_thread_exit);
+  if (rc != 0) goto fail_maps;
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-  main_stack_bounds(&main_lo, &main_hi);
-  pthread_mutex_lock(&reg_mu);
-  atomic_store_explicit(&ptp_g_recs, recs, memory_order_relaxed);
-  nfree = 0;
-  rec_hwm = 0;
-  rng_state = (uint64_t)ptp_now_mono() ^ ((uint64_t)getpid() << 32);
+  ptp_procfs_main_stack(&reg.main_lo, &reg.main_hi);
+  pthread_mutex_lock(&reg.mu);
+  reg.recs = rmap;
+  /* Publication rule 1: the entries before the map. */
+  atomic_store_explicit(&ptp_g_thread_sigs, sigs, memory_order_relaxed);
+  reg.nfree = 0;
+  reg.hwm = 0;
   atomic_store_explicit(&ptp_g_tidmap, map, memory_order_release);
-  if (rec_insert((uint32_t)getpid(), main_lo, main_hi)) atomic_fetch_add(&st_registered, 1);
-  pthread_mutex_unlock(&reg_mu);
+  if (rec_insert((uint32_t)getpid(), reg.main_lo, reg.main_hi)) atomic_fetch_add(&reg.registered, 1);
+  pthread_mutex_unlock(&reg.mu);
+  return;
+
+fail_maps:
+  if (rmap != MAP_FAILED) munmap(rmap, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_rec));
+  if (sigs != MAP_FAILED) munmap(sigs, (size_t)PTP_MAX_THREADS * sizeof(ptp_thread_sig));
+  if (map != MAP_FAILED) munmap(map, (size_t)PTP_TID_LIMIT * sizeof(uint32_t));
+  reg.init_rc = rc;
 }
 
 int ptp_threads_init(void) {
-  pthread_once(&init_once, do_init);
-  return init_rc;
+  pthread_once(&reg.once, do_init);
+  return reg.init_rc;
 }
 
 /* ---- registration ---------------------------------------------------- */
@@ -477,71 +253,71 @@ void ptp_threads_on_thread_start(void *entry) {
   uint32_t me = self_tid();
   uintptr_t lo, hi;
   ptp_threads_self_stack(&lo, &hi);
-  pthread_mutex_lock(&reg_mu);
+  pthread_mutex_lock(&reg.mu);
   ptp_thread_rec *r = rec_find(me);
   if (r) {
     /* A sweep saw this thread first, or a dead thread's record kept its tid:
      * start over (its timer may belong to the dead thread). */
-    disarm(r);
+    ptp_engine_disarm(r);
     rec_remove(r);
   }
   r = rec_insert(me, lo, hi);
   if (r) {
     r->self_registered = 1;
     r->entry = entry;
-    atomic_fetch_add(&st_registered, 1);
-    arm(r);
+    atomic_fetch_add(&reg.registered, 1);
+    ptp_engine_arm(r);
   }
-  pthread_mutex_unlock(&reg_mu);
-  if (r) pthread_setspecific(exit_key, r);
+  pthread_mutex_unlock(&reg.mu);
+  if (r) pthread_setspecific(reg.exit_key, r);
 }
 
 void ptp_threads_exclude_self(void) {
   if (ptp_threads_init() != 0) return;
   uint32_t me = self_tid();
-  pthread_mutex_lock(&reg_mu);
+  pthread_mutex_lock(&reg.mu);
   ptp_thread_rec *r = rec_find(me);
   if (!r) r = rec_insert(me, 0, 0);
   if (r) {
     r->excluded = 1;
-    disarm(r);
+    ptp_engine_disarm(r);
   }
-  pthread_mutex_unlock(&reg_mu);
+  pthread_mutex_unlock(&reg.mu);
 }
 
 void ptp_threads_forget_self(void) {
   if (ptp_threads_init() != 0) return;
-  pthread_mutex_lock(&reg_mu);
+  pthread_mutex_lock(&reg.mu);
   ptp_thread_rec *r = rec_find(self_tid());
   if (r && !r->self_registered) {
-    disarm(r);
+    ptp_engine_disarm(r);
     rec_remove(r);
   }
-  pthread_mutex_unlock(&reg_mu);
+  pthread_mutex_unlock(&reg.mu);
 }
 
 void ptp_threads_exec_pause(void) {
   if (!atomic_load_explicit(&ptp_g_tidmap, memory_order_acquire)) return;   /* never initialized */
-  pthread_mutex_lock(&reg_mu);
+  pthread_mutex_lock(&reg.mu);
   ptp_thread_rec *r = rec_find(self_tid());
   if (r && (r->has_perf || r->has_timer)) {
     /* SIGPROF is blocked in this thread (the wrapper), so no handler of ours
      * can be using the fd being closed. */
-    disarm(r);
+    ptp_engine_disarm(r);
     r->exec_paused = 1;
   }
-  pthread_mutex_unlock(&reg_mu);
+  pthread_mutex_unlock(&reg.mu);
 }
 
 void ptp_threads_exec_resume(void) {
   if (!atomic_load_explicit(&ptp_g_tidmap, memory_order_acquire)) return;
-  pthread_mutex_lock(&reg_mu);
+  pthread_mutex_lock(&reg.mu);
   ptp_thread_rec *r = rec_find(self_tid());
   if (r && r->exec_paused) {
     r->exec_paused = 0;
-    arm(r);                     /* no-op unless a sampler is still active */
+    ptp_engine_arm(r);          /* no-op unless a sampler is still active */
   }
-  pthread_mutex_unlock(&reg_mu);
+  pthread_mutex_unlock(&reg.mu);
 }
 
 /* ---- activation and sweep ------------------------------------------- */
@@ -550,52 +326,37 @@ int ptp_threads_activate(uint32_t magic, int64_t period_ns, int engine) {
   int rc = ptp_threads_init();
   if (rc) return rc;
   if (period_ns <= 0 || (engine != PTP_ENGINE_PERF && engine != PTP_ENGINE_TIMER)) return -EINVAL;
-  pthread_mutex_lock(&reg_mu);
-  if (active) {
-    pthread_mutex_unlock(&reg_mu);
+  pthread_mutex_lock(&reg.mu);
+  if (ptp_engine_active()) {
+    pthread_mutex_unlock(&reg.mu);
     return -EBUSY;
   }
-  active = 1;
-  cur_magic = magic;
-  cur_period = period_ns;
-  cur_engine = engine;
-  for (uint32_t i = 0; i < rec_hwm; i++) {
-    ptp_thread_rec *r = &RECS[i];
-    if (atomic_load_explicit(&r->tid, memory_order_relaxed)) arm(r);
+  ptp_engine_start(magic, period_ns, engine);
+  for (uint32_t i = 0; i < reg.hwm; i++) {
+    ptp_thread_rec *r = &reg.recs[i];
+    if (rec_tid(r)) ptp_engine_arm(r);
   }
-  pthread_mutex_unlock(&reg_mu);
+  pthread_mutex_unlock(&reg.mu);
   return ptp_threads_sweep();
 }
 
 void ptp_threads_deactivate(void) {
   if (ptp_threads_init() != 0) return;
-  pthread_mutex_lock(&reg_mu);
-  active = 0;
+  pthread_mutex_lock(&reg.mu);
+  ptp_engine_stop();
   /* Perf events: unpublish every fd first, wait until no handler is inside
    * (one may be about to ioctl the fd it loaded), then close. Timers carry
    * no fd: a late signal of a deleted timer only fails the magic check. */
-  for (uint32_t i = 0; i < rec_hwm; i++) {
-    ptp_thread_rec *r = &RECS[i];
-    if (!atomic_load_explicit(&r->tid, memory_order_relaxed) || !r->has_perf) continue;
-    int fd = atomic_exchange_explicit(&r->perf_fd, -1, memory_order_acq_rel);
-    r->has_perf = 0;
-    r->closing_fd = fd;
+  for (uint32_t i = 0; i < reg.hwm; i++) {
+    ptp_thread_rec *r = &reg.recs[i];
+    if (rec_tid(r)) ptp_engine_unpublish(r);
   }
-  for (int i = 0; atomic_load(&ptp_g_inside) != 0; i++) {
-    if (i < 100) sched_yield();
-    else nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+  ptp_grace_wait(0);
+  for (uint32_t i = 0; i < reg.hwm; i++) {
+    ptp_thread_rec *r = &reg.recs[i];
+    if (rec_tid(r)) ptp_engine_disarm(r);
   }
-  for (uint32_t i = 0; i < rec_hwm; i++) {
-    ptp_thread_rec *r = &RECS[i];
-    if (!atomic_load_explicit(&r->tid, memory_order_relaxed)) continue;
-    if (r->closing_fd >= 0) {
-      close(r->closing_fd);
-      r->closing_fd = -1;
-      atomic_fetch_add(&st_deleted, 1);
-    }
-    disarm(r);
-  }
-  pthread_mutex_unlock(&reg_mu);
+  pthread_mutex_unlock(&reg.mu);
 }
 
 static int cmp_u32(const void *a, const void *b) {
@@ -606,69 +367,41 @@ static int cmp_u32(const void *a, const void *b) {
 int ptp_threads_sweep(void) {
   int rc = ptp_threads_init();
   if (rc) return rc;
-  pthread_mutex_lock(&sweep_mu);
-  DIR *d = opendir("/proc/self/task");
-  if (!d) {
-    rc = -errno;
-    pthread_mutex_unlock(&sweep_mu);
+  pthread_mutex_lock(&reg.sweep_mu);
+  uint32_t *tids;
+  size_t n;
+  if ((rc = ptp_procfs_tasks(&tids, &n)) < 0) {
+    pthread_mutex_unlock(&reg.sweep_mu);
     return rc;
   }
-  size_t n = 0, cap = 64;
-  uint32_t *tids = malloc(cap * sizeof *tids);
-  struct dirent *e;
-  while (tids && (e = readdir(d))) {
-    char *end;
-    unsigned long v = strtoul(e->d_name, &end, 10);
-    if (*end || v == 0 || v >= PTP_TID_LIMIT) continue;
-    if (n == cap) {
-      uint32_t *nt = realloc(tids, cap * 2 * sizeof *nt);
-      if (!nt) { free(tids); tids = NULL; break; }
-      tids = nt;
-      cap *= 2;
-    }
-    tids[n++] = (uint32_t)v;
-  }
-  closedir(d);
-  if (!tids) {
-    pthread_mutex_unlock(&sweep_mu);
-    return -ENOMEM;
-  }
-  qsort(tids, n, sizeof *tids, cmp_u32);
   uint32_t pid = (uint32_t)getpid();
-  pthread_mutex_lock(&reg_mu);
+  pthread_mutex_lock(&reg.mu);
   for (size_t i = 0; i < n; i++) {
     ptp_thread_rec *r = rec_find(tids[i]);
     if (!r) {
       uintptr_t lo = 0, hi = 0;
-      if (tids[i] == pid) { lo = main_lo; hi = main_hi; }
+      if (tids[i] == pid) { lo = reg.main_lo; hi = reg.main_hi; }
       r = rec_insert(tids[i], lo, hi);
       if (!r) continue;
-      atomic_fetch_add(&st_registered, 1);
-    } else if (r->has_timer && !r->self_registered) {
-      /* A foreign record whose thread died and whose tid was reused: the
-       * old timer is bound to the dead thread and reads as disarmed. */
-      struct itimerspec cur;
-      if (timer_gettime(r->timer, &cur) == 0 && cur.it_value.tv_sec == 0 &&
-          cur.it_value.tv_nsec == 0)
-        disarm(r);
-    } else if (r->has_perf && r->start_ticks && tid_start_ticks(tids[i]) != r->start_ticks) {
-      disarm(r);      /* the same for an event: another thread has the tid now */
+      atomic_fetch_add(&reg.registered, 1);
+    } else if (ptp_engine_source_stale(r, tids[i])) {
+      ptp_engine_disarm(r);     /* the dead thread's; the live one gets its own */
     }
-    arm(r);
+    ptp_engine_arm(r);
   }
   /* Forget foreign records whose thread is gone. Self-registered records
    * remove themselves at thread exit (a thread that registered after our
    * readdir must not be removed here). */
-  for (uint32_t i = 0; i < rec_hwm; i++) {
-    ptp_thread_rec *r = &RECS[i];
-    uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+  for (uint32_t i = 0; i < reg.hwm; i++) {
+    ptp_thread_rec *r = &reg.recs[i];
+    uint32_t tid = rec_tid(r);
     if (!tid || r->self_registered) continue;
     if (bsearch(&tid, tids, n, sizeof *tids, cmp_u32)) continue;
-    disarm(r);
+    ptp_engine_disarm(r);
     rec_remove(r);
   }
-  pthread_mutex_unlock(&reg_mu);
-  pthread_mutex_unlock(&sweep_mu);
+  pthread_mutex_unlock(&reg.mu);
+  pthread_mutex_unlock(&reg.sweep_mu);
   free(tids);
   return 0;
 }
@@ -676,18 +409,18 @@ int ptp_threads_sweep(void) {
 size_t ptp_threads_collect_unsignalled(ptp_unsignalled *out, size_t cap) {
   if (ptp_threads_init() != 0 || cap == 0) return 0;
   size_t n = 0;
-  pthread_mutex_lock(&reg_mu);
+  pthread_mutex_lock(&reg.mu);
   /* Live threads: with exclude_kernel the periods no signal reported ended
    * in the kernel (mostly; a merged pending signal looks the same); when
    * kernel time is counted every period signals, so what is missing is
    * signals merged while one was pending. Not "thread exit": the thread
    * lives. */
   int cause = ptp_perf_excludes_kernel() ? PTP_DROP_KERNEL : PTP_DROP_UNDELIVERED;
-  for (uint32_t i = 0; i < rec_hwm && n < cap && active; i++) {
-    ptp_thread_rec *r = &RECS[i];
-    uint32_t tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+  for (uint32_t i = 0; i < reg.hwm && n < cap && ptp_engine_active(); i++) {
+    ptp_thread_rec *r = &reg.recs[i];
+    uint32_t tid = rec_tid(r);
     if (!tid || !r->has_perf) continue;
-    uint64_t owed = perf_owed(r, cpu_ns(tid));
+    uint64_t owed = ptp_engine_owed(r, ptp_engine_cpu_ns(tid));
     /* A signal may be on its way (period just completed, not yet handled):
      * leave the newest period to it rather than count it twice. */
     if (owed <= 1) continue;
@@ -695,48 +428,30 @@ size_t ptp_threads_collect_unsignalled(ptp_unsignalled *out, size_t cap) {
     r->accounted += owed;
     out[n++] = (ptp_unsignalled){ tid, cause, owed };
   }
-  pthread_mutex_unlock(&reg_mu);
+  pthread_mutex_unlock(&reg.mu);
   return n;
 }
 
 /* ---- misc ------------------------------------------------------------ */
 
 void ptp_threads_get_stats(ptp_threads_stats *out) {
-  out->timers_created = atomic_load(&st_created);
-  out->timers_deleted = atomic_load(&st_deleted);
-  out->timer_errors = atomic_load(&st_errors);
-  out->flushed = atomic_load(&st_flushed);
-  out->registered = atomic_load(&st_registered);
-  out->live = atomic_load(&st_live);
-  out->records_used = atomic_load(&rec_hwm);
-  out->last_errno = atomic_load(&st_last_errno);
-  out->perf_fallbacks = atomic_load(&st_perf_fallbacks);
-  out->lost_at_exit = atomic_load(&st_lost_exit);
+  ptp_engine_stats es;
+  ptp_engine_get_stats(&es);
+  ptp_exitacct_stats xs;
+  ptp_exitacct_get_stats(&xs);
+  out->timers_created = es.created;
+  out->timers_deleted = es.deleted;
+  out->timer_errors = es.errors;
+  out->last_errno = es.last_errno;
+  out->perf_fallbacks = es.fallbacks;
+  out->flushed = xs.flushed;
+  out->lost_at_exit = xs.lost_at_exit;
+  out->registered = atomic_load(&reg.registered);
+  out->live = atomic_load(&reg.live);
+  out->records_used = atomic_load(&reg.hwm);
 }
 
 void ptp_threads_name(uint32_t tid, char name[16]) {
-  name[0] = 0;
-  char path[64];
-  snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t n = read(fd, name, 15);
-    close(fd);
-    if (n > 0) {
-      name[n] = 0;
-      char *nl = strchr(name, '\n');
-      if (nl) *nl = 0;
-      return;
-    }
-    name[0] = 0;
-  }
-  pthread_mutex_lock(&reg_mu);
-  for (unsigned i = 0; i < GRAVE_N; i++) {
-    unsigned k = (grave_next - 1 - i) % GRAVE_N;   /* newest first */
-    if (grave[k].tid == tid) {
-      memcpy(name, grave[k].name, 16);
-      break;
-    }
-  }
-  pthread_mutex_unlock(&reg_mu);
+  if (ptp_procfs_comm(tid, name) == 0) return;
+  (void)ptp_graveyard_get(tid, name);
 }

@@ -13,13 +13,11 @@
  *  - any other thread when the sweep (/proc/self/task) finds it: "foreign",
  *    bounds unknown (its samples keep only the leaf PC, marked truncated).
  *
- * Lookup from the signal handler (ptp_threads_lookup) is lock-free: a tid
- * indexes a sparse array (one uint32 per possible tid, mmap'ed with
- * MAP_NORESERVE) giving the record's slot. Writers hold the registry mutex;
- * a record's bounds are written before its tid is published (release), and
- * its tid is cleared before the record is reused. A live thread's record is
- * only removed by that thread itself (its exit destructor), so a handler,
- * which always runs on the thread it looks up, never sees it change.
+ * Each record has two halves: what the SIGPROF handler reads without a
+ * lock (ptp_thread_sig, signal/ptp_thread_sig.h, with the publication rule
+ * that makes that safe) and what only the registry mutex guards
+ * (ptp_thread_rec below). Record i of one table goes with entry i of the
+ * other.
  *
  * Engines: while a sampler is active every registered thread (except the
  * excluded consumer thread) has a sampling source that sends SIGPROF to
@@ -40,53 +38,29 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "prof/signal/ptp_expiry.h"
+#include "prof/signal/ptp_thread_sig.h"
+
 /* Values match PTPROF_ENGINE_* of ptprof.h. */
 #define PTP_ENGINE_PERF  1
 #define PTP_ENGINE_TIMER 2
 
-#define PTP_TID_LIMIT   4194304u  /* Linux PID_MAX_LIMIT on 64-bit */
-#define PTP_MAX_THREADS 8192u     /* live registered threads at once */
-
+/* The registry's half of a record: every field is guarded by the registry
+ * mutex (the handler never reads it). */
 typedef struct ptp_thread_rec {
-  _Atomic uint32_t tid;       /* 0 = free slot */
-  _Atomic int busy;           /* handler inside for this thread (reentrancy) */
-  uintptr_t stack_lo, stack_hi; /* 0,0 = unknown */
-  _Atomic uint64_t delivered; /* expirations handled since the timer was armed */
-  _Atomic int perf_fd;        /* the thread's perf event, -1 = none (the handler
-                                 accepts a perf signal only with this si_fd) */
-  _Atomic int perf_first;     /* 1 until the handler set the regular period */
-  /* Below: registry mutex only. */
+  ptp_thread_sig *sig;        /* the handler's half (tid, bounds, perf_fd...) */
   int self_registered;        /* has the exit destructor */
   int excluded;               /* never gets a timer (the consumer thread) */
   int has_timer;              /* a POSIX timer ... */
   timer_t timer;
-  int has_perf;               /* ... or a perf event (perf_fd) */
+  int has_perf;               /* ... or a perf event (sig->perf_fd) */
   int closing_fd;             /* deactivate: unpublished, closed after the grace */
   int exec_paused;            /* disarmed by ptp_threads_exec_pause, not yet re-armed */
   uint64_t accounted;         /* perf: periods already reported unsignalled */
   uint64_t start_ticks;       /* foreign perf record: the thread's start time
                                  (/proc stat field 22), to detect tid reuse */
-  int64_t armed_cpu_ns;       /* thread CPU time when the timer was armed */
-  int64_t first_ns;           /* first expiry after arming */
   void *entry;                /* start routine */
 } ptp_thread_rec;
-
-/* Both are published once by ptp_threads_init: ptp_g_recs is written before
- * ptp_g_tidmap is stored (release), so whoever loads a non-NULL map with
- * acquire also sees the records. Read both through atomic loads. */
-extern _Atomic(ptp_thread_rec *) ptp_g_recs;        /* PTP_MAX_THREADS records */
-extern _Atomic(_Atomic uint32_t *) ptp_g_tidmap;    /* tid -> record index + 1 */
-
-/* Async-signal-safe: the record of tid or NULL. */
-static inline ptp_thread_rec *ptp_threads_lookup(uint32_t tid) {
-  _Atomic uint32_t *map = atomic_load_explicit(&ptp_g_tidmap, memory_order_acquire);
-  if (!map || tid >= PTP_TID_LIMIT) return NULL;
-  uint32_t i = atomic_load_explicit(&map[tid], memory_order_acquire);
-  if (i == 0 || i > PTP_MAX_THREADS) return NULL;
-  ptp_thread_rec *r = &atomic_load_explicit(&ptp_g_recs, memory_order_relaxed)[i - 1];
-  if (atomic_load_explicit(&r->tid, memory_order_acquire) != tid) return NULL;
-  return r;
-}
 
 /* Idempotent, thread-safe. Maps the tables, registers the main thread, sets
  * up the exit key and fork handlers. Returns 0 or -ENOMEM/-errno. */
@@ -160,18 +134,6 @@ void ptp_threads_get_stats(ptp_threads_stats *out);
 /* Thread name of tid: /proc/self/task/<tid>/comm, else the name remembered
  * when the thread exited, else "". name has 16 bytes. */
 void ptp_threads_name(uint32_t tid, char name[16]);
-
-/* How many expirations of a thread's timer or event are due after
- * elapsed_ns of its CPU time since arming: the first after first_ns, then
- * one every period_ns. 0 before the first, or for a negative elapsed time
- * or a period <= 0. The one count behind the exit accounting, the perf
- * engine's unsignalled periods and its steal guard (ptp_perf.h).
- * SIGNAL-SAFETY: pure arithmetic. */
-static inline uint64_t ptp_expirations_due(int64_t elapsed_ns, int64_t first_ns,
-                                           int64_t period_ns) {
-  if (period_ns <= 0 || elapsed_ns < 0 || elapsed_ns < first_ns) return 0;
-  return 1 + (uint64_t)((elapsed_ns - first_ns) / period_ns);
-}
 
 /* CPU-time clock of a thread by tid (what pthread_getcpuclockid returns). */
 static inline clockid_t ptp_tid_cpuclock(uint32_t tid) {

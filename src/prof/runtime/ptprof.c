@@ -18,7 +18,11 @@
  *    tables); it sweeps /proc/self/task at start (activate), at most once a
  *    second while samples come in, and before each periodic dump. It only
  *    ever TRIES api_mu (a stop holding api_mu joins it).
- *  - The signal handler touches only ptp_shared (see ptp_handler.h).
+ *  - The signal handler takes no lock. Of this file's state it reads only
+ *    ptp_shared (published in ptp_g_shared at start, unpublished and freed
+ *    after the handler grace at stop); besides, it reads the thread
+ *    entries, the unwind tables and the thread's label block, each
+ *    published by its own module (the full list: signal/ptp_handler.h).
  *
  * Dump cycle (ptprof_dump, periodic, final): set sh->dumping (the handler
  * now counts PTP_DROP_DUMPING), note the cut time, wait until no handler is
@@ -32,7 +36,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -44,16 +47,20 @@
 
 #include "ptprof.h"
 #include "prof/runtime/ptp_agg.h"
+#include "prof/runtime/ptp_grace.h"
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_handler.h"
 #include "prof/runtime/ptp_interpose.h"
 #include "prof/runtime/ptp_labels.h"
 #include "prof/runtime/ptp_perf.h"
+#include "prof/runtime/ptp_process.h"
 #include "prof/output/ptp_pprof.h"
-#include "prof/output/ptp_store.h"
+#include "prof/output/ptp_snapstore.h"
+#include "prof/output/ptp_strbuf.h"
 #include "prof/symbols/ptp_symbolize.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/runtime/ptprof_internal.h"
+#include "prof/ptp_alloc.h"
 
 #define RING_SLOTS 2048u
 #define POLL_MS 100
@@ -67,7 +74,7 @@ struct ptprof {
   int64_t interval_ns;
   char *dir;
   char *prefix;
-  char family[PTP_STORE_PREFIX_MAX + 1];   /* "" or opt->family_prefix */
+  char family[PTP_SNAPSTORE_PREFIX_MAX + 1];   /* "" or opt->family_prefix */
   int keep_total;
   ptprof_log_fn log;
   void *log_user_data;
@@ -84,7 +91,7 @@ struct ptprof {
   sem_t consumer_ready;
   _Atomic int consumer_stop;
   ptp_symbolizer *sym;
-  ptp_store *store;
+  ptp_snapstore *store;
   int err_latched;             /* an error was logged; cleared by a good dump */
   uint64_t flushed_at_cut;     /* threads with exit losses, at the last cut */
 
@@ -101,22 +108,51 @@ struct ptprof {
   _Atomic int64_t st_last_window, st_last_blind;
 };
 
-/* The started sampler of this process, if any (one at a time: the signal
- * handler and the thread registry are process-wide). */
-static _Atomic(ptprof *) g_running;
-static pthread_mutex_t g_sig_mu = PTHREAD_MUTEX_INITIALIZER;
-static int g_sig_installed;
+/* This file's process-wide state (runtime/ptp_process.h): the started
+ * sampler of this process, if any (one at a time: the signal handler and
+ * the thread registry are process-wide; in a forked child it is the
+ * parent's and ignored by pid), and the handler's installation. */
+static struct {
+  _Atomic(ptprof *) running;
+  pthread_mutex_t sig_mu;       /* guards sig_installed */
+  int sig_installed;            /* our SIGPROF handler is installed (it stays) */
+  _Atomic uint32_t starts;      /* starts so far: each start's magic differs */
+} proc = { .sig_mu = PTHREAD_MUTEX_INITIALIZER };
 
 static void logf_(ptprof *p, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void logf_(ptprof *p, int level, const char *fmt, ...) {
   if (!p->log) return;
-  char buf[512];
+  /* The whole line (a directory path may be long); only without memory
+   * for it, the first 511 bytes, marked as cut with "...". */
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
+  char one[512];
+  int n = vsnprintf(one, sizeof one, fmt, ap);
   va_end(ap);
-  p->log(level, buf, p->log_user_data);
+  if (n >= 0 && (size_t)n >= sizeof one) {
+    char *line = ptp_malloc((size_t)n + 1);
+    if (line) {
+      va_start(ap, fmt);
+      vsnprintf(line, (size_t)n + 1, fmt, ap);
+      va_end(ap);
+      p->log(level, line, p->log_user_data);
+      free(line);
+      return;
+    }
+    memcpy(one + sizeof one - 4, "...", 4);
+  }
+  p->log(level, one, p->log_user_data);
 }
+
+_Static_assert(PTP_DROP_RING_FULL == PTPROF_DROP_RING_FULL && PTP_DROP_DUMPING == PTPROF_DROP_DUMPING &&
+               PTP_DROP_NO_STACK == PTPROF_DROP_NO_STACK && PTP_DROP_REENTRANT == PTPROF_DROP_REENTRANT &&
+               PTP_DROP_THREAD_EXIT == PTPROF_DROP_THREAD_EXIT && PTP_DROP_KERNEL == PTPROF_DROP_KERNEL &&
+               PTP_DROP_UNDELIVERED == PTPROF_DROP_UNDELIVERED &&
+               PTP_DROP_NO_MEMORY == PTPROF_DROP_NO_MEMORY && PTP_DROP__COUNT == PTPROF_DROP_CAUSES,
+               "the public drop causes are the sampler's");
+_Static_assert(PTPROF_DROP_CAUSES <= PTPROF_DROPS_MAX, "ptprof_stats.drops holds every cause");
+
+const char *ptprof_drop_name(int cause) { return ptp_drop_name(cause); }
 
 const char *ptprof_strerror(int err) {
   switch (err) {
@@ -161,7 +197,7 @@ int ptprof_engine_from_name(const char *name) {
 
 static int valid_prefix(const char *s) {
   size_t n = strlen(s);
-  return n >= 1 && n <= PTP_STORE_PREFIX_MAX && !strchr(s, '/') && s[0] != '.';
+  return n >= 1 && n <= PTP_SNAPSTORE_PREFIX_MAX && !strchr(s, '/') && s[0] != '.';
 }
 
 int ptprof_new(ptprof **out, const ptprof_options *opt) {
@@ -179,9 +215,9 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
                               strncmp(prefix, opt->family_prefix, strlen(opt->family_prefix)))))
     return -EINVAL;
   ptp_interpose_link();
-  int rc = ptp_threads_init();
+  int rc = ptp_process_init();
   if (rc) return rc;
-  ptprof *p = calloc(1, sizeof *p);
+  ptprof *p = ptp_calloc(1, sizeof *p);
   if (!p) return -ENOMEM;
   p->hz = hz;
   p->period_ns = 1000000000LL / hz;
@@ -195,13 +231,13 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   p->engine_opt = opt->engine;
   p->wake_rd = p->wake_wr = -1;
   rc = -ENOMEM;
-  p->prefix = strdup(prefix);
+  p->prefix = ptp_strdup(prefix);
   if (!p->prefix) goto fail_p;
-  if (opt->dir && !(p->dir = strdup(opt->dir))) goto fail_prefix;
+  if (opt->dir && !(p->dir = ptp_strdup(opt->dir))) goto fail_prefix;
   if ((rc = ptp_agg_new(&p->agg)) < 0) goto fail_dir;
   if ((rc = ptp_agg_new(&p->agg_spare)) < 0) goto fail_agg;
-  if (p->dir && (rc = ptp_store_new(&p->store, p->dir, p->prefix, p->keep)) < 0) goto fail_spare;
-  if (p->store && p->family[0]) ptp_store_set_family(p->store, p->family, p->keep_total);
+  if (p->dir && (rc = ptp_snapstore_new(&p->store, p->dir, p->prefix, p->keep)) < 0) goto fail_spare;
+  if (p->store && p->family[0]) ptp_snapstore_set_family(p->store, p->family, p->keep_total);
   if (sem_init(&p->consumer_ready, 0, 0) != 0) { rc = -errno; goto fail_store; }
   pthread_mutex_init(&p->api_mu, NULL);
   pthread_mutex_init(&p->agg_mu, NULL);
@@ -209,7 +245,7 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   return 0;
 
 fail_store:
-  ptp_store_del(p->store);
+  ptp_snapstore_del(p->store);
 fail_spare:
   ptp_agg_del(p->agg_spare);
 fail_agg:
@@ -226,9 +262,9 @@ fail_p:
 /* ---- handler installation ---------------------------------------------- */
 
 static int install_handler(void) {
-  pthread_mutex_lock(&g_sig_mu);
+  pthread_mutex_lock(&proc.sig_mu);
   int rc = 0;
-  if (!g_sig_installed) {
+  if (!proc.sig_installed) {
     struct sigaction old, sa;
     if (sigaction(SIGPROF, NULL, &old) != 0) {
       rc = -errno;
@@ -241,25 +277,11 @@ static int install_handler(void) {
       sa.sa_flags = SA_SIGINFO | SA_RESTART;
       sigemptyset(&sa.sa_mask);
       if (sigaction(SIGPROF, &sa, NULL) != 0) rc = -errno;
-      else g_sig_installed = 1;
+      else proc.sig_installed = 1;
     }
   }
-  pthread_mutex_unlock(&g_sig_mu);
+  pthread_mutex_unlock(&proc.sig_mu);
   return rc;
-}
-
-/* ---- grace ------------------------------------------------------------ */
-
-/* Waits until no handler is inside (see ptp_handler.h). With limit_ms > 0
- * gives up after that long and returns -ETIMEDOUT. */
-static int wait_no_handler(int limit_ms) {
-  int64_t end = ptp_now_mono() + (int64_t)limit_ms * 1000000;
-  for (int i = 0; atomic_load(&ptp_g_inside) != 0; i++) {
-    if (limit_ms > 0 && ptp_now_mono() > end) return -ETIMEDOUT;
-    if (i < 100) sched_yield();
-    else nanosleep(&(struct timespec){ 0, 100000 }, NULL);
-  }
-  return 0;
 }
 
 /* ---- consumer side ----------------------------------------------------- */
@@ -282,13 +304,14 @@ static size_t drain_locked(ptprof *p) {
          * own "[lost: thread exit]" pseudo-frame, and counted as a drop. */
         uintptr_t cause = s->frames[0] < PTP_DROP__COUNT ? s->frames[0] : PTP_DROP_THREAD_EXIT;
         if (ptp_agg_add(p->agg, s->tid, PTP_SAMPLE_LOST, NULL, &cause, 1, s->weight) < 0)
-          atomic_fetch_add(&sh->drops[PTP_DROP_RING_FULL], s->weight);
+          atomic_fetch_add(&sh->drops[PTP_DROP_NO_MEMORY], s->weight);
         else
           atomic_fetch_add(&sh->drops[cause], s->weight);
       } else if (ptp_agg_add(p->agg, s->tid, s->flags, &s->labels, s->frames, s->nframes,
                              s->weight) < 0) {
-        /* Out of memory for a new stack: no room to record it. */
-        atomic_fetch_add(&sh->drops[PTP_DROP_RING_FULL], s->weight);
+        /* Out of memory for a new stack: taken, but not recorded. Its own
+         * cause: the ring was not full. */
+        atomic_fetch_add(&sh->drops[PTP_DROP_NO_MEMORY], s->weight);
       } else {
         atomic_fetch_add_explicit(&p->st_samples, s->weight, memory_order_relaxed);
         atomic_fetch_add_explicit(&p->st_signals, 1, memory_order_relaxed);
@@ -387,159 +410,231 @@ static void *consumer_main(void *arg) {
 
 /* ---- dump ------------------------------------------------------------- */
 
-/* The dump cycle (see the top of the file). api_mu held; p->running. */
-static int do_dump(ptprof *p, char *path_out, size_t cap) {
-  if (path_out && cap) path_out[0] = 0;
-  if (!p->store) return -EDESTADDRREQ;             /* the window keeps running */
+/* One dump's state, from the cut to the write; each step below fills its
+ * part, dump_free releases what they made. */
+typedef struct dump {
+  ptp_agg *full;                  /* the closed window's aggregation */
+  int64_t cut_mono;
+  uint64_t label_epoch;           /* label names kept until encoded */
+  uint64_t no_cpu;                /* perf expirations ignored in this window */
+  ptp_window w;
+  char *comments[2];              /* the sampler's own comment lines (owned) */
+  const char *comment_ptrs[2];
+  ptp_sample *samples;
+  uint32_t *tids;
+  ptp_thread *threads;
+  ptp_labels_res *lres;
+  uint8_t *buf;                   /* the encoded snapshot */
+  size_t len;
+} dump;
+
+/* Step 1, the cut: the handler now counts PTP_DROP_DUMPING; wait until no
+ * handler is inside (50 ms at most: a late sample is filtered by its time
+ * stamp), drain the ring into the window and swap in the empty spare.
+ * Cannot fail. */
+static void dump_cut(ptprof *p, dump *d) {
   ptp_shared *sh = p->sh;
   atomic_store(&sh->dumping, 1);
-  int64_t cut_mono = ptp_now_mono();
-  uint64_t label_epoch = ptp_labels_cut();        /* label names kept until encoded */
-  wait_no_handler(50);                            /* late samples are filtered later */
+  d->cut_mono = ptp_now_mono();
+  d->label_epoch = ptp_labels_cut();
+  ptp_grace_wait(50);
 
   pthread_mutex_lock(&p->agg_mu);
   drain_locked(p);
-  ptp_agg *full = p->agg;
+  d->full = p->agg;
   p->agg = p->agg_spare;
-  p->agg_spare = full;
+  p->agg_spare = d->full;
   int64_t start_real = p->win_start_real, start_mono = p->win_start_mono, blind = p->blind_ns;
   pthread_mutex_unlock(&p->agg_mu);
 
-  ptp_window w;
-  memset(&w, 0, sizeof w);
-  w.start_ns = start_real;
-  w.duration_ns = cut_mono - start_mono;
-  w.period_ns = p->period_ns;
-  w.hz = p->hz;
-  w.blind_ns = blind;
-  int agg_rc = 0;
+  d->w.start_ns = start_real;
+  d->w.duration_ns = d->cut_mono - start_mono;
+  d->w.period_ns = p->period_ns;
+  d->w.hz = p->hz;
+  d->w.blind_ns = blind;
+}
+
+/* Step 2, drop accounting: the perf engine's unsignalled periods of live
+ * threads (CPU we know of, stack unknown), then every cause's counter of
+ * the window into w.drops and the cumulative stats, and the CPU of each
+ * drop under its cause's pseudo-frame (thread-exit and unsignalled losses
+ * already are, per thread). Returns 0 or -ENOMEM (the counters are taken
+ * anyway: the window is lost, its drops are still counted; periods that
+ * found no room in the aggregation count as PTP_DROP_NO_MEMORY). */
+static int dump_drops(ptprof *p, dump *d) {
+  ptp_shared *sh = p->sh;
+  int rc = 0;
   if (atomic_load(&p->engine) == PTP_ENGINE_PERF) {
-    /* Periods the threads' CPU time completed that were never signalled
-     * (kernel mode under exclude_kernel): CPU we know of, stack unknown. */
     enum { UCAP = 1024 };
-    ptp_unsignalled *u = malloc(UCAP * sizeof *u);
+    ptp_unsignalled *u = ptp_malloc(UCAP * sizeof *u);
+    /* Without memory for the list the periods stay owed (not marked
+     * accounted) and are counted at the next dump: nothing is lost. */
     size_t nu = u ? ptp_threads_collect_unsignalled(u, UCAP) : 0;
-    for (size_t k = 0; k < nu && agg_rc == 0; k++) {
+    for (size_t k = 0; k < nu; k++) {
       uintptr_t cause = (uintptr_t)u[k].cause;
-      agg_rc = ptp_agg_add(full, u[k].tid, PTP_SAMPLE_LOST, NULL, &cause, 1, u[k].count);
-      if (agg_rc == 0) atomic_fetch_add(&sh->drops[u[k].cause], u[k].count);
+      int r = rc ? rc : ptp_agg_add(d->full, u[k].tid, PTP_SAMPLE_LOST, NULL, &cause, 1, u[k].count);
+      atomic_fetch_add(&sh->drops[r ? PTP_DROP_NO_MEMORY : u[k].cause], u[k].count);
+      if (r) rc = r;
     }
     free(u);
   }
   for (int i = 0; i < PTP_DROP__COUNT; i++) {
-    w.drops[i] = atomic_exchange(&sh->drops[i], 0);
-    atomic_fetch_add(&p->st_drops[i], w.drops[i]);
-    /* The CPU of every drop shows in the profile under its cause's
-     * pseudo-frame (thread-exit losses already are, per thread). */
+    d->w.drops[i] = atomic_exchange(&sh->drops[i], 0);
+    atomic_fetch_add(&p->st_drops[i], d->w.drops[i]);
     uintptr_t cause = (uintptr_t)i;
     if (i != PTP_DROP_THREAD_EXIT && i != PTP_DROP_KERNEL && i != PTP_DROP_UNDELIVERED &&
-        w.drops[i] && agg_rc == 0)
-      agg_rc = ptp_agg_add(full, 0, PTP_SAMPLE_LOST, NULL, &cause, 1, w.drops[i]);
+        d->w.drops[i] && rc == 0)
+      rc = ptp_agg_add(d->full, 0, PTP_SAMPLE_LOST, NULL, &cause, 1, d->w.drops[i]);
   }
-  uint64_t no_cpu = atomic_exchange(&sh->no_cpu, 0);
-  atomic_fetch_add(&p->st_no_cpu, no_cpu);
+  d->no_cpu = atomic_exchange(&sh->no_cpu, 0);
+  atomic_fetch_add(&p->st_no_cpu, d->no_cpu);
+  return rc;
+}
+
+/* Step 3, the sampler's comment lines: the engine (and why, when AUTO fell
+ * back), exit losses, ignored expirations; the unwind tables' state. Built
+ * whole (ptp_strbuf: no line is cut short). Returns 0 or -ENOMEM. */
+static int dump_comments(ptprof *p, dump *d) {
   ptp_threads_stats ts;
   ptp_threads_get_stats(&ts);
-  char c0[640];
   int engine = atomic_load(&p->engine);
-  char why[96] = "";
+  ptp_strbuf b = {0};
+  ptp_strbuf_printf(&b, "sampler engine: %s, %d Hz",
+                    engine != PTP_ENGINE_PERF ? "POSIX CPU-time timer per thread"
+                    : ptp_perf_excludes_kernel() ? "perf_event task-clock per thread (user mode "
+                                                   "only: perf_event_paranoid > 1)"
+                                                 : "perf_event task-clock per thread",
+                    p->hz);
   if (p->engine_why)
-    snprintf(why, sizeof why, " (perf_event unavailable: %s)", strerror(-p->engine_why));
-  char fb[96] = "";
+    ptp_strbuf_printf(&b, " (perf_event unavailable: %s)", strerror(-p->engine_why));
   if (engine == PTP_ENGINE_PERF && ts.perf_fallbacks)
-    snprintf(fb, sizeof fb, " (%llu threads on CPU-time timers: out of fds)",
-             (unsigned long long)ts.perf_fallbacks);
+    ptp_strbuf_printf(&b, " (%llu threads on CPU-time timers: out of fds)",
+                      (unsigned long long)ts.perf_fallbacks);
+  ptp_strbuf_printf(&b, "; %llu exiting threads had expirations due but not delivered (under "
+                    "[lost: thread exit] or [lost: kernel mode])",
+                    (unsigned long long)(ts.flushed - p->flushed_at_cut));
   /* Expirations of the event's clock that the thread's CPU clock did not
    * back (a VM's steal time): said, since a reader comparing the profile
    * with the event's own count would otherwise find them missing. */
-  char nc[160] = "";
   if (engine == PTP_ENGINE_PERF)
-    snprintf(nc, sizeof nc,
-             "; %llu expirations ignored with no thread CPU behind them (the event's clock ran "
-             "while the thread's CPU clock did not: steal time)",
-             (unsigned long long)no_cpu);
-  snprintf(c0, sizeof c0,
-           "sampler engine: %s, %d Hz%s%s; %llu exiting threads had expirations due but not "
-           "delivered (under [lost: thread exit] or [lost: kernel mode])%s",
-           engine != PTP_ENGINE_PERF ? "POSIX CPU-time timer per thread"
-           : ptp_perf_excludes_kernel() ? "perf_event task-clock per thread (user mode only: "
-                                          "perf_event_paranoid > 1)"
-                                        : "perf_event task-clock per thread",
-           p->hz, why, fb, (unsigned long long)(ts.flushed - p->flushed_at_cut), nc);
+    ptp_strbuf_printf(&b, "; %llu expirations ignored with no thread CPU behind them (the "
+                      "event's clock ran while the thread's CPU clock did not: steal time)",
+                      (unsigned long long)d->no_cpu);
   p->flushed_at_cut = ts.flushed;
+  int rc;
+  if (!(d->comments[0] = ptp_strbuf_take(&b, &rc))) return rc;
   /* How the unwind tables stand: a library whose table was refused by the
    * memory cap keeps its samples truncated, and this line says so. */
   ptp_cfi_info ci;
   ptp_cfi_get_info(&ci);
-  char c1[384];
-  snprintf(c1, sizeof c1,
-           "unwind tables: %zu objects walked with CFI, %zu tables built for non-system objects "
-           "(%zu KiB of %zu KiB cap, %.1f ms CPU for all tables, %llu read from the table "
-           "cache), %zu pending, %zu failed (%llu refused by the cap); without CFI: %zu walked "
-           "with frame pointers, %zu not walked",
-           ci.nlibs, ci.lazy_ready, ci.lazy_bytes >> 10, ci.lazy_cap >> 10,
-           (double)ci.build_ns / 1e6, ci.cache_hits, ci.lazy_wanted, ci.lazy_failed,
-           ci.lazy_refused, ci.nfp, ci.nnocfi);
-  const char *comments[2] = { c0, c1 };
-  w.comments = comments;
-  w.ncomments = 2;
+  ptp_strbuf_printf(&b,
+                    "unwind tables: %zu objects walked with CFI, %zu tables built for non-system "
+                    "objects (%zu KiB of %zu KiB cap, %.1f ms CPU for all tables, %llu read from "
+                    "the table cache), %zu pending, %zu failed (%llu refused by the cap); without "
+                    "CFI: %zu walked with frame pointers, %zu not walked",
+                    ci.nlibs, ci.lazy_ready, ci.lazy_bytes >> 10, ci.lazy_cap >> 10,
+                    (double)ci.build_ns / 1e6, ci.cache_hits, ci.lazy_wanted, ci.lazy_failed,
+                    ci.lazy_refused, ci.nfp, ci.nnocfi);
+  if (!(d->comments[1] = ptp_strbuf_take(&b, &rc))) return rc;
+  d->comment_ptrs[0] = d->comments[0];
+  d->comment_ptrs[1] = d->comments[1];
+  d->w.comments = d->comment_ptrs;
+  d->w.ncomments = 2;
+  return 0;
+}
 
-  ptp_sample *samples = NULL;
-  ptp_thread *threads = NULL;
-  uint32_t *tids = NULL;
+/* Step 4, what the window's samples say beyond their stacks: the distinct
+ * entries, their labels' names, the threads' names. Returns 0 or
+ * -ENOMEM. */
+static int dump_resolve(dump *d) {
   size_t nsamples = 0, ntids = 0;
-  uint8_t *buf = NULL;
-  size_t len = 0;
-  ptp_labels_res *lres = NULL;
-  int rc = agg_rc ? agg_rc : ptp_agg_samples(full, &samples, &nsamples);
-  if (rc == 0) rc = ptp_labels_resolve(samples, nsamples, &lres);
-  if (rc == 0) rc = ptp_agg_tids(full, &tids, &ntids);
-  if (rc == 0 && ntids && !(threads = calloc(ntids, sizeof *threads))) rc = -ENOMEM;
-  if (rc == 0) {
-    for (size_t i = 0; i < ntids; i++) {
-      threads[i].tid = tids[i];
-      ptp_threads_name(tids[i], threads[i].name);
-    }
-    w.samples = samples;
-    w.nsamples = nsamples;
-    w.threads = threads;
-    w.nthreads = ntids;
-    if (p->hook) p->hook(&w, p->hook_ctx);
-    if (!p->sym) rc = ptp_symbolizer_new(&p->sym);
-    else rc = ptp_symbolizer_refresh(p->sym);   /* cheap unless dlopen/dlclose */
+  int rc = ptp_agg_samples(d->full, &d->samples, &nsamples);
+  if (rc == 0) rc = ptp_labels_resolve(d->samples, nsamples, &d->lres);
+  if (rc == 0) rc = ptp_agg_tids(d->full, &d->tids, &ntids);
+  if (rc == 0 && ntids && !(d->threads = ptp_calloc(ntids, sizeof *d->threads))) rc = -ENOMEM;
+  if (rc) return rc;
+  for (size_t i = 0; i < ntids; i++) {
+    d->threads[i].tid = d->tids[i];
+    ptp_threads_name(d->tids[i], d->threads[i].name);
   }
-  if (rc == 0) rc = ptp_pprof_encode(&w, p->sym, &buf, &len);
-  if (rc == 0) rc = ptp_store_write(p->store, buf, len, path_out, cap);
-  free(buf);
-  ptp_labels_res_free(lres);
-  ptp_labels_release(label_epoch);
-  free(samples);
-  free(threads);
-  free(tids);
-  ptp_agg_reset(full);
+  d->w.samples = d->samples;
+  d->w.nsamples = nsamples;
+  d->w.threads = d->threads;
+  d->w.nthreads = ntids;
+  return 0;
+}
 
+/* Step 5, encoding and writing: the symbolizer follows dlopen/dlclose (it
+ * is made at the first dump), the window is encoded and written whole by
+ * the snapshot store (nothing partial is ever visible). Returns 0 or the
+ * symbolizer's, encoder's or store's error. */
+static int dump_write(ptprof *p, dump *d, char *path_out, size_t cap) {
+  if (p->hook) p->hook(&d->w, p->hook_ctx);
+  int rc = !p->sym ? ptp_symbolizer_new(&p->sym) : ptp_symbolizer_refresh(p->sym);
+  if (rc == 0) rc = ptp_pprof_encode(&d->w, p->sym, &d->buf, &d->len);
+  if (rc == 0) rc = ptp_snapstore_write(p->store, d->buf, d->len, path_out, cap);
+  return rc;
+}
+
+static void dump_free(dump *d) {
+  free(d->buf);
+  ptp_labels_res_free(d->lres);
+  ptp_labels_release(d->label_epoch);
+  free(d->samples);
+  free(d->threads);
+  free(d->tids);
+  free(d->comments[0]);
+  free(d->comments[1]);
+  ptp_agg_reset(d->full);
+}
+
+/* Step 6, the outcome: counted; the first failure after a success is
+ * logged with its cause (and the return to success after it). */
+static void dump_latch(ptprof *p, const dump *d, int rc) {
   if (rc == 0) {
     atomic_fetch_add(&p->st_dumps, 1);
     if (p->err_latched)
-      logf_(p, PTPROF_LOG_INFO, "ptprof: snapshots are written again (%s)", ptp_store_dir(p->store));
+      logf_(p, PTPROF_LOG_INFO, "ptprof: snapshots are written again (%s)", ptp_snapstore_dir(p->store));
     p->err_latched = 0;
   } else {
     atomic_fetch_add(&p->st_dump_errors, 1);
     if (!p->err_latched)
       logf_(p, PTPROF_LOG_ERROR, "ptprof: snapshot not written to %s: %s (%d); the window is lost, "
-            "older snapshots stay, sampling continues", ptp_store_dir(p->store), ptprof_strerror(rc), rc);
+            "older snapshots stay, sampling continues", ptp_snapstore_dir(p->store),
+            ptprof_strerror(rc), rc);
     p->err_latched = 1;
   }
-  atomic_store(&p->st_last_window, w.duration_ns);
+  atomic_store(&p->st_last_window, d->w.duration_ns);
+}
 
-  /* The next window starts when sampling resumes. */
+/* Step 7: the next window starts when sampling resumes. */
+static void dump_resume(ptprof *p, const dump *d) {
   pthread_mutex_lock(&p->agg_mu);
   p->win_start_mono = ptp_now_mono();
   p->win_start_real = ptp_now_real();
-  p->blind_ns = p->win_start_mono - cut_mono;
+  p->blind_ns = p->win_start_mono - d->cut_mono;
   atomic_store(&p->st_last_blind, p->blind_ns);
   pthread_mutex_unlock(&p->agg_mu);
-  atomic_store(&sh->dumping, 0);
+  atomic_store(&p->sh->dumping, 0);
+}
+
+/* The dump cycle (see the top of the file): the steps above in order; the
+ * first error ends the work on this window (it is lost), every later step
+ * that keeps the sampler consistent still runs. api_mu held; p->running. */
+static int do_dump(ptprof *p, char *path_out, size_t cap) {
+  if (path_out && cap) path_out[0] = 0;
+  if (!p->store) return -EDESTADDRREQ;             /* the window keeps running */
+  dump d;
+  memset(&d, 0, sizeof d);
+  dump_cut(p, &d);
+  int rc = dump_drops(p, &d);
+  int crc = dump_comments(p, &d);                  /* also keeps flushed_at_cut current */
+  if (rc == 0) rc = crc;
+  if (rc == 0) rc = dump_resolve(&d);
+  if (rc == 0) rc = dump_write(p, &d, path_out, cap);
+  dump_free(&d);
+  dump_latch(p, &d, rc);
+  dump_resume(p, &d);
   /* snapshot on disk, sampling resumed: the debug-file copies it asked for */
   if (rc == 0) (void)ptp_symbolizer_make_debug_copies(p->sym);
   return rc;
@@ -554,10 +649,10 @@ static void free_shared(ptp_shared *sh) {
 }
 
 static int new_shared(ptp_shared **out, int wake_fd) {
-  ptp_shared *sh = calloc(1, sizeof *sh);
+  ptp_shared *sh = ptp_calloc(1, sizeof *sh);
   if (!sh) return -ENOMEM;
   /* zero-filled is the ring's initial state (ptp_ring.h): left untouched */
-  sh->ring.slots = calloc(RING_SLOTS, sizeof *sh->ring.slots);
+  sh->ring.slots = ptp_calloc(RING_SLOTS, sizeof *sh->ring.slots);
   if (!sh->ring.slots) {
     free(sh);
     return -ENOMEM;
@@ -567,9 +662,8 @@ static int new_shared(ptp_shared **out, int wake_fd) {
   sh->wake_fd = wake_fd;
   sh->wake_fill = RING_SLOTS / 4;
   /* magic: any nonzero value that differs between starts */
-  static _Atomic uint32_t counter;
   uint64_t x = (uint64_t)ptp_now_mono() ^ ((uint64_t)getpid() << 20) ^
-               ((uint64_t)atomic_fetch_add(&counter, 1) << 40);
+               ((uint64_t)atomic_fetch_add(&proc.starts, 1) << 40);
   x = (x ^ (x >> 31)) * 0x9e3779b97f4a7c15ULL;
   sh->magic = (uint32_t)(x >> 32) | 1u;
   *out = sh;
@@ -584,9 +678,9 @@ int ptprof_start(ptprof *p) {
   if (p->running) { rc = -EALREADY; goto out; }
   /* A sampler "running" that a parent process started is only a copy in a
    * forked child (no timers, no thread): it does not count. */
-  ptprof *expected = atomic_load(&g_running);
+  ptprof *expected = atomic_load(&proc.running);
   if ((expected && expected->pid == getpid()) ||
-      !atomic_compare_exchange_strong(&g_running, &expected, p)) {
+      !atomic_compare_exchange_strong(&proc.running, &expected, p)) {
     rc = -EBUSY;
     goto out;
   }
@@ -637,7 +731,7 @@ fail_consumer:
   atomic_store(&p->consumer_stop, 1);
   { char c = 1; ssize_t w = write(p->wake_wr, &c, 1); (void)w; }
   pthread_join(p->consumer, NULL);
-  wait_no_handler(0);
+  ptp_grace_wait(0);
 fail_shared:
   free_shared(p->sh);
   p->sh = NULL;
@@ -646,7 +740,7 @@ fail_pipe:
   close(p->wake_wr);
   p->wake_rd = p->wake_wr = -1;
 fail_global:
-  atomic_store(&g_running, NULL);
+  atomic_store(&proc.running, NULL);
 out:
   pthread_mutex_unlock(&p->api_mu);
   return rc;
@@ -667,14 +761,14 @@ int ptprof_set_dir(ptprof *p, const char *dir) {
   if (p->pid != getpid()) return PTPROF_E_FORKED;
   pthread_mutex_lock(&p->api_mu);
   int rc;
-  char *copy = strdup(dir);
+  char *copy = ptp_strdup(dir);
   if (!copy) {
     rc = -ENOMEM;
   } else if (p->store) {
-    rc = ptp_store_set_dir(p->store, dir);
+    rc = ptp_snapstore_set_dir(p->store, dir);
   } else {
-    rc = ptp_store_new(&p->store, dir, p->prefix, p->keep);
-    if (rc == 0 && p->family[0]) ptp_store_set_family(p->store, p->family, p->keep_total);
+    rc = ptp_snapstore_new(&p->store, dir, p->prefix, p->keep);
+    if (rc == 0 && p->family[0]) ptp_snapstore_set_family(p->store, p->family, p->keep_total);
   }
   if (rc == 0) {
     free(p->dir);
@@ -696,7 +790,7 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   int rc = 0;
   if (final_dump) rc = do_dump(p, path_out, cap);
   atomic_store(&ptp_g_shared, NULL);
-  wait_no_handler(0);
+  ptp_grace_wait(0);
   ptp_labels_release(UINT64_MAX);   /* no sample left to name */
   for (int i = 0; i < PTP_DROP__COUNT; i++)
     atomic_fetch_add(&p->st_drops[i], atomic_load(&p->sh->drops[i]));
@@ -707,7 +801,7 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   close(p->wake_wr);
   p->wake_rd = p->wake_wr = -1;
   p->running = 0;
-  atomic_store(&g_running, NULL);
+  atomic_store(&proc.running, NULL);
   return rc;
 }
 
@@ -740,7 +834,7 @@ void ptprof_del(ptprof *p) {
   if (p->running) stop_locked(p, 0, NULL, 0);
   pthread_mutex_unlock(&p->api_mu);
   ptp_symbolizer_del(p->sym);
-  ptp_store_del(p->store);
+  ptp_snapstore_del(p->store);
   ptp_agg_del(p->agg);
   ptp_agg_del(p->agg_spare);
   sem_destroy(&p->consumer_ready);
@@ -762,8 +856,8 @@ void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
    * it under us. */
   atomic_fetch_add(&ptp_g_inside, 1);
   ptp_shared *sh = q->pid == getpid() ? atomic_load(&ptp_g_shared) : NULL;
-  int mine = sh && atomic_load(&g_running) == q;
-  for (int i = 0; i < PTP_DROP__COUNT && i < 4; i++) {
+  int mine = sh && atomic_load(&proc.running) == q;
+  for (int i = 0; i < PTP_DROP__COUNT; i++) {
     out->drops[i] = atomic_load(&q->st_drops[i]);
     if (mine) out->drops[i] += atomic_load(&sh->drops[i]);
   }

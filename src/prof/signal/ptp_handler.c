@@ -22,7 +22,7 @@
  *  - Perf engine: weight 1 (the event's hrtimer fires at each period of
  *    the thread's CPU time, one signal each); the signal was sent to the
  *    thread that owns the event (F_OWNER_TID), so the tid is our own. The
- *    first period of each event is random (see ptp_threads.c); at its first
+ *    first period of each event is random (see runtime/ptp_engine.c); at its first
  *    signal the handler sets the regular period (PERF_EVENT_IOC_PERIOD).
  *    An expiration with no CPU time of the thread behind it (the event's
  *    clock ran on while the host took the virtual CPU: steal time) records
@@ -37,16 +37,16 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "prof/signal/ptp_expiry.h"
 #include "prof/signal/ptp_handler.h"
 #include "prof/signal/ptp_label_set.h"
-#include "prof/runtime/ptp_perf.h"
-#include "prof/runtime/ptp_threads.h"
+#include "prof/signal/ptp_thread_sig.h"
 
 /* Which thread this signal samples, or 0 when it records nothing: not
  * ours, or a perf expiration with no CPU of the thread behind it (counted
  * in sh->no_cpu; see ptp_perf_expiry_backed). */
 static uint32_t signal_tid(ptp_shared *sh, const siginfo_t *si, uint32_t *weight,
-                           ptp_thread_rec **rec_out) {
+                           ptp_thread_sig **rec_out) {
   *rec_out = NULL;
   /* Both kinds are accepted whatever the engine: under the perf engine a
    * thread whose event could not be opened (EMFILE) falls back to a timer. */
@@ -54,12 +54,12 @@ static uint32_t signal_tid(ptp_shared *sh, const siginfo_t *si, uint32_t *weight
     uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
     if ((uint32_t)(v >> 32) != sh->magic) return 0;   /* a stale or foreign timer */
     *weight = 1u + (si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0u);
-    *rec_out = ptp_threads_lookup((uint32_t)v);
+    *rec_out = ptp_thread_sig_lookup((uint32_t)v);
     return (uint32_t)v;
   }
   if (si->si_code != POLL_IN && si->si_code != POLL_HUP) return 0;
   uint32_t tid = (uint32_t)gettid();
-  ptp_thread_rec *rec = ptp_threads_lookup(tid);
+  ptp_thread_sig *rec = ptp_thread_sig_lookup(tid);
   /* Only this thread's own event: a signal of a closed event (its fd
    * already reset to -1) or anyone else's F_SETSIG is ignored. */
   int fd = rec ? atomic_load_explicit(&rec->perf_fd, memory_order_acquire) : -1;
@@ -70,7 +70,8 @@ static uint32_t signal_tid(ptp_shared *sh, const siginfo_t *si, uint32_t *weight
   }
   /* This thread's own CPU clock (clock_gettime is async-signal-safe; for a
    * CPU-time clock it is a system call, once per sample). armed_cpu_ns and
-   * first_ns were written before perf_fd was published (acquire above). */
+   * first_ns were written before perf_fd was published (acquire above:
+   * ptp_thread_sig.h, rule 4). */
   struct timespec ts;
   int64_t now = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
                     ? (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec : -1;
@@ -91,7 +92,7 @@ void ptp_handler(int sig, siginfo_t *si, void *ucv) {
   ptp_shared *sh = atomic_load(&ptp_g_shared);
   if (!sh || !si) goto out;
   uint32_t weight = 1;
-  ptp_thread_rec *rec;
+  ptp_thread_sig *rec;
   uint32_t tid = signal_tid(sh, si, &weight, &rec);
   if (!tid) goto out;
 

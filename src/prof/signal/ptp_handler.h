@@ -1,9 +1,23 @@
 /*
  * ptp_handler.h - the SIGPROF handler.
  *
- * The state it shares with the rest of the sampler (ptp_g_shared,
- * ptp_g_inside, the ring) is declared in ptp_producer.h; the current
- * unwind-table set it reads (ptp_g_cfi) in ptp_cfi.h, which owns it.
+ * What it reads, all defined in signal/ and published by the code named
+ * (each rule written once, at the declaration):
+ *  - ptp_g_shared, ptp_g_inside (ptp_producer.h): the running sampler's
+ *    ring, counters and flags, published by runtime/ptprof.c; the grace
+ *    counter every replacer waits on (runtime/ptp_grace.h);
+ *  - ptp_g_thread_sigs, ptp_g_tidmap (ptp_thread_sig.h): the calling
+ *    thread's stack bounds and perf event, published by the registry and
+ *    the engines (runtime/ptp_threads.c, runtime/ptp_engine.c) under the
+ *    publication rule written there;
+ *  - ptp_g_cfi (ptp_unwind.h): the unwind tables, published by
+ *    unwind/ptp_cfi.c;
+ *  - ptp_t_labels (ptp_label_set.h): the calling thread's own labels,
+ *    written by that thread;
+ *  - the interrupted context (ucontext) and the interrupted thread's stack,
+ *    read within its bounds.
+ * It calls only the functions of signal/ and async-signal-safe system
+ * calls: tests/build/signal_safety_test.sh checks the objects.
  */
 #ifndef PTP_HANDLER_H
 #define PTP_HANDLER_H
@@ -12,7 +26,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/signal/ptp_ring.h"
 #include "prof/signal/ptp_unwind.h"

@@ -44,7 +44,7 @@ typedef struct ptp_label_set {
   uint64_t outer[PTP_POLL_NEST_MAX];        /* the task current at each level's begin */
 } ptp_label_set;
 
-/* Defined in ptp_labels.c. */
+/* Defined in ptp_label_set.c. */
 extern __thread ptp_label_set ptp_t_labels __attribute__((tls_model("initial-exec")));
 
 /* The handler's copy (async-signal-safe). */

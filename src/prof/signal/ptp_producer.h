@@ -1,20 +1,20 @@
 /*
  * ptp_producer.h - the producer side of the sample ring and the clocks,
- * shared by the signal handler (ptp_handler.c) and the thread registry's
- * exit accounting (ptp_threads.c). Its own unit so that neither of those two
+ * shared by the signal handler (ptp_handler.c) and the exit accounting
+ * (runtime/ptp_exitacct.c). Its own unit so that neither of those two
  * calls the other (both call down into this one).
  *
- * Everything the handler reads is reached through process-wide atomic
- * globals:
+ * Defined here, of what the handler reads (the whole list, and who
+ * publishes what, is ptp_handler.h's):
  *   ptp_g_shared  the running sampler's ring, drop counters and flags
  *                 (NULL while none runs: the handler then returns at once);
- *                 defined in ptp_producer.c;
- *   ptp_g_inside  how many handlers (and exit accountings) are between their
- *                 entry and exit right now. Whoever replaces or frees
- *                 something the handler may read first unpublishes it, then
- *                 waits until it sees ptp_g_inside == 0 (all seq_cst);
- *                 defined in ptp_producer.c;
- *   ptp_g_cfi     the unwind-table set (ptp_cfi.h).
+ *                 published by runtime/ptprof.c;
+ *   ptp_g_inside  how many handlers (and other users of ptp_g_shared: exit
+ *                 accountings, stats readers) are between their entry and
+ *                 exit right now. Whoever replaces or frees something the
+ *                 handler may read first unpublishes it, then waits until
+ *                 it sees ptp_g_inside == 0 (all seq_cst): the handler
+ *                 grace, runtime/ptp_grace.h.
  *
  * SIGNAL-SAFETY: every function declared here is async-signal-safe (atomics,
  * vDSO clock_gettime, write(2) on a non-blocking pipe) and may also be

@@ -14,6 +14,8 @@
 #include "prof/signal/ptp_unwind.h"
 #include "prof/output/ptp_window.h"
 
+_Atomic(const ptp_cfi_set *) ptp_g_cfi;
+
 #if defined(__SANITIZE_ADDRESS__)
 #define PTP_NO_ASAN __attribute__((no_sanitize_address))
 #else

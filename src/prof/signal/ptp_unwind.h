@@ -117,6 +117,15 @@ typedef struct ptp_cfi_set {
   size_t nlibs;
 } ptp_cfi_set;
 
+/* The current unwind-table set, read by the handler, which may CAS a
+ * slot's state NONE -> WANTED in it and nothing else. Defined in
+ * ptp_unwind.c; written only by unwind/ptp_cfi.c (ptp_cfi_refresh), which
+ * builds a set whole before it stores it here (release) and frees a
+ * replaced one only after the handler grace (runtime/ptp_grace.h). NULL
+ * until the first refresh (ptprof_start makes one before it arms any
+ * thread). */
+extern _Atomic(const ptp_cfi_set *) ptp_g_cfi;
+
 /* The interrupted thread's registers. */
 typedef struct ptp_regs {
   uintptr_t pc, sp, fp;

@@ -3,6 +3,7 @@
  * Invariant of the walk: p <= end; every read first checks end - p.
  */
 #include "prof/symbols/ptp_aranges.h"
+#include "prof/ptp_alloc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@ int ptp_aranges_parse(const void *sec, size_t len, uint64_t info_size, ptp_arang
                       size_t *n) {
   const unsigned char *p = sec, *end = p + len;
   size_t cap = len / 16 + 1, k = 0;   /* entries are 16 bytes with 8-byte addresses */
-  ptp_arange *v = malloc(cap * sizeof *v);
+  ptp_arange *v = ptp_malloc(cap * sizeof *v);
   if (!v) return -ENOMEM;
   int r = -EINVAL;
   while (p < end) {
@@ -53,7 +54,7 @@ int ptp_aranges_parse(const void *sec, size_t len, uint64_t info_size, ptp_arang
       if (lo == 0 && rl == 0) break;
       if (k >= UINT32_MAX) { r = -E2BIG; goto out; }
       if (k == cap) {   /* 4-byte addresses: up to twice as many */
-        ptp_arange *g = realloc(v, 2 * cap * sizeof *v);
+        ptp_arange *g = ptp_realloc(v, 2 * cap * sizeof *v);
         if (!g) { r = -ENOMEM; goto out; }
         v = g;
         cap *= 2;

@@ -16,6 +16,7 @@
 #include "prof/symbols/ptp_debugcache.h"
 #include "prof/cache/ptp_cachefile.h"
 #include "prof/symbols/ptp_symcache.h"
+#include "prof/ptp_alloc.h"
 
 #include <elfutils/libdwelf.h>
 #include <errno.h>
@@ -50,9 +51,9 @@ struct ptp_debugcache {
 };
 
 int ptp_debugcache_new(ptp_debugcache **out, const char *dir, uint64_t max_bytes) {
-  ptp_debugcache *c = calloc(1, sizeof *c);
+  ptp_debugcache *c = ptp_calloc(1, sizeof *c);
   if (!c) return -ENOMEM;
-  if (!(c->dir = strdup(dir))) {
+  if (!(c->dir = ptp_strdup(dir))) {
     free(c);
     return -ENOMEM;
   }
@@ -166,7 +167,7 @@ int ptp_debugcache_open(ptp_debugcache *c, const unsigned char *id, int idlen, c
     goto fail_fd;
   }
   size_t need = strlen(c->dir) + 1 + sizeof name;
-  if (!(*name_out = malloc(need))) { r = -ENOMEM; goto fail_fd; }
+  if (!(*name_out = ptp_malloc(need))) { r = -ENOMEM; goto fail_fd; }
   snprintf(*name_out, need, "%s/%s", c->dir, name);
   /* mtime = last use: the size bound removes the least recently used */
   (void)futimens(fd, NULL);
@@ -188,7 +189,7 @@ int ptp_debugcache_want(ptp_debugcache *c, const char *src, const unsigned char 
     if (c->pend[i].idlen == idlen && memcmp(c->pend[i].id, id, (size_t)idlen) == 0) return 0;
   if (c->npend == DC_PENDING_MAX) return -ENOSPC;
   dc_req *q = &c->pend[c->npend];
-  if (!(q->src = strdup(src))) return -ENOMEM;
+  if (!(q->src = ptp_strdup(src))) return -ENOMEM;
   memcpy(q->id, id, (size_t)idlen);
   q->idlen = idlen;
   c->npend++;

@@ -1,5 +1,6 @@
 /* ptp_strarena.c - see ptp_strarena.h. */
 #include "prof/symbols/ptp_strarena.h"
+#include "prof/ptp_alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ char *ptp_strarena_dup_n(ptp_strarena *a, const char *s, size_t n) {
      * small next to a chunk, so the waste is bounded by one string each. */
     size_t def = a->chunk_size ? a->chunk_size : 4096;
     size_t cap = n + 1 > def ? n + 1 : def;
-    c = malloc(sizeof *c + cap);
+    c = ptp_malloc(sizeof *c + cap);
     if (!c) return NULL;
     c->next = a->head;
     c->used = 0;

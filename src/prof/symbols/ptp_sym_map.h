@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "prof/ptp_alloc.h"
 
 typedef struct ptp_u64map {
   uint64_t *keys;   /* 0 = empty */
@@ -71,8 +72,8 @@ static inline int ptp_u64map_grow(ptp_u64map *m) {
   uint64_t *ok = m->keys;
   uint32_t *ov = m->vals;
   size_t ocap = m->cap;
-  uint64_t *nk = calloc(ncap, sizeof *nk);
-  uint32_t *nv = malloc(ncap * sizeof *nv);
+  uint64_t *nk = ptp_calloc(ncap, sizeof *nk);
+  uint32_t *nv = ptp_malloc(ncap * sizeof *nv);
   if (!nk || !nv) { free(nk); free(nv); return -ENOMEM; }
   m->keys = nk; m->vals = nv; m->cap = ncap;
   for (size_t i = 0; i < ocap; i++) {

@@ -24,6 +24,7 @@
  */
 #include "prof/symbols/ptp_symbolize_internal.h"
 #include "prof/symbols/ptp_elfnote.h"
+#include "prof/ptp_alloc.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -134,7 +135,7 @@ int ptp_symbolizer_lookup(ptp_symbolizer *s, uint64_t addr, ptp_sym_result *out)
   }
   if (s->nents == s->capents) {
     size_t nc = s->capents ? s->capents * 2 : 1024;
-    cache_ent *n = realloc(s->ents, nc * sizeof *n);
+    cache_ent *n = ptp_realloc(s->ents, nc * sizeof *n);
     if (!n) return -ENOMEM;
     s->ents = n;
     s->capents = nc;
@@ -228,11 +229,11 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
     o.vdso_size = end <= SYM_VDSO_MAX ? (size_t)end : 0;
   }
   (void)ptp_elfnote_build_id_hex(info, o.build_id);   /* "" when none */
-  o.name_copy = strdup(o.name);
+  o.name_copy = ptp_strdup(o.name);
   if (!o.name_copy) { st->err = -ENOMEM; return 1; }
   if (st->nobjs == st->cap) {
     size_t nc = st->cap ? st->cap * 2 : 32;
-    scan_obj *n = realloc(st->objs, nc * sizeof *n);
+    scan_obj *n = ptp_realloc(st->objs, nc * sizeof *n);
     if (!n) { free(o.name_copy); st->err = -ENOMEM; return 1; }
     st->objs = n;
     st->cap = nc;
@@ -264,18 +265,18 @@ static int rescan(ptp_symbolizer *s, scan_state *st) {
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
     if (n > 0) {
       buf[n] = 0;
-      s->exe_path = strdup(buf);
+      s->exe_path = ptp_strdup(buf);
       if (!s->exe_path) return -ENOMEM;
     }
   }
   int r = 0;
   size_t nm = 0;
-  sym_module **mods = calloc(st->nobjs ? st->nobjs : 1, sizeof *mods);
+  sym_module **mods = ptp_calloc(st->nobjs ? st->nobjs : 1, sizeof *mods);
   size_t nsegs = 0;
   for (size_t i = 0; i < st->nobjs; i++) nsegs += (size_t)st->objs[i].nsegs;
-  ptp_sym_mapping *maps = calloc(nsegs ? nsegs : 1, sizeof *maps);
-  int *map_mod = calloc(nsegs ? nsegs : 1, sizeof *map_mod);
-  uint32_t *by_start = calloc(nsegs ? nsegs : 1, sizeof *by_start);
+  ptp_sym_mapping *maps = ptp_calloc(nsegs ? nsegs : 1, sizeof *maps);
+  int *map_mod = ptp_calloc(nsegs ? nsegs : 1, sizeof *map_mod);
+  uint32_t *by_start = ptp_calloc(nsegs ? nsegs : 1, sizeof *by_start);
   if (!mods || !maps || !map_mod || !by_start) { r = -ENOMEM; goto fail; }
   for (size_t i = 0; i < s->nmods; i++) s->mods[i]->seen = false;
   for (size_t i = 0; i < st->nobjs; i++) {
@@ -285,10 +286,10 @@ static int rescan(ptp_symbolizer *s, scan_state *st) {
     for (size_t k = 0; k < s->nmods; k++)
       if (!s->mods[k]->seen && module_matches(s->mods[k], o, name)) { m = s->mods[k]; break; }
     if (!m) {
-      m = calloc(1, sizeof *m);
+      m = ptp_calloc(1, sizeof *m);
       if (!m) { r = -ENOMEM; goto fail; }
-      m->name = strdup(name);
-      if (o->is_main) m->open_path = strdup("/proc/self/exe");
+      m->name = ptp_strdup(name);
+      if (o->is_main) m->open_path = ptp_strdup("/proc/self/exe");
       if (!m->name || (o->is_main && !m->open_path)) { ptp_symbolize_module_free(m); r = -ENOMEM; goto fail; }
       m->bias = o->bias;
       memcpy(m->build_id, o->build_id, sizeof m->build_id);
@@ -377,14 +378,14 @@ int ptp_symbolizer_refresh(ptp_symbolizer *s) {
 }
 
 int ptp_symbolizer_new(ptp_symbolizer **out) {
-  ptp_symbolizer *s = calloc(1, sizeof *s);
+  ptp_symbolizer *s = ptp_calloc(1, sizeof *s);
   if (!s) return -ENOMEM;
   /* The persistent cache: only a path here; directories and files are
    * touched at the first lookup/flush (no eager symbol work at start). */
   s->fill_budget = SYM_FILL_BUDGET;
   s->dc_max = PTP_DEBUGCACHE_MAX;
   char dir[PATH_MAX];
-  if ((ptp_symcache_default_dir(dir, sizeof dir) == 0 && !(s->cache_dir = strdup(dir))) ||
+  if ((ptp_symcache_default_dir(dir, sizeof dir) == 0 && !(s->cache_dir = ptp_strdup(dir))) ||
       ptp_symbolize_cache_debug_reset(s) != 0) {
     free(s->cache_dir);
     free(s);

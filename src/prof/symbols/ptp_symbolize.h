@@ -62,7 +62,9 @@ typedef struct ptp_symbolizer_stats {
   uint64_t resolved;            /* resolved from the object's file/debug info */
   uint64_t modules_opened;      /* objects whose file was opened (libdwfl) */
   uint64_t cache_files_loaded;  /* valid cache files read */
-  uint64_t cache_files_rejected;/* invalid ones ignored (rebuilt at save) */
+  uint64_t cache_files_rejected;/* corrupt ones ignored (rebuilt at save) */
+  uint64_t cache_files_stale;   /* of another format version (rebuilt at save) */
+  uint64_t cache_files_unusable;/* not read: an errno (unreadable, not ours...) */
   uint64_t cache_saves, cache_save_errors;
   uint64_t cache_dir_refused;   /* 1: the directory was unusable (not ours...) */
   /* uncompressed debug-file copies (ptp_debugcache.h, <cache dir>/debug) */

@@ -14,6 +14,7 @@
  */
 #include "prof/symbols/ptp_symbolize_internal.h"
 #include "prof/cache/ptp_cachefile.h"
+#include "prof/ptp_alloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -41,6 +42,8 @@ void ptp_symbolize_cache_open(ptp_symbolizer *s, sym_module *m) {
   ptp_symcache_state st = ptp_symcache_file_state(m->cache);
   if (st == PTP_SYMCACHE_LOADED) s->st.cache_files_loaded++;
   if (st == PTP_SYMCACHE_REJECTED) s->st.cache_files_rejected++;
+  if (st == PTP_SYMCACHE_STALE) s->st.cache_files_stale++;
+  if (st == PTP_SYMCACHE_UNUSABLE) s->st.cache_files_unusable++;
   unsigned f = ptp_symcache_flags(m->cache);
   if (!m->loaded && (f & PTP_SYMCACHE_FLAGS_SET)) {
     m->has_syms = f & PTP_SYMCACHE_HAS_SYMS;
@@ -54,7 +57,7 @@ static void u64vec_push(u64vec *a, uint64_t x) {
   if (a->err) return;
   if (a->n == a->cap) {
     size_t nc = a->cap ? a->cap * 2 : 256;
-    uint64_t *n = realloc(a->v, nc * sizeof *n);
+    uint64_t *n = ptp_realloc(a->v, nc * sizeof *n);
     if (!n) { a->err = -ENOMEM; return; }
     a->v = n;
     a->cap = nc;
@@ -71,7 +74,7 @@ static int u64_cmp(const void *a, const void *b) {
  * (a CU like glibc's malloc.c has ~6k boundaries: qsort took ~0.35 ms of
  * its fill here); qsort without memory for its keys. */
 static void u64vec_sort_unique(u64vec *a) {
-  sym_key *keys = a->n > 1 ? malloc(2 * a->n * sizeof *keys) : NULL;
+  sym_key *keys = a->n > 1 ? ptp_malloc(2 * a->n * sizeof *keys) : NULL;
   if (keys) {
     for (size_t i = 0; i < a->n; i++) keys[i] = (sym_key){a->v[i], 0};
     ptp_symbolize_key_sort(keys, keys + a->n, a->n);
@@ -285,7 +288,7 @@ int ptp_symbolize_cache_debug_reset(ptp_symbolizer *s) {
   for (size_t i = 0; i < s->nmods; i++) s->mods[i]->dc = NULL;
   if (!s->cache_dir) return 0;
   size_t n = strlen(s->cache_dir) + sizeof "/debug";
-  char *d = malloc(n);
+  char *d = ptp_malloc(n);
   if (!d) return -ENOMEM;
   snprintf(d, n, "%s/debug", s->cache_dir);
   int r = ptp_debugcache_new(&s->dc, d, s->dc_max);
@@ -314,7 +317,7 @@ int ptp_symbolizer_set_cache_dir(ptp_symbolizer *s, const char *dir) {
     (void)ptp_symbolize_cache_debug_reset(s);
     return r;
   }
-  if (!(s->cache_dir = strdup(dir))) return -ENOMEM;
+  if (!(s->cache_dir = ptp_strdup(dir))) return -ENOMEM;
   s->cache_dir_checked = true;
   return ptp_symbolize_cache_debug_reset(s);
 }

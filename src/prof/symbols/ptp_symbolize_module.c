@@ -42,6 +42,7 @@
  */
 #include "prof/symbols/ptp_symbolize_internal.h"
 #include "prof/symbols/ptp_aranges.h"
+#include "prof/ptp_alloc.h"
 
 #include <dwarf.h>
 #include <elf.h>
@@ -127,7 +128,7 @@ static int try_open_debug(const char *path, const unsigned char *id, int idlen,
     close(fd);
     return -1;
   }
-  if (!(*name_out = strdup(path))) {
+  if (!(*name_out = ptp_strdup(path))) {
     close(fd);
     return -1;
   }
@@ -220,7 +221,7 @@ static int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *mod
     build_id_path(path, sizeof path, id, idlen);
     int fd = try_open_debug(path, id, idlen, file_name, m ? m->dc : NULL, debuginfo_file_name);
     if (fd >= 0) {
-      if (m && !m->debug_path) m->debug_path = strdup(path);
+      if (m && !m->debug_path) m->debug_path = ptp_strdup(path);
       return fd;
     }
   }
@@ -236,7 +237,7 @@ static int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *mod
       snprintf(path, sizeof path, fmts[k], dir, debuglink_file);
       int fd = try_open_debug(path, id, idlen > 0 ? idlen : 0, where, m ? m->dc : NULL, debuginfo_file_name);
       if (fd >= 0) {
-        if (m && !m->debug_path) m->debug_path = strdup(path);
+        if (m && !m->debug_path) m->debug_path = ptp_strdup(path);
         return fd;
       }
     }
@@ -377,8 +378,8 @@ static void aranges_build(sym_module *m) {
   }
   /* libdw sorts by address with qsort (glibc's merge sort: stable), from
    * the section's order: the same order as ptp_symbolize_key_sort's */
-  sym_key *keys = malloc(2 * n * sizeof *keys);
-  ptp_arange *sorted = malloc(n * sizeof *sorted);
+  sym_key *keys = ptp_malloc(2 * n * sizeof *keys);
+  ptp_arange *sorted = ptp_malloc(n * sizeof *sorted);
   if (keys && sorted) {
     for (size_t i = 0; i < n; i++) keys[i] = (sym_key){v[i].lo, i};
     ptp_symbolize_key_sort(keys, keys + n, n);
@@ -394,7 +395,7 @@ static void aranges_build(sym_module *m) {
   size_t nr = 0;
   for (size_t i = 0; i < n; i++)
     if (i == 0 || v[i].cu != v[i - 1].cu) nr++;
-  sym_curun *runs = calloc(nr, sizeof *runs);
+  sym_curun *runs = ptp_calloc(nr, sizeof *runs);
   if (!runs) {
     free(v);
     m->runs_state = SYM_RUNS_DWFL;
@@ -480,7 +481,7 @@ typedef struct cu_build {
 static int32_t cu_add_entry(cu_build *b, Dwarf_Die *die, int32_t parent, bool inlined) {
   if (b->nents == b->capents) {
     size_t nc = b->capents ? b->capents * 2 : 64;
-    cu_entry *n = realloc(b->ents, nc * sizeof *n);
+    cu_entry *n = ptp_realloc(b->ents, nc * sizeof *n);
     if (!n) { b->err = -ENOMEM; return -1; }
     b->ents = n;
     b->capents = nc;
@@ -492,7 +493,7 @@ static int32_t cu_add_entry(cu_build *b, Dwarf_Die *die, int32_t parent, bool in
 static void cu_add_range(cu_build *b, uint64_t lo, uint64_t hi, int32_t entry, int32_t depth) {
   if (b->nrs == b->caprs) {
     size_t nc = b->caprs ? b->caprs * 2 : 64;
-    cu_range *n = realloc(b->rs, nc * sizeof *n);
+    cu_range *n = ptp_realloc(b->rs, nc * sizeof *n);
     if (!n) { b->err = -ENOMEM; return; }
     b->rs = n;
     b->caprs = nc;
@@ -551,7 +552,7 @@ static int seg_push(cu_seg **segs, size_t *n, size_t *cap, uint64_t lo, uint64_t
   }
   if (*n == *cap) {
     size_t nc = *cap ? *cap * 2 : 64;
-    cu_seg *s = realloc(*segs, nc * sizeof *s);
+    cu_seg *s = ptp_realloc(*segs, nc * sizeof *s);
     if (!s) return -ENOMEM;
     *segs = s;
     *cap = nc;
@@ -565,8 +566,9 @@ static int seg_push(cu_seg **segs, size_t *n, size_t *cap, uint64_t lo, uint64_t
  * element's hi is <= the one below it (a range overhanging its container,
  * which only broken DWARF produces, is clipped to the container). */
 static int cu_flatten(cu_build *b, cu_index *ci) {
-  qsort(b->rs, b->nrs, sizeof *b->rs, cu_range_cmp);
-  cu_range *stack = malloc((b->nrs + 1) * sizeof *stack);
+  /* a CU without ranges has b->rs NULL, which qsort may not be given */
+  if (b->nrs) qsort(b->rs, b->nrs, sizeof *b->rs, cu_range_cmp);
+  cu_range *stack = ptp_malloc((b->nrs + 1) * sizeof *stack);
   if (!stack) return -ENOMEM;
   size_t sp = 0, cap = 0;
   uint64_t cur = 0;
@@ -604,7 +606,7 @@ cu_index *ptp_symbolize_module_cu(sym_module *m, Dwarf_Die *cudie) {
     }
   if (m->ncus == m->capcus) {
     size_t nc = m->capcus ? m->capcus * 2 : 16;
-    cu_index *n = realloc(m->cus, nc * sizeof *n);
+    cu_index *n = ptp_realloc(m->cus, nc * sizeof *n);
     if (!n) return NULL;
     m->cus = n;
     m->capcus = nc;
@@ -659,7 +661,7 @@ static int64_t die_udata(Dwarf_Die *die, int at) {
 static cu_memo *entry_memo(sym_module *m, cu_index *cu, int32_t e, cu_memo *scratch) {
   cu_memo *mm = scratch;
   if (!m->dwfl_reference) {
-    if (!cu->memo) cu->memo = calloc(cu->nents, sizeof *cu->memo);
+    if (!cu->memo) cu->memo = ptp_calloc(cu->nents, sizeof *cu->memo);
     if (cu->memo) mm = &cu->memo[e];
   }
   if (mm != scratch && mm->done) return mm;
@@ -689,7 +691,7 @@ static bool memo_entry(cu_memo *mm, Dwarf_Addr *entry) {
 int ptp_symbolize_push_frame(ptp_symbolizer *s, const ptp_sym_frame *f) {
   if (s->nframes == s->capframes) {
     size_t nc = s->capframes ? s->capframes * 2 : 1024;
-    ptp_sym_frame *n = realloc(s->frames, nc * sizeof *n);
+    ptp_sym_frame *n = ptp_realloc(s->frames, nc * sizeof *n);
     if (!n) return -ENOMEM;
     s->frames = n;
     s->capframes = nc;

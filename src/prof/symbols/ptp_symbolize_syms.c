@@ -21,6 +21,7 @@
  * Calls only libdwfl/libelf and ptp_strarena. Threads: the symbolizer's.
  */
 #include "prof/symbols/ptp_symbolize_internal.h"
+#include "prof/ptp_alloc.h"
 
 #include <elf.h>
 #include <gelf.h>
@@ -89,7 +90,7 @@ static int elfsym_cmp(const void *a, const void *b) {
  * (aliases: a few entries) by insertion with elfsym_cmp, which is stable
  * too. Falls back to qsort without memory. */
 static void elfsym_sort(sym_elfsym *v, size_t n) {
-  sym_key *keys = malloc(2 * n * sizeof *keys);
+  sym_key *keys = ptp_malloc(2 * n * sizeof *keys);
   if (!keys) {
     qsort(v, n, sizeof *v, elfsym_cmp);
     return;
@@ -209,7 +210,7 @@ static bool syms_from_elf(sym_module *m, int n, sym_elfsym *v, size_t *kout) {
   Elf_Scn *strscn = elf_getscn(elf, tsh.sh_link);
   Elf_Data *sd = strscn ? elf_getdata(strscn, NULL) : NULL;
   if (!d || !sd || !sd->d_buf) return false;
-  unsigned char *alloc = malloc(shnum);
+  unsigned char *alloc = ptp_malloc(shnum);
   if (!alloc) return false;
   for (size_t i = 0; i < shnum; i++) {
     GElf_Shdr sh;
@@ -249,7 +250,7 @@ static bool syms_from_elf(sym_module *m, int n, sym_elfsym *v, size_t *kout) {
 void ptp_symbolize_syms_load(sym_module *m) {
   int n = dwfl_module_getsymtab(m->mod);
   if (n <= 0) return;
-  sym_elfsym *v = malloc((size_t)n * sizeof *v);
+  sym_elfsym *v = ptp_malloc((size_t)n * sizeof *v);
   if (!v) return;
   size_t k = 0;
   m->syms_direct = !m->dwfl_reference && syms_from_elf(m, n, v, &k);

@@ -20,8 +20,9 @@
 #include "prof/cache/ptp_cachefile.h"
 #include "prof/cache/ptp_crc.h"
 #include "prof/symbols/ptp_sym_map.h"
-#include "prof/output/ptp_store.h"
+#include "prof/output/ptp_snapstore.h"
 #include "prof/symbols/ptp_strarena.h"
+#include "prof/ptp_alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -93,6 +94,7 @@ struct ptp_symcache {
   char *dir;
   char build_id[SC_BID_MAX + 1];
   ptp_symcache_state state;
+  int file_err;                 /* why the file was not loaded (see file_error) */
   unsigned flags;
   bool dirty, sorted;
   uint8_t *file;                /* the file mapped at open (segments point in) */
@@ -146,7 +148,7 @@ static const char *sc_intern(ptp_symcache *c, const char *s) {
   if (!p) return NULL;
   if (c->ninterned == c->capinterned) {
     size_t nc = c->capinterned ? c->capinterned * 2 : 256;
-    const char **ni = realloc(c->interned, nc * sizeof *ni);
+    const char **ni = ptp_realloc(c->interned, nc * sizeof *ni);
     if (!ni) return NULL;
     c->interned = ni;
     c->capinterned = nc;
@@ -164,7 +166,7 @@ static int sc_reserve(void **v, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return 0;
   size_t nc = *cap ? *cap : 256;
   while (nc < need) nc *= 2;
-  void *n = realloc(*v, nc * elem);
+  void *n = ptp_realloc(*v, nc * elem);
   if (!n) return -ENOMEM;
   *v = n;
   *cap = nc;
@@ -186,7 +188,7 @@ static void sc_sort(ptp_symcache *c) {
   if (c->sorted) return;
   size_t a = c->nsorted, n = c->niv;
   qsort(c->iv + a, n - a, sizeof *c->iv, ival_cmp);
-  sc_ival *m = a ? malloc(n * sizeof *m) : NULL;
+  sc_ival *m = a ? ptp_malloc(n * sizeof *m) : NULL;
   if (a && !m) {   /* no memory for the merge: sort it all in place */
     qsort(c->iv, n, sizeof *c->iv, ival_cmp);
     a = 0;
@@ -276,7 +278,8 @@ static bool ident_same(const sc_ident *id, const struct stat *st) {
  * mapped would fault. None of our writers does that (they append past the
  * end or rename a new file over the name; the bound unlinks), and those
  * rules keep anyone else from doing it. 0 with *buf (sc_unmap it) and
- * *st, -EBADMSG (not usable), -ENOMEM. */
+ * *st, or ptp_cachefile_map_fd's error (-EBADMSG only for a file cut
+ * short). */
 static int sc_map_fd(const ptp_symcache *c, int fd, uint8_t **buf, struct stat *st) {
   void *p;
   int r = ptp_cachefile_map_fd(fd, c->dir, sizeof(sc_fhdr), PTP_SYMCACHE_FILE_MAX, &p, st);
@@ -288,13 +291,15 @@ static void sc_unmap(uint8_t *buf, size_t len) {
   if (buf) munmap(buf, len);
 }
 
-/* sc_map_fd of the cache file; -ENOENT when there is none. */
+/* sc_map_fd of the cache file; -ENOENT when there is none, the errno of
+ * open otherwise (-EACCES, -EMFILE, -ELOOP for a symbolic link, ...). */
 static int sc_map(const ptp_symcache *c, uint8_t **buf, struct stat *st) {
   char path[PATH_MAX];
-  if (sc_path(c, path, sizeof path)) return -EBADMSG;
+  int r = sc_path(c, path, sizeof path);
+  if (r) return r;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return errno == ENOENT ? -ENOENT : -EBADMSG;
-  int r = sc_map_fd(c, fd, buf, st);
+  if (fd < 0) return -errno;
+  r = sc_map_fd(c, fd, buf, st);
   close(fd);
   return r;
 }
@@ -309,13 +314,14 @@ static int sc_map(const ptp_symcache *c, uint8_t **buf, struct stat *st) {
  * rewriters merge each other's work. Waits ~20 ms at most (ours hold it
  * for one write and an fsync; one holding it longer is not waited for).
  * Returns the fd (the lock goes with close), -ENOENT (no file), -EAGAIN
- * (still busy), -EBADMSG. */
+ * (still busy), or the errno of open or flock. */
 static int sc_lock_open(const ptp_symcache *c, int flags) {
   char path[PATH_MAX];
-  if (sc_path(c, path, sizeof path)) return -EBADMSG;
+  int r = sc_path(c, path, sizeof path);
+  if (r) return r;
   for (int tries = 0; tries < SC_LOCK_TRIES; tries++) {
     int fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) return errno == ENOENT ? -ENOENT : -EBADMSG;
+    if (fd < 0) return -errno;
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
       struct stat a, b;
       if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
@@ -325,7 +331,7 @@ static int sc_lock_open(const ptp_symcache *c, int flags) {
     }
     int e = errno;
     close(fd);
-    if (e != EWOULDBLOCK && e != EINTR) return -EBADMSG;
+    if (e != EWOULDBLOCK && e != EINTR) return -e;
     struct timespec ts = {0, 100 * 1000};
     nanosleep(&ts, NULL);
   }
@@ -380,7 +386,9 @@ static int seg_parse(unsigned algo, const uint8_t *buf, size_t len, size_t off, 
 
 /* Parses buf as a cache file of c->build_id into a malloc'd segment array.
  * 0 and *segs and *n (n >= 1) and *torn (the last segment did not fit);
- * -EBADMSG; -ENOMEM. The segments point into buf. */
+ * -ESTALE (another format version or checksum algorithm: not corrupt, not
+ * ours to read); -EBADMSG (corrupt: a check failed); -ENOMEM. The segments
+ * point into buf. */
 static int sc_parse(const ptp_symcache *c, const uint8_t *buf, size_t len, sc_seg **segs, size_t *n,
                     bool *torn) {
   sc_fhdr h;
@@ -389,8 +397,8 @@ static int sc_parse(const ptp_symcache *c, const uint8_t *buf, size_t len, sc_se
   /* another version, or a checksum this process does not compute (the
    * file of a CPU with other features, on a shared home): refused, and
    * rewritten at the next save */
-  if (memcmp(h.magic, SC_MAGIC, 8) != 0 || h.version != SC_VERSION || h.algo != ptp_crc_algo())
-    return -EBADMSG;
+  if (memcmp(h.magic, SC_MAGIC, 8) != 0) return -EBADMSG;
+  if (h.version != SC_VERSION || h.algo != ptp_crc_algo()) return -ESTALE;
   h.build_id[sizeof h.build_id - 1] = 0;
   if (strcmp(h.build_id, c->build_id) != 0) return -EBADMSG;
   sc_seg *v = NULL;
@@ -412,9 +420,9 @@ static int sc_parse(const ptp_symcache *c, const uint8_t *buf, size_t len, sc_se
 
 int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id) {
   if (!out || !dir || !*dir || !build_id || !bid_ok(build_id)) return -EINVAL;
-  ptp_symcache *c = calloc(1, sizeof *c);
+  ptp_symcache *c = ptp_calloc(1, sizeof *c);
   if (!c) return -ENOMEM;
-  c->dir = strdup(dir);
+  c->dir = ptp_strdup(dir);
   if (!c->dir) { free(c); return -ENOMEM; }
   snprintf(c->build_id, sizeof c->build_id, "%s", build_id);
   c->sorted = true;
@@ -429,6 +437,7 @@ int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id)
     bool torn;
     r = sc_parse(c, buf, (size_t)st.st_size, &c->segs, &c->nsegs, &torn);
     if (r == -ENOMEM) { sc_unmap(buf, (size_t)st.st_size); ptp_symcache_del(c); return r; }
+    c->file_err = r;
     if (r == 0) {
       c->file = buf;   /* kept whole: the segments and their strings point into it */
       c->file_len = (size_t)st.st_size;
@@ -439,10 +448,15 @@ int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id)
       c->file_segs = c->nsegs;
       if (!torn) ident_of(&c->id, &st);   /* a torn file is rewritten, never appended to */
     } else {
-      c->state = PTP_SYMCACHE_REJECTED;
+      c->state = r == -ESTALE ? PTP_SYMCACHE_STALE : PTP_SYMCACHE_REJECTED;
     }
-  } else if (r != -ENOENT) {
-    c->state = PTP_SYMCACHE_REJECTED;
+  } else {
+    /* not read: missing, cut short (corrupt), or not usable for a reason
+     * its errno says (unreadable, refused by the cache-file rule) */
+    c->file_err = r;
+    c->state = r == -ENOENT    ? PTP_SYMCACHE_MISSING
+               : r == -EBADMSG ? PTP_SYMCACHE_REJECTED
+                               : PTP_SYMCACHE_UNUSABLE;
   }
   if (buf) sc_unmap(buf, (size_t)st.st_size);
   *out = c;
@@ -464,6 +478,7 @@ void ptp_symcache_del(ptp_symcache *c) {
 }
 
 ptp_symcache_state ptp_symcache_file_state(const ptp_symcache *c) { return c->state; }
+int ptp_symcache_file_error(const ptp_symcache *c) { return c->file_err; }
 unsigned ptp_symcache_flags(const ptp_symcache *c) { return c->flags; }
 bool ptp_symcache_dirty(const ptp_symcache *c) { return c->dirty; }
 

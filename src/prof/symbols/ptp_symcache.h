@@ -26,8 +26,8 @@
  * (regular, ours, one link, not writable by others, in a directory of
  * ours). Reading checks everything (sizes, checksums, build id, bounds,
  * order, string termination): a truncated, corrupt, foreign, unfit, older
- * version or other-algorithm file is ignored (treated as empty) and
- * replaced at the next save. A last segment
+ * version or other-algorithm file is ignored (treated as empty), its state
+ * saying which (ptp_symcache_state), and replaced at the next save. A last segment
  * that does not fit in the file (an append cut short or in progress) is
  * left out and makes the next save rewrite the file.
  *
@@ -73,11 +73,22 @@
 
 typedef struct ptp_symcache ptp_symcache;
 
-/* How the file stood when opened (tests, the profile comment). */
+/* How the file stood when opened (tests, the symbolizer's counters). */
 typedef enum ptp_symcache_state {
   PTP_SYMCACHE_MISSING = 0,
   PTP_SYMCACHE_LOADED = 1,
-  PTP_SYMCACHE_REJECTED = 2,   /* corrupt, truncated, foreign, too big, not ours */
+  PTP_SYMCACHE_REJECTED = 2,   /* corrupt: read, and a check of its content
+                                  failed (magic, checksum, bounds, order,
+                                  strings, build id), or cut short */
+  PTP_SYMCACHE_STALE = 3,      /* another format version or checksum
+                                  algorithm (a newer or older library, a CPU
+                                  without SSE4.2 on a shared home) */
+  PTP_SYMCACHE_UNUSABLE = 4,   /* not read, for the reason its errno says
+                                  (ptp_symcache_file_error): -EACCES,
+                                  -EMFILE, -ELOOP (a symbolic link), -EPERM
+                                  (refused by the cache-file rule: not ours,
+                                  links, writable by others), -EFBIG (over
+                                  the size bound), ... */
 } ptp_symcache_state;
 
 /* The cache directory to use: $PTPROF_SYMCACHE when set ("off" or "" turns
@@ -98,6 +109,9 @@ int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id)
 void ptp_symcache_del(ptp_symcache *c);
 
 ptp_symcache_state ptp_symcache_file_state(const ptp_symcache *c);
+/* Why the file was not loaded: 0 (loaded), -ENOENT (missing), -EBADMSG
+ * (rejected), -ESTALE (stale), or the errno of an unusable file. */
+int ptp_symcache_file_error(const ptp_symcache *c);
 /* Number of intervals held (in the file's segments plus added; an interval
  * in two segments counts twice). */
 size_t ptp_symcache_size(const ptp_symcache *c);

@@ -12,7 +12,7 @@
  * handler grace (reclaim_locked) or for a set never published. A table
  * moved to a newer set by carry_over_locked is freed with that set.
  *
- * Locking: cfi_mu guards the published pointer, the retired list, the
+ * Locking: cfi.mu guards the published pointer, the retired list, the
  * dlpi_adds/subs snapshot, the lazy-table accounting and every store into a
  * slot's tab. The handler only reads the set and CASes a slot's state from
  * NONE to WANTED. Not for signal handlers.
@@ -31,9 +31,8 @@
 #include "prof/unwind/ptp_cfi_internal.h"
 #include "prof/unwind/ptp_cficache.h"
 #include "prof/unwind/ptp_fpdetect.h"
-#include "prof/signal/ptp_producer.h"
-
-_Atomic(const ptp_cfi_set *) ptp_g_cfi;
+#include "prof/runtime/ptp_grace.h"
+#include "prof/ptp_alloc.h"
 
 /* ---- table lifetime ---------------------------------------------------- */
 
@@ -118,7 +117,7 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     nocfi_state = ptp_fpdetect(info, NULL, NULL) ? PTP_LIB_FP : PTP_LIB_NOCFI;
   if (b->nlibs == b->caplibs) {
     size_t ncap = b->caplibs ? b->caplibs * 2 : 32;
-    ptp_cfi_lib *nl = realloc(b->libs, ncap * sizeof *nl);
+    ptp_cfi_lib *nl = ptp_realloc(b->libs, ncap * sizeof *nl);
     if (!nl) { b->oom = 1; return 1; }
     b->libs = nl;
     b->caplibs = ncap;
@@ -126,7 +125,7 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   if (b->nobjs + (size_t)o.ntext > b->capobjs) {
     size_t ncap = b->capobjs ? b->capobjs * 2 : 64;
     while (ncap < b->nobjs + (size_t)o.ntext) ncap *= 2;
-    ptp_cfi_obj *no = realloc(b->objs, ncap * sizeof *no);
+    ptp_cfi_obj *no = ptp_realloc(b->objs, ncap * sizeof *no);
     if (!no) { b->oom = 1; return 1; }
     b->objs = no;
     b->capobjs = ncap;
@@ -173,7 +172,7 @@ static int build_set(ptp_cfi_set **out, unsigned long long *adds, unsigned long 
   memset(&b, 0, sizeof b);
   b.eager_system = eager_system;
   dl_iterate_phdr(build_cb, &b);
-  ptp_cfi_set *set = calloc(1, sizeof *set);
+  ptp_cfi_set *set = ptp_calloc(1, sizeof *set);
   if (b.oom || !set) {
     free_libs(b.libs, b.nlibs);
     free(b.objs);
@@ -216,25 +215,10 @@ typedef struct retired {
   struct retired *next;
 } retired;
 
-static pthread_mutex_t cfi_mu = PTHREAD_MUTEX_INITIALIZER;
-/* All below: guarded by cfi_mu. */
-static unsigned long long seen_adds, seen_subs;  /* generation of the current set */
-static int have_seen;
-static retired *retired_list;
-static unsigned builds;
-static size_t lazy_cap = PTP_CFI_LAZY_CAP;
-static size_t lazy_bytes;                        /* lazy tables of the current set */
-static unsigned long long lazy_built, lazy_refused;
-static unsigned long long build_ns;              /* thread CPU time in build_wanted_in_locked */
-static unsigned long long cache_hits, cache_saved;
-
-/* The persistent table cache (ptp_cficache.c): its directory, looked up at
- * the first table build (0 = not yet, 1 = usable, -1 = off), and the tables
- * built since the last ptp_cfi_save_pending, to be written there. A pending
+/* The persistent table cache (ptp_cficache.c) keeps the tables built
+ * since the last ptp_cfi_save_pending, to be written there. A pending
  * entry points at a table owned by a set; an entry whose table is freed
  * (its set retired) is dropped first (drop_pending_locked). */
-static int cache_on;
-static char cache_dir[PATH_MAX];
 typedef struct pending {
   const ptp_cfi_tab *tab;
   uintptr_t bias;
@@ -242,8 +226,46 @@ typedef struct pending {
   char bid[PTP_CFICACHE_BID_MAX];
 } pending;
 #define PENDING_MAX 256                  /* objects per process between saves */
-static pending pend[PENDING_MAX];
-static size_t npend;
+
+/* The module's process-wide state (runtime/ptp_process.h); the published
+ * set itself is signal/'s ptp_g_cfi. All of it guarded by cfi.mu, whose
+ * fork handlers are registered at its first use (cfi_lock). */
+static struct {
+  pthread_mutex_t mu;
+  pthread_once_t once;
+  unsigned long long seen_adds, seen_subs;  /* generation of the current set */
+  int have_seen;
+  retired *retired_list;
+  unsigned builds;
+  size_t lazy_cap;
+  size_t lazy_bytes;                        /* lazy tables of the current set */
+  unsigned long long lazy_built, lazy_refused;
+  unsigned long long build_ns;              /* thread CPU time in build_wanted_in_locked */
+  unsigned long long cache_hits, cache_saved;
+  int cache_on;                  /* the cache directory: 0 = not looked up yet
+                                    (at the first table build), 1 = usable, -1 = off */
+  char cache_dir[PATH_MAX];
+  pending pend[PENDING_MAX];
+  size_t npend;
+} cfi = {
+  .mu = PTHREAD_MUTEX_INITIALIZER,
+  .once = PTHREAD_ONCE_INIT,
+  .lazy_cap = PTP_CFI_LAZY_CAP,
+};
+
+/* Fork: the mutex is taken before fork and released after in both
+ * processes; the child keeps the current set (the same address space,
+ * copied) and whatever is pending. */
+static void fork_prepare(void) { pthread_mutex_lock(&cfi.mu); }
+static void fork_release(void) { pthread_mutex_unlock(&cfi.mu); }
+static void init_once(void) { (void)pthread_atfork(fork_prepare, fork_release, fork_release); }
+
+static void cfi_lock(void) {
+  pthread_once(&cfi.once, init_once);
+  pthread_mutex_lock(&cfi.mu);
+}
+
+static void cfi_unlock(void) { pthread_mutex_unlock(&cfi.mu); }
 
 typedef struct count_ctx { unsigned long long adds, subs; } count_ctx;
 
@@ -259,23 +281,23 @@ static int count_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 /* Forgets pending saves of the tables set owns (it is about to be freed). */
 static void drop_pending_locked(const ptp_cfi_set *set) {
   size_t w = 0;
-  for (size_t i = 0; i < npend; i++) {
+  for (size_t i = 0; i < cfi.npend; i++) {
     int owned = 0;
     for (size_t k = 0; k < set->nlibs && !owned; k++)
-      owned = set->libs[k].owns_tab && atomic_load(&set->libs[k].tab) == pend[i].tab;
-    if (!owned) pend[w++] = pend[i];
+      owned = set->libs[k].owns_tab && atomic_load(&set->libs[k].tab) == cfi.pend[i].tab;
+    if (!owned) cfi.pend[w++] = cfi.pend[i];
   }
-  npend = w;
+  cfi.npend = w;
 }
 
 static void reclaim_locked(void) {
-  if (!retired_list) return;
+  if (!cfi.retired_list) return;
   /* Every retired set was unpublished before it was put on the list; a
-   * handler that could still read it keeps ptp_g_inside above zero. */
-  if (atomic_load(&ptp_g_inside) != 0) return;
-  while (retired_list) {
-    retired *r = retired_list;
-    retired_list = r->next;
+   * handler that could still read it keeps the grace from being quiet. */
+  if (!ptp_grace_quiet()) return;
+  while (cfi.retired_list) {
+    retired *r = cfi.retired_list;
+    cfi.retired_list = r->next;
     drop_pending_locked(r->set);
     ptp_cfi_free(r->set);
     free(r);
@@ -290,24 +312,24 @@ typedef struct lazy_ctx {
 
 /* One object's table: from the persistent cache when it holds a valid one
  * for this object, else built from its .eh_frame (and queued for saving).
- * Under cfi_mu, inside dl_iterate_phdr for that object. Same returns as
+ * Under cfi.mu, inside dl_iterate_phdr for that object. Same returns as
  * ptp_cfi_parse_eh. */
 static int get_tab_locked(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o,
                           size_t max_rows, ptp_cfi_tab **out) {
-  if (cache_on == 0) cache_on = ptp_cficache_dir(cache_dir, sizeof cache_dir) == 0 ? 1 : -1;
+  if (cfi.cache_on == 0) cfi.cache_on = ptp_cficache_dir(cfi.cache_dir, sizeof cfi.cache_dir) == 0 ? 1 : -1;
   char bid[PTP_CFICACHE_BID_MAX];
   uint64_t key = 0;
-  int cacheable = cache_on > 0 && ptp_cficache_ident(info, o, bid, &key) == 0;
+  int cacheable = cfi.cache_on > 0 && ptp_cficache_ident(info, o, bid, &key) == 0;
   if (cacheable) {
     uintptr_t hi = 0;
     for (int i = 0; i < o->ntext; i++) if (o->text[i].hi > hi) hi = o->text[i].hi;
-    int rc = ptp_cficache_load(cache_dir, bid, key, info->dlpi_addr, o->text_lo, hi, max_rows, out);
-    if (rc == 0) { cache_hits++; return 0; }
+    int rc = ptp_cficache_load(cfi.cache_dir, bid, key, info->dlpi_addr, o->text_lo, hi, max_rows, out);
+    if (rc == 0) { cfi.cache_hits++; return 0; }
     if (rc == -E2BIG || rc == -ENOMEM) return rc;
   }
   int rc = o->hdr ? ptp_cfi_parse_eh(o, max_rows, out) : ptp_cfi_debugframe(info, o, max_rows, out);
-  if (rc == 0 && cacheable && npend < PENDING_MAX) {
-    pending *e = &pend[npend++];
+  if (rc == 0 && cacheable && cfi.npend < PENDING_MAX) {
+    pending *e = &cfi.pend[cfi.npend++];
     e->tab = *out;
     e->bias = info->dlpi_addr;
     e->key = key;
@@ -316,7 +338,7 @@ static int get_tab_locked(const struct dl_phdr_info *info, const ptp_cfi_objinfo
   return rc;
 }
 
-/* Under cfi_mu, inside dl_iterate_phdr: builds the tables of c->set's
+/* Under cfi.mu, inside dl_iterate_phdr: builds the tables of c->set's
  * objects marked WANTED (the current set, or a rebuilt one before it is
  * published). The generation check makes sure the slot still describes the
  * object mapped there now (no dlclose + dlopen since the set was built): the
@@ -342,15 +364,15 @@ static int lazy_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   if (o.text_lo != lib->text_lo || obj_id(info, &o) != lib->id) return 0;
   size_t max_rows = SYSTEM_MAX_ROWS;
   if (!lib->system) {
-    size_t room = lazy_cap > lazy_bytes ? lazy_cap - lazy_bytes : 0;
+    size_t room = cfi.lazy_cap > cfi.lazy_bytes ? cfi.lazy_cap - cfi.lazy_bytes : 0;
     max_rows = room > sizeof(ptp_cfi_tab) ? (room - sizeof(ptp_cfi_tab)) / sizeof(ptp_cfi_row) : 0;
   }
   ptp_cfi_tab *t = NULL;
   int rc = max_rows ? get_tab_locked(info, &o, max_rows, &t) : -E2BIG;
   if (rc == 0) {
     if (!lib->system) {
-      lazy_bytes += t->bytes;
-      lazy_built++;
+      cfi.lazy_bytes += t->bytes;
+      cfi.lazy_built++;
     }
     atomic_store_explicit(&lib->tab, t, memory_order_release);
     atomic_store_explicit(&lib->state, PTP_LIB_READY, memory_order_release);
@@ -362,7 +384,7 @@ static int lazy_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   } else {
     /* Over the cap, unparsable or out of memory: this object's samples stay
      * truncated (and counted as such) until the set is rebuilt. */
-    if (rc == -E2BIG) lazy_refused++;
+    if (rc == -E2BIG) cfi.lazy_refused++;
     atomic_store_explicit(&lib->state, PTP_LIB_FAILED, memory_order_release);
   }
   return 0;
@@ -385,12 +407,12 @@ static void build_wanted_in_locked(ptp_cfi_set *set, unsigned long long adds,
   int64_t t0 = thread_cpu_ns();
   lazy_ctx c = { .set = set, .adds = adds, .subs = subs };
   dl_iterate_phdr(lazy_cb, &c);
-  build_ns += (unsigned long long)(thread_cpu_ns() - t0);
+  cfi.build_ns += (unsigned long long)(thread_cpu_ns() - t0);
 }
 
 static void build_wanted_locked(void) {
   ptp_cfi_set *set = (ptp_cfi_set *)atomic_load(&ptp_g_cfi);
-  if (set) build_wanted_in_locked(set, seen_adds, seen_subs);
+  if (set) build_wanted_in_locked(set, cfi.seen_adds, cfi.seen_subs);
 }
 
 /* Eager tables: every object of a rebuilt set that got no table from the
@@ -413,7 +435,7 @@ static void want_all_locked(ptp_cfi_set *set) {
  * after it. Recomputes lazy_bytes for the new set. */
 static void carry_over_locked(ptp_cfi_set *set) {
   ptp_cfi_set *cur = (ptp_cfi_set *)atomic_load(&ptp_g_cfi);
-  lazy_bytes = 0;
+  cfi.lazy_bytes = 0;
   if (!cur) return;
   for (size_t i = 0; i < set->nlibs; i++) {
     ptp_cfi_lib *nl = &set->libs[i];
@@ -425,7 +447,7 @@ static void carry_over_locked(ptp_cfi_set *set) {
         atomic_store(&nl->tab, t);
         atomic_store(&nl->state, PTP_LIB_READY);
         ol->owns_tab = 0;
-        if (!nl->system) lazy_bytes += t->bytes;
+        if (!nl->system) cfi.lazy_bytes += t->bytes;
       } else if (atomic_load(&ol->state) == PTP_LIB_WANTED) {
         atomic_store(&nl->state, PTP_LIB_WANTED);   /* still asked for */
       } else if (atomic_load(&ol->state) == PTP_LIB_FP || atomic_load(&ol->state) == PTP_LIB_NOCFI) {
@@ -437,16 +459,16 @@ static void carry_over_locked(ptp_cfi_set *set) {
 }
 
 int ptp_cfi_refresh(void) {
-  pthread_mutex_lock(&cfi_mu);
+  cfi_lock();
   count_ctx cc = { 0, 0 };
   dl_iterate_phdr(count_cb, &cc);
   int rc = 0;
-  if (!have_seen || cc.adds != seen_adds || cc.subs != seen_subs) {
+  if (!cfi.have_seen || cc.adds != cfi.seen_adds || cc.subs != cfi.seen_subs) {
     ptp_cfi_set *set = NULL;
     unsigned long long adds = 0, subs = 0;
     rc = build_set(&set, &adds, &subs, 0);
     if (rc == 0) {
-      retired *node = malloc(sizeof *node);
+      retired *node = ptp_malloc(sizeof *node);
       if (!node) {
         ptp_cfi_free(set);
         rc = -ENOMEM;
@@ -456,25 +478,25 @@ int ptp_cfi_refresh(void) {
         build_wanted_in_locked(set, adds, subs);
         const ptp_cfi_set *old = atomic_exchange(&ptp_g_cfi, set);
         node->set = (ptp_cfi_set *)old;
-        node->next = retired_list;
-        if (old) retired_list = node;
+        node->next = cfi.retired_list;
+        if (old) cfi.retired_list = node;
         else free(node);
-        seen_adds = adds;
-        seen_subs = subs;
-        have_seen = 1;
-        builds++;
+        cfi.seen_adds = adds;
+        cfi.seen_subs = subs;
+        cfi.have_seen = 1;
+        cfi.builds++;
       }
     }
   }
   if (rc == 0) build_wanted_locked();
   reclaim_locked();
-  pthread_mutex_unlock(&cfi_mu);
+  cfi_unlock();
   return rc;
 }
 
 void ptp_cfi_get_info(ptp_cfi_info *out) {
   memset(out, 0, sizeof *out);
-  pthread_mutex_lock(&cfi_mu);
+  cfi_lock();
   const ptp_cfi_set *s = atomic_load(&ptp_g_cfi);
   if (s) {
     out->nobjs = s->nobjs;
@@ -497,31 +519,31 @@ void ptp_cfi_get_info(ptp_cfi_info *out) {
       out->norule_rows += t->norule;       /* counted when made: no pass over mapped rows */
     }
   }
-  out->lazy_bytes = lazy_bytes;
-  out->lazy_cap = lazy_cap;
-  out->lazy_built = lazy_built;
-  out->lazy_refused = lazy_refused;
-  out->build_ns = build_ns;
-  out->builds = builds;
-  out->cache_hits = cache_hits;
-  out->cache_saved = cache_saved;
-  pthread_mutex_unlock(&cfi_mu);
+  out->lazy_bytes = cfi.lazy_bytes;
+  out->lazy_cap = cfi.lazy_cap;
+  out->lazy_built = cfi.lazy_built;
+  out->lazy_refused = cfi.lazy_refused;
+  out->build_ns = cfi.build_ns;
+  out->builds = cfi.builds;
+  out->cache_hits = cfi.cache_hits;
+  out->cache_saved = cfi.cache_saved;
+  cfi_unlock();
 }
 
 int ptp_cfi_state_of(uintptr_t pc) {
-  pthread_mutex_lock(&cfi_mu);
+  cfi_lock();
   const ptp_cfi_set *s = atomic_load(&ptp_g_cfi);
   const ptp_cfi_lib *lib = s ? ptp_cfi_find(s, pc) : NULL;
   int st = lib ? atomic_load(&lib->state) : -ENOENT;
-  pthread_mutex_unlock(&cfi_mu);
+  cfi_unlock();
   return st;
 }
 
 size_t ptp_cfi_set_lazy_cap(size_t bytes) {
-  pthread_mutex_lock(&cfi_mu);
-  size_t old = lazy_cap;
-  lazy_cap = bytes;
-  pthread_mutex_unlock(&cfi_mu);
+  cfi_lock();
+  size_t old = cfi.lazy_cap;
+  cfi.lazy_cap = bytes;
+  cfi_unlock();
   return old;
 }
 
@@ -531,15 +553,15 @@ int ptp_cfi_save_pending(void) {
   pending todo[PENDING_MAX];
   void *img[PENDING_MAX];
   size_t len[PENDING_MAX], n = 0;
-  pthread_mutex_lock(&cfi_mu);
-  for (size_t i = 0; i < npend; i++) {
-    if (ptp_cficache_image(pend[i].bid, pend[i].key, pend[i].bias, pend[i].tab, &img[n], &len[n]) == 0)
-      todo[n++] = pend[i];
+  cfi_lock();
+  for (size_t i = 0; i < cfi.npend; i++) {
+    if (ptp_cficache_image(cfi.pend[i].bid, cfi.pend[i].key, cfi.pend[i].bias, cfi.pend[i].tab, &img[n], &len[n]) == 0)
+      todo[n++] = cfi.pend[i];
   }
-  npend = 0;
+  cfi.npend = 0;
   char dir[PATH_MAX];
-  memcpy(dir, cache_dir, sizeof dir);
-  pthread_mutex_unlock(&cfi_mu);
+  memcpy(dir, cfi.cache_dir, sizeof dir);
+  cfi_unlock();
   int rc = 0, saved = 0;
   for (size_t i = 0; i < n; i++) {
     int r = ptp_cficache_write(dir, todo[i].bid, img[i], len[i]);
@@ -548,14 +570,11 @@ int ptp_cfi_save_pending(void) {
     free(img[i]);
   }
   if (saved) {
-    pthread_mutex_lock(&cfi_mu);
-    cache_saved += (unsigned long long)saved;
-    pthread_mutex_unlock(&cfi_mu);
+    cfi_lock();
+    cfi.cache_saved += (unsigned long long)saved;
+    cfi_unlock();
   }
   return rc;
 }
 
-void ptp_cfi_atfork_prepare(void) { pthread_mutex_lock(&cfi_mu); }
-void ptp_cfi_atfork_parent(void) { pthread_mutex_unlock(&cfi_mu); }
-void ptp_cfi_atfork_child(void) { pthread_mutex_unlock(&cfi_mu); }
 

@@ -27,7 +27,7 @@
  * their prologues, else PTP_LIB_NOCFI (glibc objects without CFI:
  * PTP_LIB_FAILED); both without a table.
  *
- * Publication: one process-wide current set (ptp_g_cfi, below),
+ * Publication: one process-wide current set (signal/ptp_unwind.h's ptp_g_cfi),
  * replaced atomically when objects are loaded or unloaded (dlpi_adds /
  * dlpi_subs). Tables built for a slot of the current set are stored with a
  * release store and owned by that set. A replaced set (with all its tables)
@@ -37,8 +37,10 @@
  * tables of objects that are still loaded and identical (same name,
  * address, segments and .eh_frame_hdr hash); the others are built anew.
  *
- * Threads: every function here takes an internal mutex; none may be called
- * from a signal handler (they allocate and call dl_iterate_phdr).
+ * Threads: every function here takes the module's mutex (kept consistent
+ * across fork by handlers the module registers at its first use); none may
+ * be called from a signal handler (they allocate and call
+ * dl_iterate_phdr).
  */
 #ifndef PTP_CFI_H
 #define PTP_CFI_H
@@ -49,10 +51,8 @@
  * ~1.4 million rows). Past it an object's slot becomes PTP_LIB_FAILED. */
 #define PTP_CFI_LAZY_CAP ((size_t)32 << 20)
 
-/* The current unwind-table set, read by the handler (ptp_handler.c), which
- * may CAS a slot's state NONE -> WANTED in it and nothing else. Written
- * only by this unit, replaced under the ptp_g_inside grace protocol. */
-extern _Atomic(const ptp_cfi_set *) ptp_g_cfi;
+/* The current set is published in signal/ptp_unwind.h's ptp_g_cfi, which
+ * only this unit writes. */
 
 /* Makes sure the published set matches the loaded objects: cheap (one
  * dl_iterate_phdr step) when nothing was loaded or unloaded since the last
@@ -113,11 +113,5 @@ int ptp_cfi_state_of(uintptr_t pc);
 /* Sets the lazy-table memory cap (bytes; for tests), returns the old one.
  * Applies to tables built from now on. */
 size_t ptp_cfi_set_lazy_cap(size_t bytes);
-
-/* pthread_atfork hooks (ptp_threads.c registers them): keep the mutex
- * consistent across fork. */
-void ptp_cfi_atfork_prepare(void);
-void ptp_cfi_atfork_parent(void);
-void ptp_cfi_atfork_child(void);
 
 #endif

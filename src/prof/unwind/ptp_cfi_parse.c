@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "prof/unwind/ptp_cfi_internal.h"
+#include "prof/ptp_alloc.h"
 
 /* ---- bounded reader ------------------------------------------------------ */
 
@@ -192,7 +193,7 @@ static void emit(rowvec *rv, uintptr_t start, uintptr_t end, const cfstate *st) 
   if (rv->n == rv->cap) {
     size_t ncap = rv->cap ? rv->cap * 2 : 1024;
     if (ncap > rv->max) ncap = rv->max;
-    ptp_cfi_row *nv = realloc(rv->v, ncap * sizeof *nv);
+    ptp_cfi_row *nv = ptp_realloc(rv->v, ncap * sizeof *nv);
     if (!nv) { rv->oom = 1; return; }
     rv->v = nv;
     rv->cap = ncap;
@@ -544,7 +545,7 @@ static int finish_tab(rowvec *rvp, ptp_cfi_tab **out) {
     rv.v[w++] = row;
   }
   size_t bytes = sizeof(ptp_cfi_tab) + w * sizeof(ptp_cfi_row);
-  ptp_cfi_tab *t = malloc(bytes);
+  ptp_cfi_tab *t = ptp_malloc(bytes);
   if (!t) { free(rv.v); return -ENOMEM; }
   ptp_cfi_row *rows = (ptp_cfi_row *)(t + 1);   /* 8-aligned: the struct is */
   *t = (ptp_cfi_tab){ .nrows = w, .bytes = bytes, .bias = 0, .rows = rows };

@@ -26,6 +26,7 @@
 #include "prof/unwind/ptp_cficache.h"
 #include "prof/cache/ptp_crc.h"
 #include "prof/symbols/ptp_symcache.h"
+#include "prof/ptp_alloc.h"
 
 #define CFC_MAGIC "PTPCFI\r\n"
 #define CFC_SUFFIX ".cfi"
@@ -159,7 +160,7 @@ int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t 
   char path[PATH_MAX];
   if (file_path(path, sizeof path, dir, bid)) return -ENAMETOOLONG;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return errno == ENOENT ? -ENOENT : -EBADMSG;
+  if (fd < 0) return -errno;
   struct stat st;
   /* ptp_cachefile_map_fd's rules (regular, ours, one link, not writable
    * by others, in a directory of ours, within the bounds) make the
@@ -194,7 +195,7 @@ int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t 
   size_t norule = 0;
   if ((r = rows_verify(h.algo, rows, (size_t)h.nrows, lo - bias, hi - bias, h.crc, &norule)) < 0)
     goto fail_map;
-  if (!(t = malloc(sizeof *t))) { r = -ENOMEM; goto fail_map; }
+  if (!(t = ptp_malloc(sizeof *t))) { r = -ENOMEM; goto fail_map; }
   *t = (ptp_cfi_tab){ .nrows = (size_t)h.nrows, .bytes = sizeof *t + maplen, .bias = bias,
                       .rows = rows, .norule = norule, .map = map, .maplen = maplen };
   *out = t;
@@ -214,7 +215,7 @@ int ptp_cficache_image(const char *bid, uint64_t key, uintptr_t bias, const ptp_
   if (!bid_ok(bid)) return -EINVAL;
   if (t->nrows > (PTP_CFICACHE_FILE_MAX - sizeof(cfc_header)) / sizeof(ptp_cfi_row)) return -E2BIG;
   size_t n = sizeof(cfc_header) + t->nrows * sizeof(ptp_cfi_row);
-  uint8_t *b = calloc(1, n);
+  uint8_t *b = ptp_calloc(1, n);
   if (!b) return -ENOMEM;
   ptp_cfi_row *rows = (ptp_cfi_row *)(b + sizeof(cfc_header));
   for (size_t i = 0; i < t->nrows; i++) {

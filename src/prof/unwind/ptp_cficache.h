@@ -77,7 +77,10 @@ int ptp_cficache_ident(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o
  * ptp_cfi.h, and only
  * after the last reader is gone: the mapping goes with it), -ENOENT (no
  * file), -ESTALE (another key or version), -E2BIG (more than max_rows
- * rows), -EBADMSG (invalid, not ours, too big), -EINVAL, -ENOMEM. */
+ * rows), -EBADMSG (corrupt: a check of its content failed, or cut short),
+ * -EINVAL, -ENOMEM, or the error of opening or mapping it (-EACCES,
+ * -EMFILE, -ELOOP for a symbolic link; ptp_cachefile_map_fd's -EPERM, not
+ * ours, and -EFBIG, over the size bound). */
 int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t bias,
                       uintptr_t lo, uintptr_t hi, size_t max_rows, ptp_cfi_tab **out);
 

@@ -103,17 +103,17 @@ PT_TEST(prof_cachefile_map_rule) {
     if (spoil(how, path, root)) continue;
     PT_ASSERT_INT_EQ(stat(path, &st), 0);
     PT_ASSERT(!ptp_cachefile_mappable(&st, 1, 1 << 20));
-    PT_ASSERT_INT_EQ(map_it(dir, path, 1, 1 << 20), -EBADMSG);
+    PT_ASSERT_INT_EQ(map_it(dir, path, 1, 1 << 20), -EPERM);   /* refused, not corrupt */
   }
   unlink(path);
   write_file_0600(path, 4096);
   PT_ASSERT_INT_EQ(map_it(dir, path, 4097, 1 << 20), -EBADMSG);   /* too small */
-  PT_ASSERT_INT_EQ(map_it(dir, path, 1, 4095), -EBADMSG);         /* too big */
+  PT_ASSERT_INT_EQ(map_it(dir, path, 1, 4095), -EFBIG);           /* too big */
   PT_ASSERT_INT_EQ(chmod(path, 0602), 0);                         /* world-writable */
-  PT_ASSERT_INT_EQ(map_it(dir, path, 1, 1 << 20), -EBADMSG);
+  PT_ASSERT_INT_EQ(map_it(dir, path, 1, 1 << 20), -EPERM);
   PT_ASSERT_INT_EQ(chmod(path, 0600), 0);
   PT_ASSERT_INT_EQ(chmod(dir, 0770), 0);                          /* the directory */
-  PT_ASSERT_INT_EQ(map_it(dir, path, 1, 1 << 20), -EBADMSG);
+  PT_ASSERT_INT_EQ(map_it(dir, path, 1, 1 << 20), -EPERM);
   PT_ASSERT_INT_EQ(chmod(dir, 0700), 0);
   PT_ASSERT_INT_EQ(map_it(dir, path, 1, 1 << 20), 0);
   pt_rm_rf(root);
@@ -147,7 +147,7 @@ PT_TEST(prof_cachefile_cficache_refuses_unfit) {
     ptp_cfi_tab_free(got);
     got = NULL;
     if (spoil(how, path, root)) continue;
-    PT_ASSERT_INT_EQ(cfi_load(dir, bias, &got), -EBADMSG);
+    PT_ASSERT_INT_EQ(cfi_load(dir, bias, &got), -EPERM);
     PT_ASSERT(got == NULL);
     /* the cache still works: the next save replaces the file */
     cfi_save(dir, t, bias);
@@ -195,7 +195,8 @@ PT_TEST(prof_cachefile_symcache_refuses_unfit) {
     PT_ASSERT(sym_has(c, 0x104, "old"));
     ptp_symcache_del(c);
     if (spoil(how, path, root)) continue;
-    c = sym_open(dir, PTP_SYMCACHE_REJECTED);
+    c = sym_open(dir, PTP_SYMCACHE_UNUSABLE);      /* refused by the rule, not corrupt */
+    PT_ASSERT_INT_EQ(ptp_symcache_file_error(c), -EPERM);
     PT_ASSERT(!sym_has(c, 0x104, "old"));   /* nothing read from it */
     sym_add(c, 0x200, "new");
     PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);

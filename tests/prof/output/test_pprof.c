@@ -216,7 +216,8 @@ PT_TEST_T(prof_pprof_read_back_by_go_pprof, 120000) {
   PT_ASSERT_MSG(strstr(raw, "Period: 10101010"), "period:\n%s", raw);
   PT_ASSERT_MSG(strstr(raw, "Duration: 2s"), "duration:\n%s", raw);
   PT_ASSERT_MSG(strstr(raw, "samples/count cpu/nanoseconds"), "sample types:\n%s", raw);
-  PT_ASSERT_MSG(strstr(raw, "dropped samples: ring_full=3 dumping=7 no_stack=0 reentrant=0"),
+  PT_ASSERT_MSG(strstr(raw, "dropped samples: ring_full=3 dumping=7 no_stack=0 reentrant=0 "
+                            "thread_exit=0 kernel_mode=0 undelivered=0 no_memory=0"),
                 "drop comment:\n%s", raw);
   PT_ASSERT_MSG(strstr(raw, "blind window before this one: 1234567 ns"), "blind comment:\n%s", raw);
   PT_ASSERT_MSG(strstr(raw, "sampler: 99 Hz"), "hz comment:\n%s", raw);
@@ -354,4 +355,32 @@ PT_TEST_T(prof_pprof_many_stacks_valid, 120000) {
   pt_rm_rf(dir);
   free(dir);
   free(file);
+}
+
+/* Every drop cause has its pseudo-frame in the string table, out of memory
+ * included (it used to be counted as "ring full"). */
+PT_TEST(prof_pprof_lost_frames) {
+  uintptr_t causes[PTP_DROP__COUNT];
+  ptp_sample smp[PTP_DROP__COUNT];
+  for (int i = 0; i < PTP_DROP__COUNT; i++) {
+    causes[i] = (uintptr_t)i;
+    smp[i] = (ptp_sample){ .count = 1, .tid = 7, .nframes = 1, .flags = PTP_SAMPLE_LOST,
+                           .frames = &causes[i] };
+  }
+  ptp_window w;
+  memset(&w, 0, sizeof w);
+  w.period_ns = 1000000000 / 99;
+  w.hz = 99;
+  w.samples = smp;
+  w.nsamples = PTP_DROP__COUNT;
+  uint8_t *out;
+  size_t len;
+  PT_ASSERT_INT_EQ(ptp_pprof_encode_raw(&w, NULL, &out, &len), 0);
+  for (int i = 0; i < PTP_DROP__COUNT; i++) {
+    const char *name = ptp_lost_frame_name(i);
+    PT_ASSERT_MSG(strcmp(name, "[lost]") != 0, "cause %d has no pseudo-frame of its own", i);
+    PT_ASSERT_MSG(memmem(out, len, name, strlen(name)), "%s not in the profile", name);
+  }
+  PT_ASSERT_STR_EQ(ptp_lost_frame_name(PTP_DROP_NO_MEMORY), "[lost: out of memory]");
+  free(out);
 }

@@ -256,7 +256,7 @@ PT_TEST(prof_symcache_torn_and_bad_segments) {
   memcpy(b + 8, &v1, 4);
   pt_write_file(path, b, n);
   free(b);
-  c = open_ok(dir, PTP_SYMCACHE_REJECTED);
+  c = open_ok(dir, PTP_SYMCACHE_STALE);
   ptp_symcache_del(c);
   free(path);
   pt_rm_rf(dir);
@@ -391,7 +391,7 @@ PT_TEST(prof_symcache_format3_header_and_pin) {
     z = ptp_crc_blocks(PTP_CRC_ZLIB, z, b + F_HDR + S_HDR, 24 + 24 + 13, 0);
     memcpy(b + F_HDR + 20, &z, 4);
     pt_write_file(path, b, n);
-    c = open_ok(dir, PTP_SYMCACHE_REJECTED);
+    c = open_ok(dir, PTP_SYMCACHE_STALE);
     PT_ASSERT(!has_named(c, 0x105, "first"));
     add_named(c, 0x200, "second");
     PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
@@ -408,7 +408,7 @@ PT_TEST(prof_symcache_format3_header_and_pin) {
   uint32_t v2 = 2;
   memcpy(b + 8, &v2, 4);
   pt_write_file(path, b, n);
-  c = open_ok(dir, PTP_SYMCACHE_REJECTED);
+  c = open_ok(dir, PTP_SYMCACHE_STALE);
   ptp_symcache_del(c);
   free(b);
   free(path);

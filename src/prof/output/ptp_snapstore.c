@@ -1,12 +1,13 @@
 /*
- * ptp_store.c - see ptp_store.h.
+ * ptp_snapstore.c - see ptp_snapstore.h.
  *
  * Every operation opens the directory by path once (dfd) and then works
  * relative to that fd (openat/renameat2/unlinkat/fsync), so a write is
  * consistent even if the directory is renamed meanwhile, and a removed
  * directory is noticed (ENOENT) instead of writing into a stale one.
  */
-#include "prof/output/ptp_store.h"
+#include "prof/output/ptp_snapstore.h"
+#include "prof/ptp_alloc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,16 +27,16 @@
 #define TMP_SUFFIX ".tmp"
 #define SEQ_WIDTH 6
 
-struct ptp_store {
+struct ptp_snapstore {
   char *dir;
-  char prefix[PTP_STORE_PREFIX_MAX + 1];
+  char prefix[PTP_SNAPSTORE_PREFIX_MAX + 1];
   int keep;
   uint64_t seq;              /* next sequence number */
-  char family[PTP_STORE_PREFIX_MAX + 1];  /* "" = no family retention */
+  char family[PTP_SNAPSTORE_PREFIX_MAX + 1];  /* "" = no family retention */
   int keep_total;
 };
 
-int ptp_store_name_matches(const char *name, const char *prefix) {
+int ptp_snapstore_name_matches(const char *name, const char *prefix) {
   size_t pl = strlen(prefix);
   if (strncmp(name, prefix, pl) != 0) return 0;
   const char *p = name + pl;
@@ -52,8 +53,8 @@ int ptp_store_name_matches(const char *name, const char *prefix) {
   return strcmp(p, SUFFIX) == 0;
 }
 
-int ptp_store_family_matches(const char *name, const char *base) {
-  if (ptp_store_name_matches(name, base)) return 1;
+int ptp_snapstore_family_matches(const char *name, const char *base) {
+  if (ptp_snapstore_name_matches(name, base)) return 1;
   size_t bl = strlen(base);
   if (strncmp(name, base, bl) != 0 || strncmp(name + bl, "pid", 3) != 0) return 0;
   const char *p = name + bl + 3, *d = p;
@@ -61,19 +62,19 @@ int ptp_store_family_matches(const char *name, const char *base) {
   if (p == d || p - d > 10 || *p != '-') return 0;
   /* the child's own prefix is base "pid<digits>-": the rest must be exactly
    * a snapshot name of it (a timestamp, a seq, the suffix) */
-  char child[PTP_STORE_PREFIX_MAX + 20];
+  char child[PTP_SNAPSTORE_PREFIX_MAX + 20];
   size_t cl = (size_t)(p + 1 - name);
   if (cl >= sizeof child) return 0;
   memcpy(child, name, cl);
   child[cl] = 0;
-  return ptp_store_name_matches(name, child);
+  return ptp_snapstore_name_matches(name, child);
 }
 
 static uint64_t name_seq(const char *name, size_t prefix_len) {
   return strtoull(name + prefix_len + TS_LEN + 1, NULL, 10);
 }
 
-/* Declared in ptp_store.h; the symbol cache uses it too. */
+/* Declared in ptp_snapstore.h; the symbol cache uses it too. */
 int ptp_mkdir_p(const char *path) {
   size_t n = strlen(path);
   if (n == 0 || n >= PATH_MAX) return -EINVAL;
@@ -117,7 +118,7 @@ static int scan_dir(int dfd, const char *prefix, uint64_t *next_seq) {
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
     const char *nm = de->d_name;
-    if (ptp_store_name_matches(nm, prefix)) {
+    if (ptp_snapstore_name_matches(nm, prefix)) {
       uint64_t s = name_seq(nm, pl);
       if (s + 1 > next) next = s + 1;
       continue;
@@ -130,7 +131,7 @@ static int scan_dir(int dfd, const char *prefix, uint64_t *next_seq) {
       size_t bl = n - 1 - strlen(TMP_SUFFIX);
       memcpy(base, nm + 1, bl);
       base[bl] = 0;
-      if (ptp_store_name_matches(base, prefix)) unlinkat(dfd, nm, 0);
+      if (ptp_snapstore_name_matches(base, prefix)) unlinkat(dfd, nm, 0);
     }
   }
   closedir(d);
@@ -150,14 +151,14 @@ static int prepare_dir(const char *dir, const char *prefix, uint64_t *next_seq) 
 
 static bool prefix_ok(const char *prefix) {
   size_t n = prefix ? strlen(prefix) : 0;
-  return n >= 1 && n <= PTP_STORE_PREFIX_MAX && !strchr(prefix, '/') && prefix[0] != '.';
+  return n >= 1 && n <= PTP_SNAPSTORE_PREFIX_MAX && !strchr(prefix, '/') && prefix[0] != '.';
 }
 
-int ptp_store_new(ptp_store **out, const char *dir, const char *prefix, int keep) {
+int ptp_snapstore_new(ptp_snapstore **out, const char *dir, const char *prefix, int keep) {
   if (!out || !dir || !*dir || !prefix_ok(prefix) || keep < 1) return -EINVAL;
-  ptp_store *st = calloc(1, sizeof *st);
+  ptp_snapstore *st = ptp_calloc(1, sizeof *st);
   if (!st) return -ENOMEM;
-  st->dir = strdup(dir);
+  st->dir = ptp_strdup(dir);
   if (!st->dir) {
     free(st);
     return -ENOMEM;
@@ -166,16 +167,16 @@ int ptp_store_new(ptp_store **out, const char *dir, const char *prefix, int keep
   st->keep = keep;
   int r = prepare_dir(dir, prefix, &st->seq);
   if (r) {
-    ptp_store_del(st);
+    ptp_snapstore_del(st);
     return r;
   }
   *out = st;
   return 0;
 }
 
-int ptp_store_set_dir(ptp_store *st, const char *dir) {
+int ptp_snapstore_set_dir(ptp_snapstore *st, const char *dir) {
   if (!st || !dir || !*dir) return -EINVAL;
-  char *nd = strdup(dir);
+  char *nd = ptp_strdup(dir);
   if (!nd) return -ENOMEM;
   uint64_t next = 0;
   int r = prepare_dir(dir, st->prefix, &next);
@@ -189,10 +190,10 @@ int ptp_store_set_dir(ptp_store *st, const char *dir) {
   return 0;
 }
 
-const char *ptp_store_dir(const ptp_store *st) { return st->dir; }
-const char *ptp_store_prefix(const ptp_store *st) { return st->prefix; }
+const char *ptp_snapstore_dir(const ptp_snapstore *st) { return st->dir; }
+const char *ptp_snapstore_prefix(const ptp_snapstore *st) { return st->prefix; }
 
-void ptp_store_del(ptp_store *st) {
+void ptp_snapstore_del(ptp_snapstore *st) {
   if (!st) return;
   free(st->dir);
   free(st);
@@ -201,7 +202,7 @@ void ptp_store_del(ptp_store *st) {
 typedef struct snap { char *name; uint64_t seq; } snap;
 
 /* Keeps the newest st->keep snapshots of st->prefix. Best effort. */
-static void retention(ptp_store *st, int dfd) {
+static void retention(ptp_snapstore *st, int dfd) {
   int fd2 = dup(dfd);
   if (fd2 < 0) return;
   DIR *d = fdopendir(fd2);
@@ -215,15 +216,15 @@ static void retention(ptp_store *st, int dfd) {
   size_t n = 0, cap = 0;
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
-    if (!ptp_store_name_matches(de->d_name, st->prefix)) continue;
+    if (!ptp_snapstore_name_matches(de->d_name, st->prefix)) continue;
     if (n == cap) {
       size_t nc = cap ? cap * 2 : 16;
-      snap *nv = realloc(v, nc * sizeof *nv);
+      snap *nv = ptp_realloc(v, nc * sizeof *nv);
       if (!nv) break;
       v = nv;
       cap = nc;
     }
-    v[n].name = strdup(de->d_name);
+    v[n].name = ptp_strdup(de->d_name);
     if (!v[n].name) break;
     v[n].seq = name_seq(de->d_name, pl);
     n++;
@@ -260,7 +261,7 @@ static int fam_cmp(const void *a, const void *b) {
  * an exclusive flock on the directory serializes them, so each one lists
  * and removes under the lock and none removes more than the excess it saw.
  * Temp files (".<name>.tmp", being written) never match. Best effort. */
-static void family_retention(ptp_store *st, int dfd) {
+static void family_retention(ptp_snapstore *st, int dfd) {
   if (flock(dfd, LOCK_EX) != 0) return;
   int fd2 = dup(dfd);
   DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
@@ -276,17 +277,17 @@ static void family_retention(ptp_store *st, int dfd) {
   size_t n = 0, cap = 0;
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
-    if (!ptp_store_family_matches(de->d_name, st->family)) continue;
+    if (!ptp_snapstore_family_matches(de->d_name, st->family)) continue;
     struct stat sb;
     if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
     if (n == cap) {
       size_t nc = cap ? cap * 2 : 64;
-      fam_file *nv = realloc(v, nc * sizeof *nv);
+      fam_file *nv = ptp_realloc(v, nc * sizeof *nv);
       if (!nv) break;
       v = nv;
       cap = nc;
     }
-    if (!(v[n].name = strdup(de->d_name))) break;
+    if (!(v[n].name = ptp_strdup(de->d_name))) break;
     v[n].mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
     n++;
   }
@@ -299,8 +300,8 @@ static void family_retention(ptp_store *st, int dfd) {
   free(v);
 }
 
-int ptp_store_set_family(ptp_store *st, const char *base, int keep_total) {
-  if (!st || !base || !*base || strlen(base) > PTP_STORE_PREFIX_MAX || strchr(base, '/') ||
+int ptp_snapstore_set_family(ptp_snapstore *st, const char *base, int keep_total) {
+  if (!st || !base || !*base || strlen(base) > PTP_SNAPSTORE_PREFIX_MAX || strchr(base, '/') ||
       keep_total < 1 || strncmp(st->prefix, base, strlen(base)) != 0)
     return -EINVAL;
   snprintf(st->family, sizeof st->family, "%s", base);
@@ -308,7 +309,7 @@ int ptp_store_set_family(ptp_store *st, const char *base, int keep_total) {
   return 0;
 }
 
-int ptp_store_dir_mode(const ptp_store *st, unsigned *mode_out) {
+int ptp_snapstore_dir_mode(const ptp_snapstore *st, unsigned *mode_out) {
   struct stat sb;
   if (stat(st->dir, &sb) != 0) return -errno;
   *mode_out = (unsigned)(sb.st_mode & 07777);
@@ -339,7 +340,7 @@ static int rename_noreplace(int dfd, const char *from, const char *to) {
   return 0;
 }
 
-int ptp_store_write(ptp_store *st, const uint8_t *data, size_t len, char *path_out, size_t path_cap) {
+int ptp_snapstore_write(ptp_snapstore *st, const uint8_t *data, size_t len, char *path_out, size_t path_cap) {
   if (!st || (!data && len)) return -EINVAL;
   if (path_out && path_cap) path_out[0] = 0;
   int dfd = open_dir(st->dir);

@@ -1,12 +1,12 @@
 /*
- * test_store.c - the snapshot store: names, retention (other prefixes and
+ * test_snapstore.c - the snapshot store: names, retention (other prefixes and
  * unrelated files untouched), seq continuity, temp cleanup, atomicity under
  * a concurrent reader, and write errors (removed directory, a file in place
  * of the directory, full and read-only filesystems).
  */
 #include "pt_test.h"
 #include "prof/output/ptp_gzip.h"
-#include "prof/output/ptp_store.h"
+#include "prof/output/ptp_snapstore.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -41,7 +41,7 @@ static size_t list_dir(const char *dir, char names[][256], size_t max, int (*kee
   return n;
 }
 
-static int is_daemon_snap(const char *n) { return ptp_store_name_matches(n, "daemon-profile-"); }
+static int is_daemon_snap(const char *n) { return ptp_snapstore_name_matches(n, "daemon-profile-"); }
 
 static void fill(uint8_t *p, size_t n, uint32_t seed) {
   uint32_t x = seed * 2654435761u + 1;
@@ -51,31 +51,31 @@ static void fill(uint8_t *p, size_t n, uint32_t seed) {
   }
 }
 
-PT_TEST(prof_store_name_pattern) {
-  PT_ASSERT(ptp_store_name_matches("daemon-profile-20261129T213314Z-000001.pb.gz", "daemon-profile-"));
-  PT_ASSERT(ptp_store_name_matches("daemon-profile-20261129T213314Z-1234567.pb.gz", "daemon-profile-"));
-  PT_ASSERT(!ptp_store_name_matches("tui-profile-20261129T213314Z-000001.pb.gz", "daemon-profile-"));
-  PT_ASSERT(!ptp_store_name_matches("daemon-profile-20261129T213314Z-000001.pb.gz.tmp", "daemon-profile-"));
-  PT_ASSERT(!ptp_store_name_matches("daemon-profile-20261129T213314Z-.pb.gz", "daemon-profile-"));
-  PT_ASSERT(!ptp_store_name_matches("daemon-profile-2026112xT213314Z-000001.pb.gz", "daemon-profile-"));
-  PT_ASSERT(!ptp_store_name_matches("daemon-profile-x-20261129T213314Z-000001.pb.gz", "daemon-profile-"));
-  PT_ASSERT(!ptp_store_name_matches("daemon-profile-notes.txt", "daemon-profile-"));
+PT_TEST(prof_snapstore_name_pattern) {
+  PT_ASSERT(ptp_snapstore_name_matches("daemon-profile-20261129T213314Z-000001.pb.gz", "daemon-profile-"));
+  PT_ASSERT(ptp_snapstore_name_matches("daemon-profile-20261129T213314Z-1234567.pb.gz", "daemon-profile-"));
+  PT_ASSERT(!ptp_snapstore_name_matches("tui-profile-20261129T213314Z-000001.pb.gz", "daemon-profile-"));
+  PT_ASSERT(!ptp_snapstore_name_matches("daemon-profile-20261129T213314Z-000001.pb.gz.tmp", "daemon-profile-"));
+  PT_ASSERT(!ptp_snapstore_name_matches("daemon-profile-20261129T213314Z-.pb.gz", "daemon-profile-"));
+  PT_ASSERT(!ptp_snapstore_name_matches("daemon-profile-2026112xT213314Z-000001.pb.gz", "daemon-profile-"));
+  PT_ASSERT(!ptp_snapstore_name_matches("daemon-profile-x-20261129T213314Z-000001.pb.gz", "daemon-profile-"));
+  PT_ASSERT(!ptp_snapstore_name_matches("daemon-profile-notes.txt", "daemon-profile-"));
 }
 
-PT_TEST(prof_store_bad_args) {
+PT_TEST(prof_snapstore_bad_args) {
   char *dir = pt_tmpdir("store");
-  ptp_store *st = NULL;
-  PT_ASSERT_INT_EQ(ptp_store_new(&st, dir, "a/b-", 8), -EINVAL);
-  PT_ASSERT_INT_EQ(ptp_store_new(&st, dir, "", 8), -EINVAL);
-  PT_ASSERT_INT_EQ(ptp_store_new(&st, dir, ".hidden-", 8), -EINVAL);
-  PT_ASSERT_INT_EQ(ptp_store_new(&st, dir, "p-", 0), -EINVAL);
-  PT_ASSERT_INT_EQ(ptp_store_new(&st, "", "p-", 8), -EINVAL);
+  ptp_snapstore *st = NULL;
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&st, dir, "a/b-", 8), -EINVAL);
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&st, dir, "", 8), -EINVAL);
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&st, dir, ".hidden-", 8), -EINVAL);
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&st, dir, "p-", 0), -EINVAL);
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&st, "", "p-", 8), -EINVAL);
   PT_ASSERT(st == NULL);
   pt_rm_rf(dir);
   free(dir);
 }
 
-PT_TEST(prof_store_retention_touches_nothing_else) {
+PT_TEST(prof_snapstore_retention_touches_nothing_else) {
   char *dir = pt_tmpdir("store");
   char *sub = path_join(dir, "profiling/deeper");   /* created by new() (mkdir -p) */
   /* neighbours that must survive */
@@ -86,8 +86,8 @@ PT_TEST(prof_store_retention_touches_nothing_else) {
     "xdaemon-profile-20200101T000000Z-000001.pb.gz",
     "unrelated.txt",
   };
-  ptp_store *st;
-  PT_ASSERT_INT_EQ(ptp_store_new(&st, sub, "daemon-profile-", 3), 0);
+  ptp_snapstore *st;
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&st, sub, "daemon-profile-", 3), 0);
   for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
     char *p = path_join(sub, others[i]);
     pt_write_file(p, others[i], strlen(others[i]));
@@ -97,7 +97,7 @@ PT_TEST(prof_store_retention_touches_nothing_else) {
   for (int i = 0; i < 5; i++) {
     char data[32];
     int n = snprintf(data, sizeof data, "snapshot %d", i);
-    PT_ASSERT_INT_EQ(ptp_store_write(st, (const uint8_t *)data, (size_t)n, paths[i], sizeof paths[i]), 0);
+    PT_ASSERT_INT_EQ(ptp_snapstore_write(st, (const uint8_t *)data, (size_t)n, paths[i], sizeof paths[i]), 0);
     PT_ASSERT(strncmp(paths[i], sub, strlen(sub)) == 0);
     PT_ASSERT(is_daemon_snap(strrchr(paths[i], '/') + 1));
   }
@@ -123,23 +123,23 @@ PT_TEST(prof_store_retention_touches_nothing_else) {
   /* no temp files left behind */
   size_t all = list_dir(sub, names, 32, NULL);
   PT_ASSERT_UINT_EQ(all, 3 + sizeof others / sizeof *others);
-  ptp_store_del(st);
+  ptp_snapstore_del(st);
   pt_rm_rf(dir);
   free(sub);
   free(dir);
 }
 
-PT_TEST(prof_store_seq_continues_across_stores) {
+PT_TEST(prof_snapstore_seq_continues_across_stores) {
   char *dir = pt_tmpdir("store");
-  ptp_store *a, *b;
+  ptp_snapstore *a, *b;
   char p1[512], p2[512], p3[512];
-  PT_ASSERT_INT_EQ(ptp_store_new(&a, dir, "daemon-profile-", 8), 0);
-  PT_ASSERT_INT_EQ(ptp_store_write(a, (const uint8_t *)"1", 1, p1, sizeof p1), 0);
-  PT_ASSERT_INT_EQ(ptp_store_write(a, (const uint8_t *)"2", 1, p2, sizeof p2), 0);
-  ptp_store_del(a);
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&a, dir, "daemon-profile-", 8), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_write(a, (const uint8_t *)"1", 1, p1, sizeof p1), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_write(a, (const uint8_t *)"2", 1, p2, sizeof p2), 0);
+  ptp_snapstore_del(a);
   /* a second process (or restart) with the same prefix: never reuses a name */
-  PT_ASSERT_INT_EQ(ptp_store_new(&b, dir, "daemon-profile-", 8), 0);
-  PT_ASSERT_INT_EQ(ptp_store_write(b, (const uint8_t *)"3", 1, p3, sizeof p3), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&b, dir, "daemon-profile-", 8), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_write(b, (const uint8_t *)"3", 1, p3, sizeof p3), 0);
   PT_ASSERT(strcmp(p1, p2) < 0 && strcmp(p2, p3) < 0);
   char *c1 = pt_read_file(p1, NULL), *c3 = pt_read_file(p3, NULL);
   PT_ASSERT_STR_EQ(c1, "1");
@@ -148,14 +148,14 @@ PT_TEST(prof_store_seq_continues_across_stores) {
   free(c3);
   /* path_out is truncated, never overflowed */
   char small[8];
-  PT_ASSERT_INT_EQ(ptp_store_write(b, (const uint8_t *)"4", 1, small, sizeof small), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_write(b, (const uint8_t *)"4", 1, small, sizeof small), 0);
   PT_ASSERT_UINT_EQ(strlen(small), sizeof small - 1);
-  ptp_store_del(b);
+  ptp_snapstore_del(b);
   pt_rm_rf(dir);
   free(dir);
 }
 
-PT_TEST(prof_store_cleans_own_leftover_temps) {
+PT_TEST(prof_snapstore_cleans_own_leftover_temps) {
   char *dir = pt_tmpdir("store");
   const char *mine = ".daemon-profile-20200101T000000Z-000003.pb.gz.tmp";
   const char *keep[] = {
@@ -171,8 +171,8 @@ PT_TEST(prof_store_cleans_own_leftover_temps) {
     pt_write_file(p, "x", 1);
     free(p);
   }
-  ptp_store *st;
-  PT_ASSERT_INT_EQ(ptp_store_new(&st, dir, "daemon-profile-", 8), 0);
+  ptp_snapstore *st;
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&st, dir, "daemon-profile-", 8), 0);
   p = path_join(dir, mine);
   PT_ASSERT_MSG(access(p, F_OK) != 0, "leftover temp file not removed");
   free(p);
@@ -186,14 +186,14 @@ PT_TEST(prof_store_cleans_own_leftover_temps) {
   PT_ASSERT_INT_EQ(mkdir(d2, 0755), 0);
   p = path_join(d2, mine);
   pt_write_file(p, "partial", 7);
-  PT_ASSERT_INT_EQ(ptp_store_set_dir(st, d2), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_set_dir(st, d2), 0);
   PT_ASSERT(access(p, F_OK) != 0);
   char out[512];
-  PT_ASSERT_INT_EQ(ptp_store_write(st, (const uint8_t *)"z", 1, out, sizeof out), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_write(st, (const uint8_t *)"z", 1, out, sizeof out), 0);
   PT_ASSERT(strncmp(out, d2, strlen(d2)) == 0);
   free(p);
   free(d2);
-  ptp_store_del(st);
+  ptp_snapstore_del(st);
   pt_rm_rf(dir);
   free(dir);
 }
@@ -237,10 +237,10 @@ static void *reader(void *arg) {
   return NULL;
 }
 
-PT_TEST_T(prof_store_atomic_under_concurrent_reader, 120000) {
+PT_TEST_T(prof_snapstore_atomic_under_concurrent_reader, 120000) {
   char *dir = pt_tmpdir("store");
-  ptp_store *st;
-  PT_ASSERT_INT_EQ(ptp_store_new(&st, dir, "daemon-profile-", 4), 0);
+  ptp_snapstore *st;
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&st, dir, "daemon-profile-", 4), 0);
   reader_ctx c = {.dir = dir};
   pthread_t th;
   PT_ASSERT_INT_EQ(pthread_create(&th, NULL, reader, &c), 0);
@@ -251,7 +251,7 @@ PT_TEST_T(prof_store_atomic_under_concurrent_reader, 120000) {
     uint8_t *gz;
     size_t gzlen;
     PT_ASSERT_INT_EQ(ptp_gzip(raw, raw_len, 1, &gz, &gzlen), 0);
-    PT_ASSERT_INT_EQ(ptp_store_write(st, gz, gzlen, NULL, 0), 0);
+    PT_ASSERT_INT_EQ(ptp_snapstore_write(st, gz, gzlen, NULL, 0), 0);
     free(gz);
   }
   atomic_store(&c.stop, 1);
@@ -261,32 +261,32 @@ PT_TEST_T(prof_store_atomic_under_concurrent_reader, 120000) {
   char names[16][256];
   PT_ASSERT_UINT_EQ(list_dir(dir, names, 16, NULL), 4);   /* no temp files left */
   free(raw);
-  ptp_store_del(st);
+  ptp_snapstore_del(st);
   pt_rm_rf(dir);
   free(dir);
 }
 
 /* ---- write errors ---- */
 
-PT_TEST(prof_store_error_directory_removed) {
+PT_TEST(prof_snapstore_error_directory_removed) {
   char *dir = pt_tmpdir("store");
   char *sub = path_join(dir, "profiling");
-  ptp_store *st;
-  PT_ASSERT_INT_EQ(ptp_store_new(&st, sub, "daemon-profile-", 8), 0);
+  ptp_snapstore *st;
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&st, sub, "daemon-profile-", 8), 0);
   char p1[512];
-  PT_ASSERT_INT_EQ(ptp_store_write(st, (const uint8_t *)"one", 3, p1, sizeof p1), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_write(st, (const uint8_t *)"one", 3, p1, sizeof p1), 0);
   /* keep the old snapshot elsewhere, then remove the directory */
   char *moved = path_join(dir, "moved");
   PT_ASSERT_INT_EQ(rename(sub, moved), 0);
   char p2[512] = "x";
-  PT_ASSERT_INT_EQ(ptp_store_write(st, (const uint8_t *)"two", 3, p2, sizeof p2), -ENOENT);
+  PT_ASSERT_INT_EQ(ptp_snapstore_write(st, (const uint8_t *)"two", 3, p2, sizeof p2), -ENOENT);
   PT_ASSERT_STR_EQ(p2, "");
   PT_ASSERT_MSG(access(sub, F_OK) != 0, "the store recreated the removed directory");
   char names[8][256];
   PT_ASSERT_UINT_EQ(list_dir(moved, names, 8, NULL), 1);
   /* a file in place of the directory */
   pt_write_file(sub, "not a dir", 9);
-  PT_ASSERT_INT_EQ(ptp_store_write(st, (const uint8_t *)"three", 5, NULL, 0), -ENOTDIR);
+  PT_ASSERT_INT_EQ(ptp_snapstore_write(st, (const uint8_t *)"three", 5, NULL, 0), -ENOTDIR);
   char *c = pt_read_file(sub, NULL);
   PT_ASSERT_STR_EQ(c, "not a dir");
   free(c);
@@ -294,12 +294,12 @@ PT_TEST(prof_store_error_directory_removed) {
   /* back to normal once the directory is there again */
   PT_ASSERT_INT_EQ(unlink(sub), 0);
   PT_ASSERT_INT_EQ(rename(moved, sub), 0);
-  PT_ASSERT_INT_EQ(ptp_store_write(st, (const uint8_t *)"four", 4, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_write(st, (const uint8_t *)"four", 4, NULL, 0), 0);
   PT_ASSERT_UINT_EQ(list_dir(sub, names, 8, is_daemon_snap), 2);
   c = pt_read_file(p1, NULL);
   PT_ASSERT_STR_EQ(c, "one");
   free(c);
-  ptp_store_del(st);
+  ptp_snapstore_del(st);
   pt_rm_rf(dir);
   free(moved);
   free(sub);
@@ -317,17 +317,17 @@ static char *tiny_tmpfs(const char *size) {
   return dir;
 }
 
-PT_TEST(prof_store_error_full_disk) {
+PT_TEST(prof_snapstore_error_full_disk) {
   char *dir = tiny_tmpfs("64k");
-  ptp_store *st;
-  PT_ASSERT_INT_EQ(ptp_store_new(&st, dir, "daemon-profile-", 8), 0);
+  ptp_snapstore *st;
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&st, dir, "daemon-profile-", 8), 0);
   uint8_t buf[40000];
   fill(buf, sizeof buf, 1);
   char p1[512];
-  PT_ASSERT_INT_EQ(ptp_store_write(st, buf, sizeof buf, p1, sizeof p1), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_write(st, buf, sizeof buf, p1, sizeof p1), 0);
   uint8_t buf2[40000];
   fill(buf2, sizeof buf2, 2);
-  int r = ptp_store_write(st, buf2, sizeof buf2, NULL, 0);
+  int r = ptp_snapstore_write(st, buf2, sizeof buf2, NULL, 0);
   PT_ASSERT_MSG(r == -ENOSPC, "expected -ENOSPC, got %d", r);
   char names[8][256];
   PT_ASSERT_UINT_EQ(list_dir(dir, names, 8, NULL), 1);   /* no partial/temp file */
@@ -337,27 +337,27 @@ PT_TEST(prof_store_error_full_disk) {
   PT_ASSERT_MEM_EQ(c, buf, sizeof buf);
   free(c);
   /* space again: writes work again */
-  PT_ASSERT_INT_EQ(ptp_store_write(st, buf2, 100, NULL, 0), 0);
-  ptp_store_del(st);
+  PT_ASSERT_INT_EQ(ptp_snapstore_write(st, buf2, 100, NULL, 0), 0);
+  ptp_snapstore_del(st);
   umount2(dir, MNT_DETACH);
   rmdir(dir);
   free(dir);
 }
 
-PT_TEST(prof_store_error_read_only) {
+PT_TEST(prof_snapstore_error_read_only) {
   char *dir = tiny_tmpfs("1m");
-  ptp_store *st;
-  PT_ASSERT_INT_EQ(ptp_store_new(&st, dir, "daemon-profile-", 8), 0);
+  ptp_snapstore *st;
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&st, dir, "daemon-profile-", 8), 0);
   char p1[512];
-  PT_ASSERT_INT_EQ(ptp_store_write(st, (const uint8_t *)"one", 3, p1, sizeof p1), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_write(st, (const uint8_t *)"one", 3, p1, sizeof p1), 0);
   PT_ASSERT_INT_EQ(mount(NULL, dir, NULL, MS_REMOUNT | MS_RDONLY, NULL), 0);
-  PT_ASSERT_INT_EQ(ptp_store_write(st, (const uint8_t *)"two", 3, NULL, 0), -EROFS);
+  PT_ASSERT_INT_EQ(ptp_snapstore_write(st, (const uint8_t *)"two", 3, NULL, 0), -EROFS);
   char names[8][256];
   PT_ASSERT_UINT_EQ(list_dir(dir, names, 8, NULL), 1);
   char *c = pt_read_file(p1, NULL);
   PT_ASSERT_STR_EQ(c, "one");
   free(c);
-  ptp_store_del(st);
+  ptp_snapstore_del(st);
   umount2(dir, MNT_DETACH);
   rmdir(dir);
   free(dir);
@@ -365,22 +365,22 @@ PT_TEST(prof_store_error_read_only) {
 
 /* ---- family retention (preload exec churn) and private files ---- */
 
-static int is_fam(const char *n) { return ptp_store_family_matches(n, "profile-"); }
+static int is_fam(const char *n) { return ptp_snapstore_family_matches(n, "profile-"); }
 
-PT_TEST(prof_store_family_pattern) {
-  PT_ASSERT(ptp_store_family_matches("profile-20261129T213314Z-000001.pb.gz", "profile-"));
-  PT_ASSERT(ptp_store_family_matches("profile-pid42-20261129T213314Z-000001.pb.gz", "profile-"));
+PT_TEST(prof_snapstore_family_pattern) {
+  PT_ASSERT(ptp_snapstore_family_matches("profile-20261129T213314Z-000001.pb.gz", "profile-"));
+  PT_ASSERT(ptp_snapstore_family_matches("profile-pid42-20261129T213314Z-000001.pb.gz", "profile-"));
   /* a prefix that merely starts with ours is another family */
-  PT_ASSERT(!ptp_store_family_matches("profile-x-20261129T213314Z-000001.pb.gz", "profile-"));
-  PT_ASSERT(!ptp_store_family_matches("profile-pidx-20261129T213314Z-000001.pb.gz", "profile-"));
-  PT_ASSERT(!ptp_store_family_matches("profile-pid-20261129T213314Z-000001.pb.gz", "profile-"));
-  PT_ASSERT(!ptp_store_family_matches("profile-pid42-x-20261129T213314Z-000001.pb.gz", "profile-"));
-  PT_ASSERT(!ptp_store_family_matches(".profile-pid42-20261129T213314Z-000001.pb.gz.tmp", "profile-"));
-  PT_ASSERT(!ptp_store_family_matches("profile-pid42-20261129T213314Z-000001.pb.gz.tmp", "profile-"));
-  PT_ASSERT(!ptp_store_family_matches("xprofile-pid42-20261129T213314Z-000001.pb.gz", "profile-"));
+  PT_ASSERT(!ptp_snapstore_family_matches("profile-x-20261129T213314Z-000001.pb.gz", "profile-"));
+  PT_ASSERT(!ptp_snapstore_family_matches("profile-pidx-20261129T213314Z-000001.pb.gz", "profile-"));
+  PT_ASSERT(!ptp_snapstore_family_matches("profile-pid-20261129T213314Z-000001.pb.gz", "profile-"));
+  PT_ASSERT(!ptp_snapstore_family_matches("profile-pid42-x-20261129T213314Z-000001.pb.gz", "profile-"));
+  PT_ASSERT(!ptp_snapstore_family_matches(".profile-pid42-20261129T213314Z-000001.pb.gz.tmp", "profile-"));
+  PT_ASSERT(!ptp_snapstore_family_matches("profile-pid42-20261129T213314Z-000001.pb.gz.tmp", "profile-"));
+  PT_ASSERT(!ptp_snapstore_family_matches("xprofile-pid42-20261129T213314Z-000001.pb.gz", "profile-"));
 }
 
-PT_TEST(prof_store_family_keeps_total_oldest_first) {
+PT_TEST(prof_snapstore_family_keeps_total_oldest_first) {
   char *dir = pt_tmpdir("storefam");
   const char *others[] = {
     "profile-x-20200101T000000Z-000001.pb.gz",       /* another family */
@@ -397,17 +397,17 @@ PT_TEST(prof_store_family_keeps_total_oldest_first) {
   pt_write_file(old, "old", 3);
   struct timespec tv[2] = {{1000000000, 0}, {1000000000, 0}};
   PT_ASSERT_INT_EQ(utimensat(AT_FDCWD, old, tv, 0), 0);
-  ptp_store *a, *b;
-  PT_ASSERT_INT_EQ(ptp_store_new(&a, dir, "profile-", 8), 0);
-  PT_ASSERT_INT_EQ(ptp_store_new(&b, dir, "profile-pid123-", 8), 0);
-  PT_ASSERT_INT_EQ(ptp_store_set_family(a, "profile-x", 4), -EINVAL);   /* not our base */
-  PT_ASSERT_INT_EQ(ptp_store_set_family(a, "profile-", 0), -EINVAL);
-  PT_ASSERT_INT_EQ(ptp_store_set_family(a, "profile-", 4), 0);
-  PT_ASSERT_INT_EQ(ptp_store_set_family(b, "profile-", 4), 0);
+  ptp_snapstore *a, *b;
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&a, dir, "profile-", 8), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_new(&b, dir, "profile-pid123-", 8), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_set_family(a, "profile-x", 4), -EINVAL);   /* not our base */
+  PT_ASSERT_INT_EQ(ptp_snapstore_set_family(a, "profile-", 0), -EINVAL);
+  PT_ASSERT_INT_EQ(ptp_snapstore_set_family(a, "profile-", 4), 0);
+  PT_ASSERT_INT_EQ(ptp_snapstore_set_family(b, "profile-", 4), 0);
   char last[2][512];
   for (int i = 0; i < 6; i++) {
-    ptp_store *st = i % 2 ? b : a;
-    PT_ASSERT_INT_EQ(ptp_store_write(st, (const uint8_t *)"x", 1, last[i % 2], sizeof last[0]), 0);
+    ptp_snapstore *st = i % 2 ? b : a;
+    PT_ASSERT_INT_EQ(ptp_snapstore_write(st, (const uint8_t *)"x", 1, last[i % 2], sizeof last[0]), 0);
   }
   char names[32][256];
   PT_ASSERT_UINT_EQ(list_dir(dir, names, 32, is_fam), 4);
@@ -422,24 +422,24 @@ PT_TEST(prof_store_family_keeps_total_oldest_first) {
     free(got);
     free(p);
   }
-  ptp_store_del(a);
-  ptp_store_del(b);
+  ptp_snapstore_del(a);
+  ptp_snapstore_del(b);
   pt_rm_rf(dir);
   free(old);
   free(dir);
 }
 
 /* Files 0600, created directories 0700, whatever the umask. */
-PT_TEST(prof_store_private_modes_any_umask) {
+PT_TEST(prof_snapstore_private_modes_any_umask) {
   static const mode_t masks[] = {022, 000, 0777};
   for (size_t k = 0; k < sizeof masks / sizeof *masks; k++) {
     char *dir = pt_tmpdir("storemode");
     char *sub = path_join(dir, "a/b");
     mode_t old = umask(masks[k]);
-    ptp_store *st;
-    int rc = ptp_store_new(&st, sub, "p-", 2);
+    ptp_snapstore *st;
+    int rc = ptp_snapstore_new(&st, sub, "p-", 2);
     char path[512] = "";
-    if (rc == 0) rc = ptp_store_write(st, (const uint8_t *)"x", 1, path, sizeof path);
+    if (rc == 0) rc = ptp_snapstore_write(st, (const uint8_t *)"x", 1, path, sizeof path);
     umask(old);
     PT_ASSERT_INT_EQ(rc, 0);
     struct stat sb;
@@ -454,9 +454,9 @@ PT_TEST(prof_store_private_modes_any_umask) {
                     dirs[i], (unsigned)(sb.st_mode & 07777));
     }
     unsigned m = 0;
-    PT_ASSERT_INT_EQ(ptp_store_dir_mode(st, &m), 0);
+    PT_ASSERT_INT_EQ(ptp_snapstore_dir_mode(st, &m), 0);
     PT_ASSERT_UINT_EQ(m, 0700);
-    ptp_store_del(st);
+    ptp_snapstore_del(st);
     pt_rm_rf(dir);
     free(a);
     free(sub);

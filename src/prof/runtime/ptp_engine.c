@@ -1,0 +1,218 @@
+/*
+ * ptp_engine.c - arming and disarming the per-thread sampling sources (see
+ * ptp_engine.h).
+ *
+ * Process-wide state (runtime/ptp_process.h): `eng`, the running
+ * sampler's settings (guarded by the registry mutex: every caller holds
+ * it) and the engines' counters (atomics, read lock-free by stats).
+ * Fork: a child has no source of its own (ptp_engine_forget_in_child) and
+ * no running sampler (the registry's child handler calls ptp_engine_stop).
+ *
+ * Calls: ptp_perf (event syscalls), ptp_procfs (a thread's start time);
+ * neither calls back.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prof/runtime/ptp_engine.h"
+#include "prof/runtime/ptp_perf.h"
+#include "prof/runtime/ptp_procfs.h"
+
+static struct {
+  /* registry mutex */
+  int active;
+  uint32_t magic;
+  int64_t period;
+  int engine;
+  uint64_t rng;                 /* splitmix64 state, seeded at the first start */
+  /* atomics */
+  _Atomic uint64_t created, deleted, errors, fallbacks;
+  _Atomic int last_errno;
+} eng;
+
+static uint64_t rng_next(void) {
+  uint64_t z = (eng.rng += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+int64_t ptp_engine_cpu_ns(uint32_t tid) {
+  struct timespec ts;
+  if (clock_gettime(ptp_tid_cpuclock(tid), &ts) != 0) return -1;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void ptp_engine_start(uint32_t magic, int64_t period_ns, int engine) {
+  if (eng.rng == 0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    eng.rng = ((uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 32);
+  }
+  eng.active = 1;
+  eng.magic = magic;
+  eng.period = period_ns;
+  eng.engine = engine;
+}
+
+void ptp_engine_stop(void) { eng.active = 0; }
+int ptp_engine_active(void) { return eng.active; }
+int64_t ptp_engine_period(void) { return eng.period; }
+
+static void note_error(int e) {
+  atomic_fetch_add(&eng.errors, 1);
+  atomic_store(&eng.last_errno, e);
+}
+
+/* Closes r's perf event (see ptp_engine_disarm for when that is safe). */
+static void perf_close(ptp_thread_rec *r) {
+  int fd = atomic_exchange_explicit(&r->sig->perf_fd, -1, memory_order_acq_rel);
+  if (fd >= 0) close(fd);
+  r->has_perf = 0;
+  atomic_fetch_add(&eng.deleted, 1);
+}
+
+void ptp_engine_disarm(ptp_thread_rec *r) {
+  if (r->closing_fd >= 0) {                 /* unpublished by ptp_engine_unpublish */
+    close(r->closing_fd);
+    r->closing_fd = -1;
+    atomic_fetch_add(&eng.deleted, 1);
+  }
+  if (r->has_perf) perf_close(r);
+  if (!r->has_timer) return;
+  timer_delete(r->timer);
+  r->has_timer = 0;
+  atomic_fetch_add(&eng.deleted, 1);
+}
+
+void ptp_engine_unpublish(ptp_thread_rec *r) {
+  if (!r->has_perf) return;
+  r->closing_fd = atomic_exchange_explicit(&r->sig->perf_fd, -1, memory_order_acq_rel);
+  r->has_perf = 0;
+}
+
+uint64_t ptp_engine_owed(const ptp_thread_rec *r, int64_t cpu_now) {
+  if (cpu_now < 0 || r->sig->armed_cpu_ns < 0) return 0;
+  uint64_t due = ptp_expirations_due(cpu_now - r->sig->armed_cpu_ns, r->sig->first_ns, eng.period);
+  uint64_t seen = atomic_load(&r->sig->delivered) + r->accounted;
+  return due > seen ? due - seen : 0;
+}
+
+int ptp_engine_source_stale(ptp_thread_rec *r, uint32_t tid) {
+  if (r->has_timer && !r->self_registered) {
+    /* A foreign record whose thread died and whose tid was reused: the old
+     * timer is bound to the dead thread and reads as disarmed. */
+    struct itimerspec cur;
+    return timer_gettime(r->timer, &cur) == 0 && cur.it_value.tv_sec == 0 &&
+           cur.it_value.tv_nsec == 0;
+  }
+  /* the same for an event: another thread has the tid now */
+  return r->has_perf && r->start_ticks && ptp_procfs_start_ticks(tid) != r->start_ticks;
+}
+
+void ptp_engine_forget_in_child(ptp_thread_rec *r) {
+  int fd = atomic_exchange_explicit(&r->sig->perf_fd, -1, memory_order_relaxed);
+  if (fd >= 0) close(fd);                             /* our copy only */
+  r->has_perf = 0;
+  r->has_timer = 0;                                   /* not inherited */
+}
+
+#define PERF_MIN_FIRST_NS 200000
+
+/* Perf engine: opens r's event with a random first period. Returns 0,
+ * -EMFILE/-ENFILE (caller falls back to a timer) or another -errno (already
+ * counted unless the thread just exited). */
+static int arm_perf(ptp_thread_rec *r, uint32_t tid) {
+  int64_t first = 1 + (int64_t)(rng_next() % (uint64_t)eng.period);
+  /* Not below PERF_MIN_FIRST_NS: a first period of a few us makes the
+   * event's hrtimer interrupt the thread about as often as the interrupt
+   * costs (a VM), so it keeps firing in kernel mode, where exclude_kernel
+   * suppresses the signal that would set the regular period: seen as one
+   * thread burning seconds of kernel time (~1 run in 12 of 200 short
+   * threads). The price: a thread's first sample is never due before
+   * 200 us of its CPU (2 % of a 99 Hz period). */
+  int64_t min_first = eng.period < PERF_MIN_FIRST_NS ? eng.period : PERF_MIN_FIRST_NS;
+  if (first < min_first) first = min_first;
+  int64_t cpu0 = ptp_engine_cpu_ns(tid);
+  int fd;
+  int rc = ptp_perf_open(tid, first, &fd);
+  if (rc == -EMFILE || rc == -ENFILE) return rc;
+  if (rc) {
+    if (rc != -ESRCH) note_error(-rc);
+    return rc;
+  }
+  /* Publication rule 4 (signal/ptp_thread_sig.h): all of this before
+   * perf_fd. */
+  r->sig->armed_cpu_ns = cpu0;
+  r->sig->first_ns = first;
+  atomic_store_explicit(&r->sig->delivered, 0, memory_order_relaxed);
+  r->accounted = 0;
+  if (!r->self_registered && tid != (uint32_t)getpid()) r->start_ticks = ptp_procfs_start_ticks(tid);
+  atomic_store_explicit(&r->sig->perf_first, 1, memory_order_relaxed);
+  atomic_store_explicit(&r->sig->perf_fd, fd, memory_order_release);
+  r->has_perf = 1;
+  atomic_fetch_add(&eng.created, 1);
+  /* Enabled only now that the handler knows the fd (see ptp_perf.h). */
+  if ((rc = ptp_perf_enable(fd)) != 0) {
+    /* never enabled, so no signal of it can be in a handler: close now */
+    if (rc != -ESRCH) note_error(-rc);
+    perf_close(r);
+    return rc;
+  }
+  return 0;
+}
+
+void ptp_engine_arm(ptp_thread_rec *r) {
+  if (!eng.active || r->excluded || r->has_timer || r->has_perf) return;
+  uint32_t tid = atomic_load_explicit(&r->sig->tid, memory_order_relaxed);
+  if (eng.engine == PTP_ENGINE_PERF) {
+    int rc = arm_perf(r, tid);
+    if (rc != -EMFILE && rc != -ENFILE) return;
+    atomic_fetch_add(&eng.fallbacks, 1);     /* out of fds: a timer instead */
+  }
+  struct sigevent sev;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = SIGPROF;
+  sev._sigev_un._tid = (pid_t)tid;
+  sev.sigev_value.sival_ptr = (void *)(uintptr_t)(((uint64_t)eng.magic << 32) | tid);
+  timer_t t;
+  if (timer_create(ptp_tid_cpuclock(tid), &sev, &t) != 0) {
+    /* EINVAL: the thread exited since it was listed (sweep race), not a
+     * failure to sample a live thread. */
+    if (errno != EINVAL && errno != ESRCH) note_error(errno);
+    return;
+  }
+  /* Random first expiry in (0, period]: a thread that lives shorter than a
+   * period still gets a sample with probability lifetime / period. */
+  int64_t first = 1 + (int64_t)(rng_next() % (uint64_t)eng.period);
+  struct itimerspec its = {
+    .it_value = { first / 1000000000, first % 1000000000 },
+    .it_interval = { eng.period / 1000000000, eng.period % 1000000000 },
+  };
+  r->sig->armed_cpu_ns = ptp_engine_cpu_ns(tid);
+  r->sig->first_ns = first;
+  atomic_store_explicit(&r->sig->delivered, 0, memory_order_relaxed);
+  r->accounted = 0;
+  if (timer_settime(t, 0, &its, NULL) != 0) {
+    int e = errno;
+    timer_delete(t);
+    if (e != ESRCH && e != EINVAL) note_error(e);  /* ESRCH: the thread just exited */
+    return;
+  }
+  r->timer = t;
+  r->has_timer = 1;
+  atomic_fetch_add(&eng.created, 1);
+}
+
+void ptp_engine_get_stats(ptp_engine_stats *out) {
+  out->created = atomic_load(&eng.created);
+  out->deleted = atomic_load(&eng.deleted);
+  out->errors = atomic_load(&eng.errors);
+  out->fallbacks = atomic_load(&eng.fallbacks);
+  out->last_errno = atomic_load(&eng.last_errno);
+}
