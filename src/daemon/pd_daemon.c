@@ -293,11 +293,13 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
   d.loop = loop;
   d.home = strdup(home);
   if (!d.home) return -ENOMEM;
-  /* Private state: create the root 0700, or tighten an existing one of
-   * ours (logged below, once the log is open). */
+  /* Ours alone: a root (or a directory above it) that another user can
+   * write to or replace is refused; a missing one is created 0700, one of
+   * ours that others may read is tightened (logged below, once the log is
+   * open). pt_home.h has the rules. */
   mode_t was_mode;
-  char why[600];
-  int r = pt_home_prepare(home, &was_mode, why, sizeof why);
+  char why[1000];
+  int r = pt_home_prepare(home, PT_HOME_CREATE | PT_HOME_TIGHTEN, &was_mode, why, sizeof why);
   if (r < 0) {
     snprintf(err, errlen, "polytokend: %s", why);
     return r;
