@@ -38,8 +38,8 @@
  * negative errno-style code; where a pt_client_error is passed, it is filled
  * with a protocol error code (e.g. "not_found", "busy") or a local one
  * ("not_running", "connect_failed", "daemon_start_failed", "disconnected",
- * "timeout", "bad_reply", "oversize", "no_memory") and a one-line
- * human-readable message.
+ * "timeout", "bad_reply", "oversize", "no_memory", "unsafe_state_root",
+ * "unsafe_socket") and a one-line human-readable message.
  */
 #ifndef PT_CLIENT_H
 #define PT_CLIENT_H
@@ -96,9 +96,16 @@ const char *pt_client_home_dir(const pt_client *c);
  * spawns polytokend detached (setsid, stdin /dev/null, stdout/stderr appended
  * to $POLYTOKEN_HOME/logs/daemon.stderr) and waits for its socket for up to
  * $POLYTOKEN_START_TIMEOUT_MS (default 10000) ms.
+ * Before anything else the state root is checked (pt_home_prepare; with
+ * autostart it is created 0700 when missing) and, before a byte is sent,
+ * the socket: a file of ours, accepted by a process of our user
+ * (SO_PEERCRED; docs/ipc.md).
  * Returns 0, or -ENOENT/-ECONNREFUSED (err "not_running") when not running and
- * autostart is 0, or another negative code with err filled
- * ("daemon_start_failed" names the log file; "protocol_mismatch"; ...).
+ * autostart is 0, -EPERM ("unsafe_state_root": a root or a directory above
+ * it that another user can write to or replace; "unsafe_socket": the
+ * socket file or its listener belongs to another user), or another
+ * negative code with err filled ("daemon_start_failed" names the log file;
+ * "protocol_mismatch"; ...).
  * Reconnecting an already connected client closes the old connection first. */
 int pt_client_connect(pt_client *c, int autostart, int timeout_ms, pt_client_error *err);
 

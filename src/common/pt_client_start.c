@@ -20,7 +20,7 @@
 #include "common/pt_client.h"
 #include "common/pt_env.h"
 #include "common/pt_file.h"
-#include "common/pt_home.h" /* pt_home_resolve */
+#include "common/pt_home.h" /* pt_home_resolve, pt_home_prepare */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -108,17 +108,51 @@ static int sock_path(const char *home, struct sockaddr_un *sa) {
   return (n < 0 || (size_t)n >= sizeof sa->sun_path) ? -ENAMETOOLONG : 0;
 }
 
-/* One connect attempt. Returns an fd or a negative errno. */
-static int try_connect(const char *home) {
+/* One connect attempt, with the checks of docs/ipc.md "Whose socket is
+ * it": the socket file must be ours (lstat: a stranger's file there is
+ * refused; a non-socket of ours is junk nobody listens on, which the
+ * daemon replaces), and the process that accepted must run as our user
+ * (SO_PEERCRED), checked before a single byte is sent. Returns a connected
+ * fd, -ENOENT / -ECONNREFUSED (nothing listens), -EPERM with err filled
+ * ("unsafe_socket") when a check fails, or another negative errno. */
+static int try_connect(const char *home, pt_client_error *err) {
   struct sockaddr_un sa;
   int rc = sock_path(home, &sa);
   if (rc < 0) return rc;
+  uid_t me = geteuid();
+  struct stat st;
+  if (lstat(sa.sun_path, &st) != 0) return -errno;
+  if (st.st_uid != me) {
+    pt_client_error_set(err, "unsafe_socket",
+                        "%s is owned by another user (uid %u), not by you; not connecting to it",
+                        sa.sun_path, (unsigned)st.st_uid);
+    return -EPERM;
+  }
+  /* a file, a symlink (never followed): nothing of ours listens there */
+  if (!S_ISSOCK(st.st_mode)) return -ECONNREFUSED;
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
     int e = errno;
     close(fd);
     return -e;
+  }
+  struct ucred cr;
+  socklen_t crlen = sizeof cr;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) != 0) {
+    int e = errno;
+    close(fd);
+    pt_client_error_set(err, "unsafe_socket", "cannot tell who listens on %s (%s); not sending anything",
+                        sa.sun_path, strerror(e));
+    return -EPERM;
+  }
+  if (cr.uid != me) {
+    close(fd);
+    pt_client_error_set(err, "unsafe_socket",
+                        "the process listening on %s (pid %ld) runs as another user (uid %u), not as "
+                        "you; nothing was sent to it",
+                        sa.sun_path, (long)cr.pid, (unsigned)cr.uid);
+    return -EPERM;
   }
   int fl = fcntl(fd, F_GETFL);
   fcntl(fd, F_SETFL, fl | O_NONBLOCK);
@@ -298,13 +332,10 @@ static pid_t start_one(const char *home, const char *log_path, start_state *ss, 
 
 static int autostart(const char *home, int *fd_out, pt_client_error *err) {
   char *logs = NULL, *log_path = NULL;
-  /* Create only: an existing root that is too open is tightened by the
-   * daemon, which logs that it did (pt_home_prepare). */
-  int rc = pt_mkdir_p(home, 0700);
-  if (rc < 0) {
-    pt_client_error_set(err, "daemon_start_failed", "cannot create %s: %s", home, strerror(-rc));
-    return rc;
-  }
+  int rc;
+  /* The root exists and passed pt_home_prepare (pt_client_start_connect);
+   * one that others may read is tightened by the daemon, which logs that
+   * it did. */
   if (asprintf(&logs, "%s/logs", home) < 0) return -ENOMEM;
   if (asprintf(&log_path, "%s/daemon.stderr", logs) < 0) { free(logs); return -ENOMEM; }
   rc = pt_mkdir_p(logs, 0700);
@@ -323,8 +354,9 @@ static int autostart(const char *home, int *fd_out, pt_client_error *err) {
   int64_t deadline = start_now_ms() + limit;
   int dead_checks = 0;
   for (;;) {
-    int fd = try_connect(home);
+    int fd = try_connect(home, err);
     if (fd >= 0) { *fd_out = fd; rc = 0; goto out; }
+    if (fd == -EPERM) { rc = fd; goto out; }
     if (ss.errfd >= 0) read_daemon_errors(ss.errfd, ss.errors, sizeof ss.errors, &ss.errors_len);
     pid_t holder = pt_client_pid_gone(pid) ? lock_holder(home) : 0;
     if (holder > 0 && holder != pid) {
@@ -333,8 +365,9 @@ static int autostart(const char *home, int *fd_out, pt_client_error *err) {
        * stop` then Ctrl-R), or one that another client is starting. Wait
        * until that one listens or is gone; if gone, start ours again. */
       while (!pt_client_pid_gone(holder) && start_now_ms() < deadline) {
-        fd = try_connect(home);
+        fd = try_connect(home, err);
         if (fd >= 0) { *fd_out = fd; rc = 0; goto out; }
+        if (fd == -EPERM) { rc = fd; goto out; }
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
       }
@@ -376,11 +409,25 @@ out:
 }
 
 int pt_client_start_connect(const char *home, int autostart_daemon, pt_client_error *err) {
-  int fd = try_connect(home);
+  /* The state root first (pt_home.h): a root another user can write to
+   * or replace is refused before anything in it is used. Without
+   * autostart a missing root just means "not running". */
+  char why[sizeof err->message];
+  int fd = pt_home_prepare(home, autostart_daemon ? PT_HOME_CREATE : 0, NULL, why, sizeof why);
+  if (fd == -ENOENT && !autostart_daemon) {
+    pt_client_error_set(err, "not_running", "the daemon is not running");
+    return fd;
+  }
+  if (fd < 0) {
+    pt_client_error_set(err, fd == -EPERM ? "unsafe_state_root" : "connect_failed", "%s", why);
+    return fd;
+  }
+  fd = try_connect(home, err);
   if (fd == -ENAMETOOLONG) {
     pt_client_error_set(err, "connect_failed", "socket path too long: %s/daemon.sock", home);
     return fd;
   }
+  if (fd == -EPERM) return fd;
   if (fd < 0 && (fd == -ENOENT || fd == -ECONNREFUSED)) {
     if (!autostart_daemon) {
       pt_client_error_set(err, "not_running", "the daemon is not running");

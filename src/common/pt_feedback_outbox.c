@@ -10,12 +10,20 @@
  *  - A bundle becomes visible in outbox/ by one rename of a complete
  *    directory from tmp/ (files and directory fsync'd first); a failure
  *    removes the temporary directory, so nothing half-written is left.
+ *  - A writer that is killed leaves its tmp/ directory behind. The writer
+ *    holds an flock on its directory, so the repair at a daemon start
+ *    (pt_feedback_outbox_repair) takes only unlocked ones: it finishes
+ *    the rename of a complete bundle (every file the manifest names, with
+ *    its size and SHA-256) and moves anything else to
+ *    quarantine/feedback-tmp/ (pt_quarantine.h). Nothing is deleted.
  *  - Errors keep the errno of the step that failed; err says which step.
  */
+#include "pt_config.h"
 #include "common/pt_feedback_outbox.h"
 
 #include "common/pt_err.h"
 #include "common/pt_file.h"
+#include "common/pt_quarantine.h"
 #include "common/pt_sha256.h"
 #include "common/pt_version.h"
 #include "common/pt_write_all.h"
@@ -26,9 +34,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -47,6 +57,22 @@ static void now_rfc3339(char out[32], char compact[24]) {
 }
 
 /* ---------- writing a bundle ---------- */
+
+/* Test builds only (-Dfault_injection=true; a release polytoken contains
+ * neither this code nor the variable's name):
+ * POLYTOKEN_FAULT_FEEDBACK_WRITE=<step> stops the writing process
+ * (SIGSTOP) right after that step, so a test can kill -9 it there
+ * (tests/feedback/feedback_crash_test.sh). Steps: dir (the temporary
+ * directory exists and is locked), message (message.txt written),
+ * manifest (every file written and fsync'd, not yet renamed). */
+#if PT_FAULT_INJECTION
+static void write_fault(const char *step) {
+  const char *v = getenv("POLYTOKEN_FAULT_FEEDBACK_WRITE");
+  if (v && strcmp(v, step) == 0) raise(SIGSTOP);
+}
+#else
+static void write_fault(const char *step) { (void)step; }
+#endif
 
 static void sanitize_name(const char *in, char *out, size_t cap) {
   const char *base = strrchr(in, '/');
@@ -132,6 +158,7 @@ static int write_files(const pt_feedback *fb, int dfd, const char *id, const cha
     pt_errf(err, errlen, "writing message.txt: %s", strerror(-r));
     return r;
   }
+  write_fault("message");
   char fnames[PT_FEEDBACK_MAX_ATTACHMENTS][256];
   for (size_t i = 0; i < pt_feedback_count(fb); i++) {
     json_t *en = pt_feedback_entry(fb, i);
@@ -197,7 +224,16 @@ int pt_feedback_outbox_write(const pt_feedback *fb, const char *home, char *dir_
     goto fail_dirs;
   }
   /* tmp/<id>.<random>: a fresh name of ours (mkdirat fails on anything that
-   * exists, link or not). */
+   * exists, link or not), locked (flock) by us until it is renamed or
+   * removed, so a daemon start's repair tells it from one a killed writer
+   * left. It is created and locked while tmp/ is share-locked: the repair
+   * holds tmp/ exclusively while it looks, so it never sees a bundle
+   * between its creation and its lock. */
+  if (flock(tmpfd, LOCK_SH) != 0) {
+    r = -errno;
+    pt_errf(err, errlen, "cannot lock %s/feedback/tmp: %s", home, strerror(-r));
+    goto fail_dirs;
+  }
   for (int tries = 0;; tries++) {
     uint32_t t = 0;
     if (getrandom(&t, sizeof t, 0) != sizeof t) t = (uint32_t)tries * 2654435761u ^ rnd;
@@ -205,17 +241,22 @@ int pt_feedback_outbox_write(const pt_feedback *fb, const char *home, char *dir_
     if (mkdirat(tmpfd, tmpname, 0700) == 0) break;
     if (errno != EEXIST || tries >= 16) {
       r = -errno;
+      (void)flock(tmpfd, LOCK_UN);
       pt_errf(err, errlen, "cannot create a bundle in %s/feedback/tmp: %s", home, strerror(-r));
       goto fail_dirs;
     }
   }
   dfd = openat(tmpfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dfd < 0 || fchmod(dfd, 0700) != 0) {
+  if (dfd < 0 || fchmod(dfd, 0700) != 0 || flock(dfd, LOCK_EX) != 0) {
     r = -errno;
+    (void)flock(tmpfd, LOCK_UN);
     pt_errf(err, errlen, "open %s/feedback/tmp/%s: %s", home, tmpname, strerror(-r));
     goto fail;
   }
+  (void)flock(tmpfd, LOCK_UN);
+  write_fault("dir");
   if ((r = write_files(fb, dfd, id, created, err, errlen)) < 0) goto fail;
+  write_fault("manifest");
   /* RENAME_NOREPLACE semantics are not needed: the id is fresh and a
    * directory rename never replaces a non-empty directory. */
   if (renameat(tmpfd, tmpname, outfd, id) != 0) {
@@ -440,5 +481,147 @@ int pt_feedback_outbox_move_sent(pt_feedback_bundle *b, char *err, size_t errlen
   (void)fsync(b->parentfd);
   close(sentfd);
   snprintf(b->path, sizeof b->path, "%s", dst);
+  return 0;
+}
+
+/* ---------- repair after a crash ---------- */
+
+/* Reads the whole file `name` of b and checks its size and SHA-256. */
+static int verify_file(const pt_feedback_bundle *b, const char *name, json_t *size,
+                       json_t *sha) {
+  if (!name || !json_is_integer(size) || !json_is_string(sha)) return -EBADMSG;
+  uint64_t have = 0;
+  int fd = pt_feedback_outbox_open_file(b, name, &have);
+  if (fd < 0) return fd;
+  char hex[PT_SHA256_HEX];
+  size_t n = 0;
+  int r = have == (uint64_t)json_integer_value(size) ? pt_sha256_fd(fd, SIZE_MAX, hex, &n) : -EBADMSG;
+  close(fd);
+  if (r == 0 && (n != have || strcmp(hex, json_string_value(sha)) != 0)) r = -EBADMSG;
+  return r;
+}
+
+/* 0 when the bundle tmp/<name> is complete: a manifest whose id is the
+ * name's prefix, and every file it names with its size and SHA-256. The
+ * id goes to id (NAME_MAX + 1). -ENOMEM, or another negative code when it
+ * is not complete. */
+static int verify_tmp_bundle(const char *home, const char *name, char *id) {
+  char dir[PATH_MAX];
+  if (FMT_TRUNC(dir, "%s/feedback/tmp/%s", home, name)) return -ENAMETOOLONG;
+  const char *dot = strrchr(name, '.');
+  if (!dot || dot == name || (size_t)(dot - name) > NAME_MAX) return -EINVAL;
+  memcpy(id, name, (size_t)(dot - name));
+  id[dot - name] = '\0';
+  pt_feedback_bundle *b = NULL;
+  int r = pt_feedback_outbox_open(home, dir, &b, NULL, 0);
+  if (r < 0) return r;
+  json_t *man = pt_feedback_outbox_manifest(b);
+  json_t *msg = json_object_get(man, "message");
+  const char *mid = pt_feedback_entry_str(man, "id");
+  r = mid && strcmp(mid, id) == 0 ? 0 : -EBADMSG;
+  if (r == 0)
+    r = verify_file(b, pt_feedback_entry_str(msg, "file"), json_object_get(msg, "size"),
+                    json_object_get(msg, "sha256"));
+  size_t i;
+  json_t *a;
+  json_array_foreach(json_object_get(man, "attachments"), i, a) {
+    if (r < 0) break;
+    r = verify_file(b, pt_feedback_entry_str(a, "file"), json_object_get(a, "size"),
+                    json_object_get(a, "sha256"));
+  }
+  pt_feedback_outbox_close(b);
+  return r;
+}
+
+/* Takes tmp/ exclusively (writers hold it shared only while they create
+ * and lock a bundle): a few tries, 10 ms apart. */
+static int lock_tmp(int tmpfd) {
+  for (int i = 0; i < 200; i++) {
+    if (flock(tmpfd, LOCK_EX | LOCK_NB) == 0) return 0;
+    if (errno != EWOULDBLOCK && errno != EINTR) return -errno;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return -EWOULDBLOCK;
+}
+
+int pt_feedback_outbox_repair(const char *home, pt_feedback_repair *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  int hfd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (hfd < 0) {
+    int r = -errno;
+    pt_errf(err, errlen, "cannot open the state root %s: %s", home, strerror(-r));
+    return r;
+  }
+  int tmpfd = pt_open_beneath(hfd, "feedback/tmp", O_RDONLY | O_DIRECTORY);
+  if (tmpfd == -ENOENT) { /* no bundle was ever written */
+    close(hfd);
+    return 0;
+  }
+  int r = tmpfd < 0 ? tmpfd : lock_tmp(tmpfd);
+  if (r < 0) {
+    pt_errf(err, errlen, "cannot %s %s/feedback/tmp: %s", tmpfd < 0 ? "open" : "lock", home,
+            r == -ELOOP ? "a symlink is in the way" : strerror(-r));
+    if (tmpfd >= 0) close(tmpfd);
+    close(hfd);
+    return r;
+  }
+  /* Under tmp/'s lock: every entry whose writer is gone, locked by us
+   * (names and fds; dirfd -1 for a non-directory). */
+  typedef struct { char name[NAME_MAX + 1]; int fd; } left;
+  left *v = NULL;
+  size_t n = 0, cap = 0;
+  int dfd = dup(tmpfd);
+  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+  if (!d && dfd >= 0) close(dfd);
+  struct dirent *de;
+  while (d && (de = readdir(d)) != NULL) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    int fd = openat(tmpfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      close(fd);
+      out->busy++; /* its writer runs */
+      continue;
+    }
+    if (n == cap) {
+      size_t nc = cap ? 2 * cap : 8;
+      left *nv = realloc(v, nc * sizeof *nv);
+      if (!nv) {
+        if (fd >= 0) close(fd);
+        break;
+      }
+      v = nv;
+      cap = nc;
+    }
+    snprintf(v[n].name, sizeof v[n].name, "%s", de->d_name);
+    v[n++].fd = fd;
+  }
+  if (d) closedir(d);
+  (void)flock(tmpfd, LOCK_UN);
+  int outfd = pt_mkdir_beneath(hfd, "feedback/outbox", 0700);
+  for (size_t i = 0; i < n; i++) {
+    char id[NAME_MAX + 1];
+    int ok = v[i].fd >= 0 && outfd >= 0 && verify_tmp_bundle(home, v[i].name, id) == 0 &&
+             pt_rename_noreplace(tmpfd, v[i].name, outfd, id) == 0;
+    if (ok) {
+      (void)fsync(outfd);
+      (void)fsync(tmpfd);
+      out->completed++;
+    } else {
+      int q = pt_quarantine_move(hfd, "feedback-tmp", tmpfd, v[i].name, NULL, 0);
+      if (q == 0) {
+        out->quarantined++;
+      } else {
+        if (out->failed++ == 0)
+          pt_errf(err, errlen, "cannot move %s/feedback/tmp/%s to quarantine/feedback-tmp: %s", home,
+                  v[i].name, strerror(-q));
+      }
+    }
+    if (v[i].fd >= 0) close(v[i].fd);
+  }
+  free(v);
+  if (outfd >= 0) close(outfd);
+  close(tmpfd);
+  close(hfd);
   return 0;
 }

@@ -4,7 +4,9 @@
  * outcome of an upload and moving a delivered one to sent/.
  *
  * Below the state root `home`:
- *   feedback/tmp/<id>.XXXXXX/   a bundle being written (removed on failure)
+ *   feedback/tmp/<id>.XXXXXX/   a bundle being written (removed on failure;
+ *                               flock'd by its writer; one a killed writer
+ *                               left is repaired at a daemon start)
  *   feedback/outbox/<id>/       written, not (yet) delivered:
  *       message.txt             the message, as typed
  *       NN-<name>               each attachment, byte for byte as the catalog
@@ -94,5 +96,25 @@ int pt_feedback_outbox_record(pt_feedback_bundle *b, const pt_feedback_status *s
  * both directories. Returns 0 (pt_feedback_outbox_path is then the new
  * path) or a negative errno (the bundle stays where it was). */
 int pt_feedback_outbox_move_sent(pt_feedback_bundle *b, char *err, size_t errlen);
+
+/* What pt_feedback_outbox_repair did. */
+typedef struct pt_feedback_repair {
+  unsigned completed;   /* complete bundles moved on to outbox/ */
+  unsigned quarantined; /* incomplete ones (or junk) moved to quarantine/feedback-tmp/ */
+  unsigned busy;        /* left alone: their writer still holds them */
+  unsigned failed;      /* could not be moved (the first reason in err) */
+} pt_feedback_repair;
+
+/* Repairs what killed writers left in <home>/feedback/tmp/ (the daemon
+ * calls it at start): every entry no live writer holds (flock) is either
+ * a complete bundle (manifest.json whose id is the entry's name up to its
+ * last '.', and every file it names with its size and SHA-256), moved to
+ * outbox/<id> (never over an existing one), or anything else, moved to
+ * <home>/quarantine/feedback-tmp/ (pt_quarantine.h). Nothing is deleted.
+ * Returns 0 with the counts in *out (all 0 when there is no feedback/tmp),
+ * or a negative errno when tmp/ cannot be opened or locked (-EWOULDBLOCK:
+ * a writer kept it for 2 s), reason in err. Blocking (reads and hashes
+ * the bundles it judges); any thread. */
+int pt_feedback_outbox_repair(const char *home, pt_feedback_repair *out, char *err, size_t errlen);
 
 #endif

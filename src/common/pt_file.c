@@ -149,6 +149,15 @@ int pt_mkdir_beneath(int dirfd, const char *relpath, mode_t mode) {
   return r < 0 ? r : cur;
 }
 
+int pt_rename_noreplace(int fromdir, const char *from, int todir, const char *to) {
+  if (renameat2(fromdir, from, todir, to, RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return -errno;
+  struct stat st;
+  if (fstatat(todir, to, &st, AT_SYMLINK_NOFOLLOW) == 0) return -EEXIST;
+  if (errno != ENOENT) return -errno;
+  return renameat(fromdir, from, todir, to) == 0 ? 0 : -errno;
+}
+
 int pt_fsync_dir(const char *dir) {
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return -errno;

@@ -41,6 +41,14 @@ int pt_open_beneath(int dirfd, const char *relpath, int flags);
  * component is a non-directory or a symlink, or another negative errno. */
 int pt_mkdir_beneath(int dirfd, const char *relpath, mode_t mode);
 
+/* renameat that never replaces what exists at the target (a directory
+ * rename would replace an empty directory): renameat2(RENAME_NOREPLACE),
+ * and where the file system lacks it (EINVAL, ENOSYS) a look first and a
+ * plain renameat (racy only against writers the caller trusts: below the
+ * state root, nobody else writes). Returns 0, -EEXIST, or another
+ * negative errno. */
+int pt_rename_noreplace(int fromdir, const char *from, int todir, const char *to);
+
 /* fsyncs a directory (after creating, renaming or removing entries in it). */
 int pt_fsync_dir(const char *dir);
 

@@ -27,14 +27,38 @@
  * reason. Does not touch the file system. */
 int pt_home_resolve(const char *explicit_home, char **out, char *err, size_t errlen);
 
-/* Makes the state root private: creates it (mkdir -p, created components
- * 0700 whatever the umask) and, when it exists, is a directory owned by the
- * calling user and grants any permission to group or others, chmods it to
- * 0700. *was_mode (may be NULL) receives the old permission bits when they
- * were changed, else (mode_t)-1, so the caller can log one line saying so.
- * A root owned by someone else is left alone (not ours to change; the
- * daemon then refuses nothing, it only cannot vouch for privacy).
- * Returns 0, -ENOTDIR, or another negative errno with err filled. */
-int pt_home_prepare(const char *home, mode_t *was_mode, char *err, size_t errlen);
+/* What pt_home_prepare does beyond checking. */
+#define PT_HOME_CREATE 0x1u  /* create what is missing (mkdir -p, each new
+                                component exactly 0700) */
+#define PT_HOME_TIGHTEN 0x2u /* chmod 0700 a root of ours that others may
+                                read or enter (but not write) */
+
+/* Checks that the state root `home` is ours alone, creating it when asked.
+ *
+ * The rules (the same for the daemon, the CLI and the TUI; docs/daemon.md
+ * "State root"), in the spirit of ssh's StrictModes and gpg's home checks:
+ *  - Every directory from / down to the root is checked, along the path as
+ *    given and along the real path of every prefix of it, so a symlink on
+ *    the way is judged by the directory it sits in and by the directories
+ *    it leads to.
+ *  - An ancestor must be owned by the caller or by root, and must not be
+ *    writable by its group or by others unless it has the sticky bit (as
+ *    /tmp: then nobody else can rename or remove what is ours in it).
+ *  - The root itself must be a directory owned by the caller and writable
+ *    by nobody else (sticky or not). One that others may only read or
+ *    enter is tightened to 0700 with PT_HOME_TIGHTEN (and reported in
+ *    *was_mode), else left as it is.
+ *  - With PT_HOME_CREATE, missing components are created 0700 after the
+ *    existing part passed, and the whole path is checked again.
+ * Returns 0; -EPERM when a directory breaks a rule (err: "the state root
+ * <home> is not safe: <dir> is owned by another user (uid N, name) and
+ * writable by others (mode 0777); ..."); -ENOTDIR (a component is not a
+ * directory); -ENOENT when the root does not exist and PT_HOME_CREATE was
+ * not given (the existing ancestors passed: nothing unsafe was seen); or
+ * another negative errno (stat, realpath, mkdir, chmod) with err filled.
+ * *was_mode (may be NULL): the old permission bits when the root was
+ * tightened, else (mode_t)-1. Blocking (stats, mkdir); any thread (no
+ * shared state; getcwd for a relative root). */
+int pt_home_prepare(const char *home, unsigned flags, mode_t *was_mode, char *err, size_t errlen);
 
 #endif

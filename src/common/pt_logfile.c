@@ -10,6 +10,8 @@
  */
 #include "common/pt_logfile.h"
 
+#include "common/pt_escape.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -82,15 +84,16 @@ static int write_line(pt_logfile *l, const char *buf, size_t len) {
   }
 }
 
+/* "<ts> <text escaped>\n" into buf (cap >= strlen(ts) + 3): one line per
+ * message whatever the text holds, no control byte (pt_escape.h). */
 static int format(char *buf, size_t cap, const char *ts, const char *text) {
-  int n = snprintf(buf, cap, "%s %s", ts, text);
-  if (n < 0) return -EINVAL;
-  size_t len = (size_t)n < cap - 1 ? (size_t)n : cap - 2;
-  /* one line per message, whatever the text holds */
-  for (size_t i = 0; i < len; i++)
-    if (buf[i] == '\n' || buf[i] == '\r') buf[i] = ' ';
-  buf[len++] = '\n';
-  return (int)len;
+  size_t t = strlen(ts);
+  memcpy(buf, ts, t);
+  buf[t++] = ' ';
+  /* room for the newline: the escaper's NUL lands where it goes */
+  t += pt_escape_str(buf + t, cap - t - 1, text, PT_ESC_BACKSLASH);
+  buf[t++] = '\n';
+  return (int)t;
 }
 
 int pt_logfile_write(pt_logfile *l, const char *text) {

@@ -33,9 +33,13 @@ int pt_logfile_open(pt_logfile **out, const char *path);
 /* fsyncs and closes. NULL ok. */
 void pt_logfile_del(pt_logfile *l);
 
-/* Writes one line: the current time, a space, `text` (newlines and CRs in it
- * become spaces; cut at PT_LOGFILE_LINE_MAX bytes), '\n'. Returns 0, or the
- * negative errno of a line that was dropped (counted, see above). */
+/* Writes one line: the current time, a space, `text` escaped
+ * (pt_escape.h with PT_ESC_BACKSLASH: control bytes, C1 controls and
+ * invalid UTF-8 as \n, \t, \xNN..., a backslash as \\; so a newline or
+ * an ESC from outside can neither forge a line nor reach a terminal that
+ * shows the log), cut at PT_LOGFILE_LINE_MAX bytes (never inside an escape
+ * or a character), '\n'. Returns 0, or the negative errno of a line that
+ * was dropped (counted, see above). */
 #define PT_LOGFILE_LINE_MAX 4096
 int pt_logfile_write(pt_logfile *l, const char *text);
 

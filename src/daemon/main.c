@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "pt_config.h"
+#include "common/pt_escape.h"
 #include "common/pt_home.h"
 #include "common/pt_version.h"
 #include "daemon/pd_catalog_ipc.h"
@@ -57,10 +58,14 @@ static void tell_starter(const char *line) {
   }
 }
 
-/* A fatal error before the log is open: stderr and the error pipe. */
+/* A fatal error before the log is open: stderr and the error pipe. The
+ * line may quote outside text (a state root path): control bytes are
+ * escaped (pt_escape.h), as they are in the log. */
 static void startup_fatal(const char *line) {
-  fprintf(stderr, "%s\n", line);
-  tell_starter(line);
+  char safe[4200];
+  pt_escape_str(safe, sizeof safe, line, 0);
+  fprintf(stderr, "%s\n", safe);
+  tell_starter(safe);
 }
 
 static void close_error_fd(void) {

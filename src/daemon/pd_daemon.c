@@ -18,6 +18,7 @@
 #include "daemon/pd_shutdown.h"
 #include "daemon/pd_telemetry.h"
 #include "daemon/pd_turn.h"
+#include "common/pt_feedback_outbox.h"
 #include "common/pt_file.h"
 #include "common/pt_home.h"
 #include "common/pt_version.h"
@@ -128,6 +129,43 @@ static void release_lock(void) {
   if (ftruncate(d.lock_fd, 0) != 0) { /* nothing useful to do */ }
   close(d.lock_fd);
   d.lock_fd = -1;
+}
+
+/* ---- repair at start ---- */
+
+/* Appends "; <n> <what>" (plural by `plural`) to line when n > 0. */
+static void repair_part(char *line, size_t cap, unsigned n, const char *one, const char *many,
+                        const char *rest) {
+  if (!n) return;
+  size_t k = strlen(line);
+  snprintf(line + k, cap - k, "%s%u %s%s", k ? "; " : "", n, n == 1 ? one : many, rest);
+}
+
+/* What a crash left: the store repaired sessions/ when it opened
+ * (pd_sessions_open); feedback/tmp/ is repaired here. One line says what
+ * was done, and only when something was: the leftovers are gone from
+ * where they were, so the next start has nothing to say. */
+static void repair_at_start(const char *home) {
+  const pd_sessions_repair *sr = pd_sessions_repaired(d.sessions);
+  pt_feedback_repair fr;
+  char ferr[800] = "", q[PT_HOME_MAX + 64], line[2 * sizeof q + 800] = "";
+  int r = pt_feedback_outbox_repair(home, &fr, ferr, sizeof ferr);
+  if (r < 0) pd_warn("feedback: %s; left for the next start", ferr);
+  else if (fr.failed) pd_warn("feedback: %s", ferr);
+  repair_part(line, sizeof line, sr->completed, "interrupted session creation finished",
+              "interrupted session creations finished", "");
+  snprintf(q, sizeof q, " moved to %s/quarantine/sessions", home);
+  repair_part(line, sizeof line, sr->quarantined, "incomplete session", "incomplete sessions", q);
+  repair_part(line, sizeof line, sr->deletions_finished, "interrupted session deletion finished",
+              "interrupted session deletions finished", "");
+  repair_part(line, sizeof line, fr.completed, "complete feedback bundle",
+              "complete feedback bundles", " moved from feedback/tmp to feedback/outbox");
+  snprintf(q, sizeof q, " moved to %s/quarantine/feedback-tmp", home);
+  repair_part(line, sizeof line, fr.quarantined, "incomplete feedback bundle",
+              "incomplete feedback bundles", q);
+  repair_part(line, sizeof line, sr->failed + fr.failed, "leftover", "leftovers",
+              " left where it was (see the warnings above)");
+  if (line[0]) pd_warn("start repair: %s", line);
 }
 
 /* ---- built-in shutdown steps ---- */
@@ -293,11 +331,13 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
   d.loop = loop;
   d.home = strdup(home);
   if (!d.home) return -ENOMEM;
-  /* Private state: create the root 0700, or tighten an existing one of
-   * ours (logged below, once the log is open). */
+  /* Ours alone: a root (or a directory above it) that another user can
+   * write to or replace is refused; a missing one is created 0700, one of
+   * ours that others may read is tightened (logged below, once the log is
+   * open). pt_home.h has the rules. */
   mode_t was_mode;
-  char why[600];
-  int r = pt_home_prepare(home, &was_mode, why, sizeof why);
+  char why[1000];
+  int r = pt_home_prepare(home, PT_HOME_CREATE | PT_HOME_TIGHTEN, &was_mode, why, sizeof why);
   if (r < 0) {
     snprintf(err, errlen, "polytokend: %s", why);
     return r;
@@ -352,6 +392,7 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
     snprintf(err, errlen, "polytokend: cannot load sessions in %s: %s", home, strerror(-r));
     goto fail_settings;
   }
+  repair_at_start(home);
   d.start_ms = uv_now(loop);
   snprintf(path, sizeof path, "%s/telemetry", home);
   pd_telemetry_source src = {tel_sessions, tel_clients, pd_turn_total, pd_turn_running};

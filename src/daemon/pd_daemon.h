@@ -18,8 +18,9 @@
 #include "daemon/pd_ipc.h"
 #include "daemon/pd_sessions.h"
 
-/* Creates the state root (or makes an existing one of ours 0700:
- * pt_home_prepare), takes the lock ($home/daemon.lock, flock, our pid
+/* Checks the state root and creates it (pt_home_prepare: a root that
+ * another user can write to or replace is refused with -EPERM, one of
+ * ours that others may read is made 0700), takes the lock ($home/daemon.lock, flock, our pid
  * written in it), opens the log, loads the store, starts telemetry,
  * registers the built-in methods and shutdown steps, installs signal
  * watchers. Returns 0; -EALREADY when another daemon holds the lock (err

@@ -1,5 +1,6 @@
 /* pd_log.c - daemon log. See pd_log.h. */
 #include "daemon/pd_log.h"
+#include "common/pt_escape.h"
 #include "common/pt_logfile.h"
 
 #include <errno.h>
@@ -85,15 +86,16 @@ void pd_log(pd_log_level level, const char *fmt, ...) {
   if (stderr_enabled()) {
     /* The mirror too as one write(2) of the whole line (stderr is
      * logs/daemon.stderr, on the same disk). A failure there is not
-     * reported anywhere: the file log counts its own drops. */
-    char ts[32], line[sizeof msg + 40];
+     * reported anywhere: the file log counts its own drops. The same
+     * escaping as the file (pt_escape.h): stderr may be a terminal. */
+    char ts[32], line[PT_LOGFILE_LINE_MAX + 40];
     pt_logfile_time(ts, sizeof ts);
-    int n = snprintf(line, sizeof line, "%s %s", ts, msg);
-    if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
-    for (int i = 0; i < n; i++)
-      if (line[i] == '\n' || line[i] == '\r') line[i] = ' ';
+    size_t n = strlen(ts);
+    memcpy(line, ts, n);
+    line[n++] = ' ';
+    n += pt_escape_str(line + n, sizeof line - n - 1, msg, PT_ESC_BACKSLASH);
     line[n++] = '\n';
-    ssize_t w = write(2, line, (size_t)n);
+    ssize_t w = write(2, line, n);
     (void)w;
   }
   pthread_mutex_unlock(&g_lock);

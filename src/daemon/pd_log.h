@@ -1,8 +1,11 @@
 /*
  * pd_log.h - the daemon log: $POLYTOKEN_HOME/logs/daemon.log, one line per
- * message: "2026-11-29T21:33:05.123Z LEVEL message", each line written with
+ * message: "2026-11-29T21:33:05.123Z LEVEL message", the message escaped
+ * (control bytes, C1 controls, invalid UTF-8 and backslashes: pt_escape.h;
+ * so outside text such as a client name or a path can neither split a
+ * line nor reach a terminal raw), each line written with
  * one write(2) and dropped whole (counted) when the disk cannot take it
- * (pt_logfile.h), mirrored to stderr when
+ * (pt_logfile.h), mirrored (escaped the same way) to stderr when
  * enabled (pd_log_set_stderr; polytokend enables it, library users such as
  * the unit tests do not, unless POLYTOKEN_LOG_STDERR=1).
  *

@@ -4,12 +4,14 @@
 #include "daemon/pd_log.h"
 #include "common/pt_file.h"
 #include "common/pt_jsonl.h"
+#include "common/pt_quarantine.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +41,7 @@ struct pd_sessions {
   pd_session *active;
   active_listener listeners[PD_SESSIONS_MAX_LISTENERS];
   int nlisteners;
+  pd_sessions_repair repair; /* what pd_sessions_open repaired */
 };
 
 /* ---- active-session callbacks (seam 4), per store ---- */
@@ -117,7 +120,9 @@ static int add_skipped(pd_sessions *st, const char *id, const char *error) {
 
 /* ---- session.json ---- */
 
-static int save_session_json(const pd_session *s) {
+/* Writes s's session.json into dir (its own directory, or the temporary
+ * one a new session is built in). */
+static int save_session_json_in(const pd_session *s, const char *dir) {
   json_t *j = json_pack("{s:s, s:s, s:s}", "name", s->name, "created", s->created,
                         "last_activity", s->last_activity);
   if (!j) return -ENOMEM;
@@ -125,7 +130,7 @@ static int save_session_json(const pd_session *s) {
   json_decref(j);
   if (!txt) return -ENOMEM;
   size_t n = strlen(txt);
-  char *path = path_join(s->dir, "session.json");
+  char *path = path_join(dir, "session.json");
   if (!path) {
     free(txt);
     return -ENOMEM;
@@ -144,55 +149,85 @@ static int save_session_json(const pd_session *s) {
   return r;
 }
 
-/* Loads one session directory; on damage records it as skipped. */
-static int load_session(pd_sessions *st, const char *id) {
-  char err[256];
-  char *dir = path_join(st->sessions_dir, id);
-  if (!dir) return -ENOMEM;
-  char *sj = path_join(dir, "session.json");
-  char *tj = path_join(dir, "transcript.jsonl");
+static int save_session_json(const pd_session *s) { return save_session_json_in(s, s->dir); }
+
+/* session.json and transcript.jsonl of one session directory, read and
+ * checked. */
+typedef struct {
+  json_t *j; /* owns the strings below */
+  const char *name, *created, *last;
+  int max_turn;
+} session_files;
+
+/* Reads and checks dir's session.json and transcript.jsonl (a missing
+ * transcript is an empty one). 0 with *sf filled (json_decref(sf->j)
+ * after); -ENOMEM; or another negative code with the reason in err
+ * ("session.json: ...", "transcript.jsonl: ..."). */
+static int read_session_files(const char *dir, session_files *sf, char *err, size_t errlen) {
+  memset(sf, 0, sizeof *sf);
+  char *sj = path_join(dir, "session.json"), *tj = path_join(dir, "transcript.jsonl");
   char *data = NULL;
   size_t len = 0;
-  json_t *j = NULL;
-  pd_session *s = NULL;
   int r = -ENOMEM;
   if (!sj || !tj) goto out;
-
   r = pt_read_all(sj, SESSION_JSON_MAX, &data, &len);
   if (r < 0) {
-    snprintf(err, sizeof err, "session.json: %s", strerror(-r));
-    r = add_skipped(st, id, err);
+    if (r != -ENOMEM) snprintf(err, errlen, "session.json: %s", strerror(-r));
     goto out;
   }
   json_error_t je;
-  j = json_loadb(data, len, 0, &je);
-  const char *name = NULL, *created = NULL, *last = NULL;
-  if (!j) {
-    snprintf(err, sizeof err, "session.json: invalid JSON at line %d: %s", je.line, je.text);
-  } else if (json_unpack(j, "{s:s, s:s, s:s}", "name", &name, "created", &created,
-                         "last_activity", &last) != 0) {
-    snprintf(err, sizeof err, "session.json: missing or non-string name/created/last_activity");
-    name = NULL;
-  } else if (pd_session_name_ok(name) != 0 || !is_rfc3339(created) || !is_rfc3339(last)) {
-    snprintf(err, sizeof err, "session.json: bad name or timestamp");
-    name = NULL;
-  }
-  if (!name) {
-    r = add_skipped(st, id, err);
+  sf->j = json_loadb(data, len, 0, &je);
+  r = -EBADMSG;
+  if (!sf->j) {
+    snprintf(err, errlen, "session.json: invalid JSON at line %d: %s", je.line, je.text);
     goto out;
   }
-  int max_turn = 0;
+  if (json_unpack(sf->j, "{s:s, s:s, s:s}", "name", &sf->name, "created", &sf->created,
+                  "last_activity", &sf->last) != 0) {
+    snprintf(err, errlen, "session.json: missing or non-string name/created/last_activity");
+    goto out;
+  }
+  if (pd_session_name_ok(sf->name) != 0 || !is_rfc3339(sf->created) || !is_rfc3339(sf->last)) {
+    snprintf(err, errlen, "session.json: bad name or timestamp");
+    goto out;
+  }
   struct stat tst;
   if (stat(tj, &tst) == 0) {
-    r = pd_transcript_read(tj, NULL, &max_turn, err, sizeof err);
+    char terr[256];
+    r = pd_transcript_read(tj, NULL, &sf->max_turn, terr, sizeof terr);
     if (r < 0) {
-      char e2[300];
-      snprintf(e2, sizeof e2, "transcript.jsonl: %s", err);
-      r = add_skipped(st, id, e2);
+      snprintf(err, errlen, "transcript.jsonl: %s", terr);
       goto out;
     }
   } else if (errno != ENOENT) {
-    snprintf(err, sizeof err, "transcript.jsonl: %s", strerror(errno));
+    r = -errno;
+    snprintf(err, errlen, "transcript.jsonl: %s", strerror(errno));
+    goto out;
+  }
+  r = 0;
+out:
+  if (r < 0) {
+    json_decref(sf->j);
+    memset(sf, 0, sizeof *sf);
+  }
+  free(data);
+  free(sj);
+  free(tj);
+  return r;
+}
+
+/* Loads one session directory; on damage records it as skipped. */
+static int load_session(pd_sessions *st, const char *id) {
+  char err[400];
+  char *dir = path_join(st->sessions_dir, id);
+  char *tj = dir ? path_join(dir, "transcript.jsonl") : NULL;
+  session_files sf = {0};
+  pd_session *s = NULL;
+  int r = -ENOMEM;
+  if (!dir || !tj) goto out;
+  r = read_session_files(dir, &sf, err, sizeof err);
+  if (r == -ENOMEM) goto out;
+  if (r < 0) {
     r = add_skipped(st, id, err);
     goto out;
   }
@@ -200,12 +235,12 @@ static int load_session(pd_sessions *st, const char *id) {
   s = calloc(1, sizeof *s);
   if (!s) goto out;
   snprintf(s->id, sizeof s->id, "%s", id);
-  s->name = strdup(name);
-  snprintf(s->created, sizeof s->created, "%s", created);
-  snprintf(s->last_activity, sizeof s->last_activity, "%s", last);
+  s->name = strdup(sf.name);
+  snprintf(s->created, sizeof s->created, "%s", sf.created);
+  snprintf(s->last_activity, sizeof s->last_activity, "%s", sf.last);
   s->dir = dir;
   dir = NULL;
-  if (!s->name || pd_transcript_new(tj, max_turn, &s->transcript) < 0) goto out;
+  if (!s->name || pd_transcript_new(tj, sf.max_turn, &s->transcript) < 0) goto out;
   /* A valid session always has its profiling/ directory. */
   char *pd = path_join(s->dir, "profiling");
   if (pd) {
@@ -219,9 +254,7 @@ static int load_session(pd_sessions *st, const char *id) {
   r = 0;
 out:
   session_free(s);
-  json_decref(j);
-  free(data);
-  free(sj);
+  json_decref(sf.j);
   free(tj);
   free(dir);
   return r;
@@ -249,6 +282,169 @@ static void load_active(pd_sessions *st) {
   free(path);
 }
 
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb; (void)flag; (void)ftw;
+  return remove(path) == 0 ? 0 : -1;
+}
+
+static int rm_rf(const char *path) {
+  return nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -errno;
+}
+
+/* ---- repair at start ----
+ *
+ * What a killed daemon can leave in sessions/ (a new session is built in
+ * .create-<id>/ and renamed into place; a deleted one is renamed to
+ * .deleted-<id>/ and then removed), and what an older daemon, which built
+ * sessions in place, left:
+ *   .create-<id>/  complete (valid session.json and transcript, the id
+ *                  free): renamed into place, i.e. the creation is
+ *                  finished; else moved to quarantine/sessions/.
+ *   .deleted-<id>/ the user asked for its deletion: removed.
+ *   <id>/          with no session.json and nothing but an empty
+ *                  transcript, an empty profiling/ and a session.json
+ *                  temporary: the creation never finished, no turn was
+ *                  ever saved; moved to quarantine/sessions/. A session
+ *                  with anything more stays where it is and is skipped
+ *                  as damaged (the user's data, never moved).
+ * Nothing is deleted but what the user deleted. */
+
+#define CREATE_PREFIX ".create-"
+#define DELETED_PREFIX ".deleted-"
+
+/* 1 when the session directory `name` (in sfd) is what an unfinished
+ * creation of an older daemon leaves (see above). */
+static int unfinished_in_place(int sfd, const char *name) {
+  struct stat st;
+  int dfd = pt_open_beneath(sfd, name, O_RDONLY | O_DIRECTORY);
+  if (dfd < 0) return 0;
+  if (fstatat(dfd, "session.json", &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
+    close(dfd);
+    return 0;
+  }
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    close(dfd);
+    return 0;
+  }
+  int ok = 1;
+  struct dirent *de;
+  while (ok && (de = readdir(d)) != NULL) {
+    const char *n = de->d_name;
+    if (!strcmp(n, ".") || !strcmp(n, "..")) continue;
+    if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) != 0) ok = 0;
+    else if (!strcmp(n, "transcript.jsonl")) ok = S_ISREG(st.st_mode) && st.st_size == 0;
+    else if (!strncmp(n, ".session.json.tmp.", 18)) ok = S_ISREG(st.st_mode);
+    else if (!strcmp(n, "profiling")) {
+      ok = 0;
+      int pfd = S_ISDIR(st.st_mode) ? pt_open_beneath(dirfd(d), n, O_RDONLY | O_DIRECTORY) : -1;
+      DIR *pd = pfd >= 0 ? fdopendir(pfd) : NULL;
+      if (!pd && pfd >= 0) close(pfd);
+      if (pd) {
+        ok = 1;
+        struct dirent *pe;
+        while ((pe = readdir(pd)) != NULL)
+          if (strcmp(pe->d_name, ".") && strcmp(pe->d_name, "..")) ok = 0;
+        closedir(pd);
+      }
+    } else {
+      ok = 0;
+    }
+  }
+  closedir(d);
+  return ok;
+}
+
+static void quarantine(pd_sessions *st, int homefd, int sfd, const char *name, const char *why) {
+  char as[NAME_MAX + 1];
+  int r = pt_quarantine_move(homefd, "sessions", sfd, name, as, sizeof as);
+  if (r == 0) {
+    st->repair.quarantined++;
+  } else {
+    st->repair.failed++;
+    pd_warn("sessions: cannot move %s (%s) to quarantine/sessions: %s; left where it is", name, why,
+            strerror(-r));
+  }
+}
+
+/* One entry of sessions/ (see above). */
+static void repair_entry(pd_sessions *st, int homefd, int sfd, const char *name) {
+  struct stat lst;
+  if (fstatat(sfd, name, &lst, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(lst.st_mode)) return;
+  if (!strncmp(name, DELETED_PREFIX, strlen(DELETED_PREFIX))) {
+    char *p = path_join(st->sessions_dir, name);
+    int r = p ? rm_rf(p) : -ENOMEM;
+    free(p);
+    if (r == 0) st->repair.deletions_finished++;
+    else {
+      st->repair.failed++;
+      pd_warn("sessions: cannot finish removing %s: %s", name, strerror(-r));
+    }
+    return;
+  }
+  if (!strncmp(name, CREATE_PREFIX, strlen(CREATE_PREFIX))) {
+    const char *id = name + strlen(CREATE_PREFIX);
+    char *dir = path_join(st->sessions_dir, name);
+    char err[400];
+    session_files sf;
+    int r = !dir ? -ENOMEM : !is_session_id(id) ? -EINVAL : read_session_files(dir, &sf, err, sizeof err);
+    free(dir);
+    if (r == 0) {
+      json_decref(sf.j);
+      r = pt_rename_noreplace(sfd, name, sfd, id);
+      if (r == 0) {
+        (void)fsync(sfd);
+        st->repair.completed++;
+        return;
+      }
+    }
+    if (r == -ENOMEM) {
+      st->repair.failed++;
+      return;
+    }
+    quarantine(st, homefd, sfd, name, "an unfinished session creation");
+    return;
+  }
+  if (is_session_id(name) && unfinished_in_place(sfd, name))
+    quarantine(st, homefd, sfd, name, "a session whose creation never finished");
+}
+
+static void repair(pd_sessions *st, int homefd, int sfd) {
+  /* names first: the directory changes under the walk */
+  int dfd = dup(sfd);
+  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+  if (!d) {
+    if (dfd >= 0) close(dfd);
+    return;
+  }
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    const char *nm = de->d_name;
+    if (strncmp(nm, CREATE_PREFIX, strlen(CREATE_PREFIX)) &&
+        strncmp(nm, DELETED_PREFIX, strlen(DELETED_PREFIX)) && !is_session_id(nm))
+      continue;
+    if (n == cap) {
+      size_t nc = cap ? 2 * cap : 16;
+      char **nn = realloc(names, nc * sizeof *nn);
+      if (!nn) break;
+      names = nn;
+      cap = nc;
+    }
+    if (!(names[n] = strdup(nm))) break;
+    n++;
+  }
+  closedir(d);
+  for (size_t i = 0; i < n; i++) {
+    repair_entry(st, homefd, sfd, names[i]);
+    free(names[i]);
+  }
+  free(names);
+}
+
+const pd_sessions_repair *pd_sessions_repaired(const pd_sessions *st) { return &st->repair; }
+
 int pd_sessions_open(const char *home, pd_sessions **out) {
   *out = NULL;
   pd_sessions *st = calloc(1, sizeof *st);
@@ -259,6 +455,16 @@ int pd_sessions_open(const char *home, pd_sessions **out) {
   if (!st->home || !st->sessions_dir) goto fail;
   r = pt_mkdir_p(st->sessions_dir, 0700);
   if (r < 0) goto fail;
+  int homefd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int sfd = homefd >= 0 ? pt_open_beneath(homefd, "sessions", O_RDONLY | O_DIRECTORY) : -errno;
+  if (sfd < 0) {
+    r = sfd;
+    if (homefd >= 0) close(homefd);
+    goto fail;
+  }
+  repair(st, homefd, sfd);
+  close(sfd);
+  close(homefd);
   DIR *d = opendir(st->sessions_dir);
   if (!d) {
     r = -errno;
@@ -266,7 +472,7 @@ int pd_sessions_open(const char *home, pd_sessions **out) {
   }
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
-    if (de->d_name[0] == '.') continue; /* ., .., .deleted-* */
+    if (de->d_name[0] == '.') continue; /* ., .., .create-*, .deleted-* */
     char *p = path_join(st->sessions_dir, de->d_name);
     struct stat sst;
     int isdir = p && stat(p, &sst) == 0 && S_ISDIR(sst.st_mode);
@@ -327,13 +533,27 @@ static int is_skipped(pd_sessions *st, const char *id) {
   return 0;
 }
 
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb; (void)flag; (void)ftw;
-  return remove(path) == 0 ? 0 : -1;
+/* Test builds only (-Dfault_injection=true; a release daemon contains
+ * neither this code nor the variable's name):
+ * POLYTOKEN_FAULT_SESSION_CREATE=<step> stops the daemon (SIGSTOP) right
+ * after that step of pd_sessions_create, so a test can kill -9 it at that
+ * exact point (tests/daemon/crash_repair_test.sh). Steps: dir,
+ * transcript, json, rename. */
+#if PT_FAULT_INJECTION
+static void create_fault(const char *step) {
+  const char *v = getenv("POLYTOKEN_FAULT_SESSION_CREATE");
+  if (!v || strcmp(v, step) != 0) return;
+  pd_warn("fault injection: sessions.create stops after step %s", step);
+  raise(SIGSTOP);
 }
+#else
+static void create_fault(const char *step) { (void)step; }
+#endif
 
-static int rm_rf(const char *path) {
-  return nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -errno;
+/* mkdir, then exactly `mode` whatever the umask. */
+static int mkdir_exact(const char *path, mode_t mode) {
+  if (mkdir(path, mode) != 0) return -errno;
+  return chmod(path, mode) == 0 ? 0 : -errno;
 }
 
 int pd_sessions_create(pd_sessions *st, const char *name, pd_session **out) {
@@ -365,36 +585,45 @@ int pd_sessions_create(pd_sessions *st, const char *name, pd_session **out) {
   free(tr);
   pd_time_rfc3339(s->created, sizeof s->created);
   memcpy(s->last_activity, s->created, sizeof s->created);
-  int r;
-  if (mkdir(s->dir, 0700) != 0) {
-    r = -errno;
-    session_free(s);
-    return r;
-  }
-  char *prof = path_join(s->dir, "profiling");
-  r = -ENOMEM;
-  if (!prof) goto fail_dir;
-  if (mkdir(prof, 0700) != 0) {
-    r = -errno;
-    goto fail_dir;
-  }
-  r = pd_transcript_create(s->transcript);
-  if (r < 0) goto fail_dir;
-  r = save_session_json(s);
-  if (r < 0) goto fail_dir;
-  r = pt_fsync_dir(st->sessions_dir);
-  if (r < 0) goto fail_dir;
-  free(prof);
+  /* Built complete in sessions/.create-<id>/ (files and directory
+   * fsync'd), then renamed into place and sessions/ fsync'd: a crash
+   * leaves either no session or a whole one under its id, and a leftover
+   * temporary is finished or quarantined at the next start (repair). */
+  char tmpname[sizeof CREATE_PREFIX + PD_SESSION_ID_LEN];
+  snprintf(tmpname, sizeof tmpname, CREATE_PREFIX "%s", id);
+  char *tmp = path_join(st->sessions_dir, tmpname);
+  char *tmp_prof = tmp ? path_join(tmp, "profiling") : NULL;
+  char *tmp_tr = tmp ? path_join(tmp, "transcript.jsonl") : NULL;
+  int r = -ENOMEM, made = 0, placed = 0;
+  if (!tmp || !tmp_prof || !tmp_tr) goto fail;
+  r = mkdir_exact(tmp, 0700);
+  if (r < 0) goto fail;
+  made = 1;
+  create_fault("dir");
+  if ((r = mkdir_exact(tmp_prof, 0700)) < 0 || (r = pd_transcript_create(tmp_tr)) < 0) goto fail;
+  create_fault("transcript");
+  if ((r = save_session_json_in(s, tmp)) < 0) goto fail;
+  create_fault("json");
+  if ((r = pt_fsync_dir(tmp)) < 0) goto fail;
+  if ((r = pt_rename_noreplace(AT_FDCWD, tmp, AT_FDCWD, s->dir)) < 0) goto fail;
+  placed = 1;
+  create_fault("rename");
+  if ((r = pt_fsync_dir(st->sessions_dir)) < 0) goto fail;
+  free(tmp);
+  free(tmp_prof);
+  free(tmp_tr);
   s->next = st->sessions;
   st->sessions = s;
   st->count++;
   pd_info("session %s created (\"%s\")", s->id, s->name);
   *out = s;
   return 0;
-fail_dir:
-  /* our own fresh directory: safe to remove */
-  rm_rf(s->dir);
-  free(prof);
+fail:
+  /* our own fresh directory, never reported to anyone: safe to remove */
+  if (made) rm_rf(placed ? s->dir : tmp);
+  free(tmp);
+  free(tmp_prof);
+  free(tmp_tr);
   session_free(s);
   return r;
 }
@@ -423,7 +652,7 @@ int pd_session_touch(pd_session *s) {
 
 int pd_sessions_delete(pd_sessions *st, pd_session *s) {
   char gone[PATH_MAX];
-  snprintf(gone, sizeof gone, "%s/.deleted-%s", st->sessions_dir, s->id);
+  snprintf(gone, sizeof gone, "%s/" DELETED_PREFIX "%s", st->sessions_dir, s->id);
   if (rename(s->dir, gone) != 0) return -errno;
   (void)pt_fsync_dir(st->sessions_dir);
   int r = rm_rf(gone);

@@ -10,10 +10,18 @@
  *                                  profiling build
  *   active_session                 id of the most recently attached session
  *
- * The store is loaded once at start (pd_sessions_open); from then on memory
- * is authoritative and every change is written through before it is
- * reported. A session whose session.json or transcript.jsonl cannot be read
- * or parsed is "skipped": listed with its error, never touched (not
+ *   sessions/.create-<id>/         a session being built: it is renamed to
+ *                                  sessions/<id> once complete (crash
+ *                                  consistency: never half a session)
+ *   sessions/.deleted-<id>/        a session being deleted
+ *   quarantine/sessions/<name>     what a crash left and the start could
+ *                                  not finish (pt_quarantine.h)
+ *
+ * The store is loaded once at start (pd_sessions_open), after repairing
+ * what a crash left (see the repair section of pd_sessions.c); from then
+ * on memory is authoritative and every change is written through before it
+ * is reported. A session whose session.json or transcript.jsonl cannot be
+ * read or parsed is "skipped": listed with its error, never touched (not
  * deleted, not rewritten, no new files created in it).
  *
  * Names: pd_sessions_* act on the store, pd_session_* on one session.
@@ -48,10 +56,26 @@ typedef struct pd_session {
 typedef struct pd_sessions pd_sessions;
 
 /* Loads (creating the directories if needed) the store under `home`.
- * Damaged sessions are logged and kept in the skipped list. Returns 0 and a
- * new store in *out (free with pd_sessions_del), or -errno if the sessions
- * directory cannot be created or read. */
+ * First repairs what a crash left in sessions/: an unfinished creation
+ * that is complete is finished, one that is not is moved to
+ * quarantine/sessions/ (as is a session directory an older daemon left
+ * with no session.json and no saved turn), an unfinished deletion is
+ * finished; the counts are in pd_sessions_repaired (logged by the caller,
+ * once). Damaged sessions are logged and kept in the skipped list; a
+ * quarantined one is never listed. Returns 0 and a new store in *out (free
+ * with pd_sessions_del), or -errno if the sessions directory cannot be
+ * created or read. */
 int pd_sessions_open(const char *home, pd_sessions **out);
+
+/* What pd_sessions_open repaired. failed: leftovers that could not be
+ * moved or removed (each logged as a warning; left where they were). */
+typedef struct pd_sessions_repair {
+  unsigned completed;          /* unfinished creations finished */
+  unsigned quarantined;        /* incomplete ones moved to quarantine/sessions */
+  unsigned deletions_finished; /* unfinished deletions finished */
+  unsigned failed;
+} pd_sessions_repair;
+const pd_sessions_repair *pd_sessions_repaired(const pd_sessions *st);
 /* Frees the store, its sessions and their transcripts (closing their
  * files). Calls no active-session callback. NULL is allowed. */
 void pd_sessions_del(pd_sessions *st);
@@ -61,8 +85,10 @@ size_t pd_sessions_count(const pd_sessions *st);  /* valid sessions */
 pd_session *pd_sessions_find(pd_sessions *st, const char *id);  /* NULL if unknown */
 pd_session *pd_sessions_first(pd_sessions *st);   /* iteration: s->next */
 
-/* Creates a session (name NULL = "Session N"). Returns 0 and the session
- * (owned by the store) in *out, -EINVAL for a bad name, or -errno. */
+/* Creates a session (name NULL = "Session N"), atomically: built in
+ * sessions/.create-<id>/, fsync'd, renamed to sessions/<id>, sessions/
+ * fsync'd. Returns 0 and the session (owned by the store) in *out, -EINVAL
+ * for a bad name, or -errno (nothing is left on disk then). */
 int pd_sessions_create(pd_sessions *st, const char *name, pd_session **out);
 /* Removes the session directory (after renaming it out of the way, so a
  * crash never leaves half a session under its id) and frees s. The caller

@@ -52,8 +52,8 @@ void pd_transcript_del(pd_transcript *t) {
 
 int pd_transcript_turns(const pd_transcript *t) { return t->turns; }
 
-int pd_transcript_create(const pd_transcript *t) {
-  int fd = open(t->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+int pd_transcript_create(const char *path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return -errno;
   int r = fsync(fd) == 0 ? 0 : -errno;
   close(fd);

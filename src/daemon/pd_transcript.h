@@ -39,9 +39,11 @@ void pd_transcript_del(pd_transcript *t);
 /* The highest turn_id in the transcript (0 when empty). */
 int pd_transcript_turns(const pd_transcript *t);
 
-/* Creates the empty file at the handle's path (O_EXCL, mode 0600) and
- * fsyncs it, for a new session. Returns 0 or -errno (-EEXIST...). */
-int pd_transcript_create(const pd_transcript *t);
+/* Creates an empty transcript file at `path` (O_EXCL, mode 0600) and
+ * fsyncs it, for a new session; the session store builds a new session in
+ * a temporary directory, so this is not the handle's final path. Returns 0
+ * or -errno (-EEXIST...). */
+int pd_transcript_create(const char *path);
 
 /* Reads and validates a transcript file; returns 0 and a new JSON array of
  * entries in *out (may be NULL if not wanted) and the highest turn_id in

@@ -12,7 +12,8 @@
 #include "common/pt_client.h"
 
 /* Prints "polytoken: <fmt>\n" to stderr (one line; newlines in the message
- * are replaced by spaces), after flushing stdout. */
+ * are replaced by spaces, other control bytes escaped as \xNN: pt_escape.h),
+ * after flushing stdout. */
 void tui_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A client for the state root the environment names (pt_home_resolve):

@@ -9,6 +9,10 @@ rel="$PT_BUILD_RELEASE/polytokend" dev="$PT_BUILD_DEV/polytokend"
 [ -x "$rel" ] && [ -x "$dev" ] || fail "build dev and release first"
 if strings "$rel" | grep POLYTOKEN_FAULT; then fail "release polytokend contains fault injection"; fi
 strings "$dev" | grep -q POLYTOKEN_FAULT_TRANSCRIPT_WRITE || fail "dev polytokend lacks fault injection"
+strings "$dev" | grep -q POLYTOKEN_FAULT_SESSION_CREATE || fail "dev polytokend lacks the sessions.create stop"
+# The CLI's too (the TUI's start steps, the feedback writer's stops).
+if strings "$PT_BUILD_RELEASE/polytoken" | grep POLYTOKEN_FAULT; then fail "release polytoken contains fault injection"; fi
+strings "$PT_BUILD_DEV/polytoken" | grep -q POLYTOKEN_FAULT_FEEDBACK_WRITE || fail "dev polytoken lacks the feedback writer's stop"
 grep -q 'PT_FAULT_INJECTION 0' "$PT_BUILD_RELEASE/pt_config.h" || fail "release pt_config.h enables fault injection"
 # Likewise the allocation countdown of src/common's parsers (pt_alloc.h).
 nm "$PT_BUILD_RELEASE/polytoken" | grep -c ' T pt_alloc_fail_at' >/dev/null && fail "release polytoken has the allocation countdown"

@@ -14,6 +14,8 @@
 #include "common/pt_sha256.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -137,3 +139,110 @@ PT_TEST(common_feedback_base64_roundtrip_and_errors) {
   PT_ASSERT_STR_EQ(buf, "2 min ago");
 }
 
+
+/* A bundle with one attachment written to the outbox of home; its path in
+ * dir. */
+static void write_bundle(const char *home, const char *msg, char *dir, size_t cap) {
+  pt_feedback *fb = NULL;
+  PT_ASSERT_INT_EQ(pt_feedback_new(&fb, msg), 0);
+  const char log[] = "a log line\n";
+  json_t *e = entry_for("fedcba9876543210", "daemon-log", "logs/daemon.log", log, strlen(log), 5);
+  char err[256];
+  PT_ASSERT_INT_EQ(pt_feedback_add(fb, e, (const uint8_t *)log, strlen(log), err, sizeof err), 0);
+  PT_ASSERT_INT_EQ(pt_feedback_outbox_write(fb, home, dir, cap, err, sizeof err), 0);
+  pt_feedback_del(fb);
+}
+
+static int count_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) n++;
+  closedir(d);
+  return n;
+}
+
+/* What killed writers leave in feedback/tmp/ is repaired: a complete
+ * bundle goes on to the outbox, an incomplete or tampered one (or junk)
+ * to quarantine/feedback-tmp/, a bundle whose writer still holds its lock
+ * is left alone, and nothing is deleted. */
+PT_TEST(common_feedback_repair_tmp) {
+  char *home = pt_tmpdir("fbrepair");
+  pt_feedback_repair rp;
+  char err[512];
+  /* no feedback/ at all: nothing to do */
+  PT_ASSERT_INT_EQ(pt_feedback_outbox_repair(home, &rp, err, sizeof err), 0);
+  PT_ASSERT_UINT_EQ(rp.completed + rp.quarantined + rp.busy + rp.failed, 0);
+  /* three whole bundles, put back into tmp/ as a killed writer leaves them */
+  char d1[4096], d2[4096], d3[4096], t[4200];
+  write_bundle(home, "complete", d1, sizeof d1);
+  write_bundle(home, "tampered", d2, sizeof d2);
+  write_bundle(home, "in progress", d3, sizeof d3);
+  char *tmp = ptt_path2(home, "feedback/tmp"), *outbox = ptt_path2(home, "feedback/outbox");
+  const char *id1 = strrchr(d1, '/') + 1, *id2 = strrchr(d2, '/') + 1, *id3 = strrchr(d3, '/') + 1;
+  snprintf(t, sizeof t, "%s/%s.0000aaaa", tmp, id1);
+  PT_ASSERT(rename(d1, t) == 0);
+  snprintf(t, sizeof t, "%s/%s.0000bbbb", tmp, id2);
+  PT_ASSERT(rename(d2, t) == 0);
+  char *msg = ptt_path2(t, "message.txt");
+  pt_write_file(msg, "tampereX", 8); /* same size, other bytes */
+  free(msg);
+  snprintf(t, sizeof t, "%s/%s.0000cccc", tmp, id3);
+  PT_ASSERT(rename(d3, t) == 0);
+  int held = open(t, O_RDONLY | O_DIRECTORY);
+  PT_ASSERT(held >= 0 && flock(held, LOCK_EX) == 0); /* its writer still runs */
+  /* killed before the manifest was written */
+  snprintf(t, sizeof t, "%s/20260101T000000Z-01234567.0000dddd", tmp);
+  PT_ASSERT(mkdir(t, 0700) == 0);
+  msg = ptt_path2(t, "message.txt");
+  pt_write_file(msg, "half", 4);
+  free(msg);
+  /* junk */
+  snprintf(t, sizeof t, "%s/stray", tmp);
+  pt_write_file(t, "x", 1);
+
+  PT_ASSERT_INT_EQ(pt_feedback_outbox_repair(home, &rp, err, sizeof err), 0);
+  PT_ASSERT_UINT_EQ(rp.completed, 1);
+  PT_ASSERT_UINT_EQ(rp.quarantined, 3);
+  PT_ASSERT_UINT_EQ(rp.busy, 1);
+  PT_ASSERT_UINT_EQ(rp.failed, 0);
+  /* the complete one is in the outbox under its id, byte for byte */
+  char *m1 = ptt_path2(d1, "message.txt");
+  char *got = pt_read_file(m1, NULL);
+  PT_ASSERT_STR_EQ(got, "complete");
+  free(got);
+  free(m1);
+  PT_ASSERT_INT_EQ(count_entries(outbox), 1);
+  /* tmp/ keeps only the one in progress */
+  PT_ASSERT_INT_EQ(count_entries(tmp), 1);
+  snprintf(t, sizeof t, "%s/%s.0000cccc/manifest.json", tmp, id3);
+  PT_ASSERT(access(t, F_OK) == 0);
+  /* quarantined whole */
+  char *q = ptt_path2(home, "quarantine/feedback-tmp");
+  PT_ASSERT_INT_EQ(count_entries(q), 3);
+  snprintf(t, sizeof t, "%s/%s.0000bbbb/message.txt", q, id2);
+  got = pt_read_file(t, NULL);
+  PT_ASSERT_STR_EQ(got, "tampereX");
+  free(got);
+  snprintf(t, sizeof t, "%s/20260101T000000Z-01234567.0000dddd/message.txt", q);
+  got = pt_read_file(t, NULL);
+  PT_ASSERT_STR_EQ(got, "half");
+  free(got);
+  snprintf(t, sizeof t, "%s/stray", q);
+  PT_ASSERT(access(t, F_OK) == 0);
+  /* its writer gone, the one in progress (complete) is finished next time */
+  close(held);
+  PT_ASSERT_INT_EQ(pt_feedback_outbox_repair(home, &rp, err, sizeof err), 0);
+  PT_ASSERT_UINT_EQ(rp.completed, 1);
+  PT_ASSERT_UINT_EQ(rp.quarantined + rp.busy + rp.failed, 0);
+  PT_ASSERT_INT_EQ(count_entries(outbox), 2);
+  PT_ASSERT_INT_EQ(count_entries(tmp), 0);
+  PT_ASSERT_INT_EQ(pt_feedback_outbox_repair(home, &rp, err, sizeof err), 0);
+  PT_ASSERT_UINT_EQ(rp.completed + rp.quarantined + rp.busy + rp.failed, 0);
+  free(q);
+  free(tmp);
+  free(outbox);
+  pt_rm_rf(home);
+}

@@ -79,3 +79,31 @@ PT_TEST(daemon_log_stderr_forced_by_environment) {
   pt_rm_rf(dir);
   free(dir);
 }
+
+PT_TEST(daemon_log_escapes_outside_text_in_file_and_stderr) {
+  unsetenv("POLYTOKEN_LOG_STDERR");
+  char *dir = pt_tmpdir("logesc");
+  char *logp = path_in(dir, "daemon.log"), *errp = path_in(dir, "stderr");
+  PT_ASSERT_INT_EQ(pd_log_open(logp), 0);
+  int saved = stderr_to(errp);
+  pd_log_set_stderr(1);
+  pd_info("client 1: hello from %s", "evil\x1b]0;title\x07\nERROR forged");
+  pd_log_set_stderr(0);
+  stderr_back(saved);
+  pd_log_close();
+  char *log = pt_read_file(logp, NULL), *err = pt_read_file(errp, NULL);
+  PT_ASSERT(log && err);
+  const char *want = "Z INFO client 1: hello from evil\\x1b]0;title\\x07\\nERROR forged\n";
+  PT_ASSERT_MSG(strstr(log, want) != NULL, "log: %s", log);
+  PT_ASSERT_MSG(strstr(err, want) != NULL, "stderr: %s", err);
+  /* one line each, no raw control byte */
+  PT_ASSERT(strchr(log, '\n') == log + strlen(log) - 1);
+  PT_ASSERT(strchr(err, '\n') == err + strlen(err) - 1);
+  PT_ASSERT(strchr(log, 0x1b) == NULL && strchr(err, 0x1b) == NULL);
+  free(log);
+  free(err);
+  free(logp);
+  free(errp);
+  pt_rm_rf(dir);
+  free(dir);
+}

@@ -218,3 +218,148 @@ PT_TEST(daemon_session_rename_touch_write_session_json) {
   pd_sessions_del(st);
   pt_rm_rf(home);
 }
+
+/* Lists the names in dir, sorted, joined by spaces ("" when empty). */
+static char *names_in(const char *dir) {
+  char *cmd = NULL, *out = NULL;
+  PT_ASSERT(asprintf(&cmd, "ls -A '%s' | LC_ALL=C sort | tr '\\n' ' '", dir) > 0);
+  char *argv[] = {"sh", "-c", cmd, NULL};
+  PT_ASSERT_INT_EQ(pt_run(argv, &out, 10000), 0);
+  free(cmd);
+  return out;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The names, sorted as LC_ALL=C sort does, joined as names_in does. */
+static char *sorted(const char *a, const char *b, const char *c, const char *d, const char *e) {
+  const char *v[5] = {a, b, c, d, e};
+  size_t n = 0;
+  while (n < 5 && v[n]) n++;
+  qsort(v, n, sizeof *v, cmp_str);
+  static char buf[512];
+  buf[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    strcat(buf, v[i]);
+    strcat(buf, " ");
+  }
+  return buf;
+}
+
+static void mkdirs(const char *home, const char *rel) {
+  char *p = join(home, rel);
+  PT_ASSERT_INT_EQ(pt_mkdir_p(p, 0700), 0);
+  free(p);
+}
+
+static void put(const char *home, const char *rel, const char *text) {
+  char *p = join(home, rel);
+  pt_write_file(p, text, strlen(text));
+  free(p);
+}
+
+#define SJ(name) "{\"name\": \"" name "\", \"created\": \"2026-01-02T03:04:05.000Z\", " \
+                 "\"last_activity\": \"2026-01-02T03:04:05.000Z\"}\n"
+
+/* What a killed daemon leaves in sessions/ is repaired at the next open:
+ * finished when complete, quarantined when not, deletions finished; a
+ * damaged session with the user's data stays and is skipped; a second
+ * open has nothing left to do. */
+PT_TEST(daemon_sessions_repair_at_open) {
+  char *home = pt_tmpdir("repair");
+  pd_sessions *st;
+  PT_ASSERT_INT_EQ(pd_sessions_open(home, &st), 0);
+  pd_session *a;
+  PT_ASSERT_INT_EQ(pd_sessions_create(st, "kept", &a), 0);
+  char ida[13];
+  memcpy(ida, a->id, sizeof ida);
+  char *sdir = join(home, "sessions");
+  /* a create leaves no temporary behind */
+  char *ls = names_in(sdir);
+  char want[256];
+  snprintf(want, sizeof want, "%s ", ida);
+  PT_ASSERT_STR_EQ(ls, want);
+  free(ls);
+  pd_sessions_del(st);
+  /* complete but never renamed: finished */
+  mkdirs(home, "sessions/.create-aaaaaaaaaaaa/profiling");
+  put(home, "sessions/.create-aaaaaaaaaaaa/transcript.jsonl", "");
+  put(home, "sessions/.create-aaaaaaaaaaaa/session.json", SJ("finished"));
+  /* killed before session.json: quarantined */
+  mkdirs(home, "sessions/.create-bbbbbbbbbbbb/profiling");
+  put(home, "sessions/.create-bbbbbbbbbbbb/transcript.jsonl", "");
+  /* complete, but its id is taken: quarantined, never over the other */
+  char rel[128];
+  snprintf(rel, sizeof rel, "sessions/.create-%s", ida);
+  mkdirs(home, rel);
+  snprintf(rel, sizeof rel, "sessions/.create-%s/session.json", ida);
+  put(home, rel, SJ("usurper"));
+  /* what an older daemon left in place (issue 21): quarantined */
+  mkdirs(home, "sessions/dddddddddddd/profiling");
+  put(home, "sessions/dddddddddddd/transcript.jsonl", "");
+  mkdirs(home, "sessions/eeeeeeeeeeee");
+  put(home, "sessions/eeeeeeeeeeee/.session.json.tmp.123", "{\"na");
+  /* no session.json but a saved turn: the user's data, skipped, untouched */
+  mkdirs(home, "sessions/ffffffffffff");
+  const char turn[] = "{\"turn_id\":1,\"role\":\"user\",\"text\":\"x\",\"ts\":\"2026-01-01T00:00:00Z\"}\n";
+  put(home, "sessions/ffffffffffff/transcript.jsonl", turn);
+  /* an unfinished deletion: finished */
+  mkdirs(home, "sessions/.deleted-111111111111/profiling");
+  put(home, "sessions/.deleted-111111111111/transcript.jsonl", turn);
+
+  PT_ASSERT_INT_EQ(pd_sessions_open(home, &st), 0);
+  const pd_sessions_repair *rp = pd_sessions_repaired(st);
+  PT_ASSERT_UINT_EQ(rp->completed, 1);
+  PT_ASSERT_UINT_EQ(rp->quarantined, 4);
+  PT_ASSERT_UINT_EQ(rp->deletions_finished, 1);
+  PT_ASSERT_UINT_EQ(rp->failed, 0);
+  PT_ASSERT_UINT_EQ(pd_sessions_count(st), 2);
+  PT_ASSERT_STR_EQ(pd_sessions_find(st, ida)->name, "kept");
+  PT_ASSERT_STR_EQ(pd_sessions_find(st, "aaaaaaaaaaaa")->name, "finished");
+  json_t *l = pd_sessions_list_json(st);
+  json_t *sk = json_object_get(l, "skipped");
+  PT_ASSERT_UINT_EQ(json_array_size(sk), 1);
+  PT_ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(sk, 0), "id")), "ffffffffffff");
+  json_decref(l);
+  pd_sessions_del(st);
+  ls = names_in(sdir);
+  PT_ASSERT_STR_EQ(ls, sorted("aaaaaaaaaaaa", ida, "ffffffffffff", NULL, NULL));
+  free(ls);
+  char *qdir = join(home, "quarantine/sessions");
+  ls = names_in(qdir);
+  char cida[32];
+  snprintf(cida, sizeof cida, "create-%s", ida);
+  PT_ASSERT_STR_EQ(ls, sorted(cida, "create-bbbbbbbbbbbb", "dddddddddddd", "eeeeeeeeeeee", NULL));
+  free(ls);
+  /* moved whole: the half-written temporary is still there to look at */
+  char *tmpf = join(qdir, "eeeeeeeeeeee/.session.json.tmp.123");
+  char *got = pt_read_file(tmpf, NULL);
+  PT_ASSERT_STR_EQ(got, "{\"na");
+  free(got);
+  free(tmpf);
+  char *tr = join(sdir, "ffffffffffff/transcript.jsonl");
+  got = pt_read_file(tr, NULL);
+  PT_ASSERT_STR_EQ(got, turn);
+  free(got);
+  free(tr);
+  /* the next open finds nothing to repair; a quarantined name taken twice
+   * gets a suffix */
+  mkdirs(home, "sessions/dddddddddddd");
+  PT_ASSERT_INT_EQ(pd_sessions_open(home, &st), 0);
+  rp = pd_sessions_repaired(st);
+  PT_ASSERT_UINT_EQ(rp->quarantined, 1);
+  PT_ASSERT_UINT_EQ(rp->completed + rp->deletions_finished + rp->failed, 0);
+  pd_sessions_del(st);
+  ls = names_in(qdir);
+  PT_ASSERT_STR_EQ(ls, sorted(cida, "create-bbbbbbbbbbbb", "dddddddddddd", "dddddddddddd.2", "eeeeeeeeeeee"));
+  free(ls);
+  PT_ASSERT_INT_EQ(pd_sessions_open(home, &st), 0);
+  rp = pd_sessions_repaired(st);
+  PT_ASSERT_UINT_EQ(rp->completed + rp->quarantined + rp->deletions_finished + rp->failed, 0);
+  pd_sessions_del(st);
+  free(qdir);
+  free(sdir);
+  pt_rm_rf(home);
+}

@@ -24,7 +24,7 @@ static pd_transcript *new_transcript(const char *dir, char **path) {
   *path = join(dir, "transcript.jsonl");
   pd_transcript *t = NULL;
   PT_ASSERT_INT_EQ(pd_transcript_new(*path, 0, &t), 0);
-  PT_ASSERT_INT_EQ(pd_transcript_create(t), 0);
+  PT_ASSERT_INT_EQ(pd_transcript_create(*path), 0);
   return t;
 }
 
@@ -36,7 +36,7 @@ PT_TEST(daemon_transcript_create_append_read) {
   PT_ASSERT_INT_EQ(stat(tp, &sb), 0);
   PT_ASSERT_UINT_EQ(sb.st_size, 0);
   PT_ASSERT_UINT_EQ(sb.st_mode & 0777, 0600);
-  PT_ASSERT_INT_EQ(pd_transcript_create(t), -EEXIST); /* never over an existing file */
+  PT_ASSERT_INT_EQ(pd_transcript_create(tp), -EEXIST); /* never over an existing file */
   PT_ASSERT_INT_EQ(pd_transcript_turns(t), 0);
   PT_ASSERT_INT_EQ(pd_transcript_append(t, 1, "user", "hello", NULL), 0);
   PT_ASSERT_INT_EQ(pd_transcript_append(t, 1, "assistant", "hi there", "cancelled"), 0);
