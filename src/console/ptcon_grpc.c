@@ -5,9 +5,18 @@
  * entry point and is the only time read here.
  *
  * Invariants: g->queued == sum of c->queued == sum of st->queued (bytes of
- * queued messages not yet handed to nghttp2); g->nwatching == number of
- * streams with st->watching; c->nresponding == streams of c with
- * st->responding.
+ * queued messages not yet handed to nghttp2; a frame shared by several
+ * streams counts in each, so the budgets bound memory from above);
+ * g->nwatching == number of streams with st->watching; c->nresponding ==
+ * streams of c with st->responding; g->init, when set, holds one reference
+ * to each of its frames and is current while now < built_at + the publish
+ * interval.
+ *
+ * Load a client can cause (issue 21): a new watch call (WatchUpdates,
+ * WatchState, WatchTaskDetails) takes a token from g->watches, else it is
+ * refused with RESOURCE_EXHAUSTED before any work; a WatchUpdates that gets
+ * in queues the current shared initial state (ptcon_initstate.h), built at
+ * most once per publish interval, however many streams start.
  */
 #include "console/ptcon_grpc.h"
 
@@ -19,6 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/ptcon_bucket.h"
+#include "console/ptcon_frame.h"
+#include "console/ptcon_initstate.h"
 #include "console/ptcon_request.h"
 
 #define HOUSEKEEP_NS 10000000000u       /* retention while nobody watches */
@@ -29,8 +41,8 @@
 
 typedef struct qmsg {
   struct qmsg *next;
+  ptcon_frame *f;            /* one reference; f->data[off..len) still to send */
   size_t len, off;
-  uint8_t data[];            /* gRPC frame: 5-byte prefix + message */
 } qmsg;
 
 typedef struct stream {
@@ -79,6 +91,8 @@ struct ptcon_grpc {
   uint64_t now;
   uint64_t next_tick, next_house, last_trim;
   uint64_t next_drain;       /* 0 = none: the fill mark wakes us */
+  ptcon_bucket watches;      /* new watch calls */
+  ptcon_initstate *init;     /* the shared initial state, or NULL */
   ptcon_grpc_stats stats;
 };
 
@@ -114,6 +128,7 @@ static void queue_free(stream *st, int keep_partial) {
   for (qmsg *n; m; m = n) {
     n = m->next;
     unqueue(st, m->len - m->off);
+    ptcon_frame_unref(m->f);
     free(m);
   }
   st->qhead = st->qtail = keep;
@@ -170,34 +185,37 @@ static stream *slowest(ptcon_grpc *g) {
   return best;
 }
 
-/* Queues one gRPC message (copying it behind the 5-byte prefix). Returns 0,
- * -ENOMEM, -ENOBUFS when the connection's cap is exceeded (the caller closes
- * the connection), or -EDQUOT when this stream was dropped for the total
- * budget (already ended; the caller does nothing more). */
-static int stream_queue(stream *st, const uint8_t *msg, size_t len) {
+/* Queues one gRPC frame, taking over the caller's reference to f (freed on
+ * every error). Returns 0, -ENOMEM, -ENOBUFS when the connection's cap is
+ * exceeded (the caller closes the connection), or -EDQUOT when this stream
+ * was dropped for the total budget (already ended; the caller does nothing
+ * more). */
+static int stream_queue_frame(stream *st, ptcon_frame *f) {
   ptcon_gconn *c = st->c;
   ptcon_grpc *g = c->g;
-  size_t need = len + 5;
-  if (c->queued + need > g->lim.max_queued_bytes) return -ENOBUFS;
+  size_t need = f->len;
+  if (c->queued + need > g->lim.max_queued_bytes) {
+    ptcon_frame_unref(f);
+    return -ENOBUFS;
+  }
   while (g->queued + need > g->lim.max_total_queued_bytes) {
     stream *v = slowest(g);
     if (!v || v == st || droppable(v) < droppable(st)) {
+      ptcon_frame_unref(f);
       stream_drop(st);
       return -EDQUOT;
     }
     stream_drop(v);
   }
-  qmsg *m = malloc(sizeof *m + need);
-  if (!m) return -ENOMEM;
+  qmsg *m = malloc(sizeof *m);
+  if (!m) {
+    ptcon_frame_unref(f);
+    return -ENOMEM;
+  }
   m->next = NULL;
+  m->f = f;
   m->len = need;
   m->off = 0;
-  m->data[0] = 0;
-  m->data[1] = (uint8_t)(len >> 24);
-  m->data[2] = (uint8_t)(len >> 16);
-  m->data[3] = (uint8_t)(len >> 8);
-  m->data[4] = (uint8_t)len;
-  if (len) memcpy(m->data + 5, msg, len);
   if (st->qtail) st->qtail->next = m;
   else st->qhead = m;
   st->qtail = m;
@@ -211,6 +229,14 @@ static int stream_queue(stream *st, const uint8_t *msg, size_t len) {
   return 0;
 }
 
+/* Queues one gRPC message (copied behind its 5-byte prefix); the returns of
+ * stream_queue_frame. */
+static int stream_queue(stream *st, const uint8_t *msg, size_t len) {
+  ptcon_frame *f = ptcon_frame_new(msg, len);
+  if (!f) return -ENOMEM;
+  return stream_queue_frame(st, f);
+}
+
 static ssize_t data_read_cb(nghttp2_session *sess, int32_t stream_id, uint8_t *buf,
                             size_t length, uint32_t *flags, nghttp2_data_source *src,
                             void *ud) {
@@ -221,7 +247,7 @@ static ssize_t data_read_cb(nghttp2_session *sess, int32_t stream_id, uint8_t *b
     qmsg *m = st->qhead;
     size_t k = m->len - m->off;
     if (k > length - n) k = length - n;
-    memcpy(buf + n, m->data + m->off, k);
+    memcpy(buf + n, m->f->data + m->off, k);
     m->off += k;
     n += k;
     unqueue(st, k);
@@ -229,6 +255,7 @@ static ssize_t data_read_cb(nghttp2_session *sess, int32_t stream_id, uint8_t *b
     if (m->off == m->len) {
       st->qhead = m->next;
       if (!st->qhead) st->qtail = NULL;
+      ptcon_frame_unref(m->f);
       free(m);
     }
   }
@@ -292,10 +319,11 @@ static int emit_to_stream(void *ud, uint8_t *msg, size_t len) {
   return rc;
 }
 
-static int send_updates(ptcon_grpc *g, stream *st, int full) {
+/* The delta of one tick for st (the initial state is shared: dispatch). */
+static int send_updates(ptcon_grpc *g, stream *st) {
   uint64_t total = g->agg->dropped_total;
   emit_ctx e = {st, 0};
-  int rc = ptcon_agg_encode_updates(g->agg, full, st->upto, total - st->dropped_sent,
+  int rc = ptcon_agg_encode_updates(g->agg, 0, st->upto, total - st->dropped_sent,
                                     g->lim.max_message_bytes, emit_to_stream, &e);
   st->dropped_sent = total;
   return e.err ? e.err : rc;
@@ -321,6 +349,22 @@ static void after_send(stream *st, int rc) {
   else if (rc && rc != -EDQUOT) stream_end(st, PTCON_GRPC_INTERNAL, "encoding failed");
 }
 
+static int is_watch(ptcon_method m) {
+  return m == PTCON_M_WATCH_UPDATES || m == PTCON_M_WATCH_STATE || m == PTCON_M_WATCH_TASK_DETAILS;
+}
+
+/* Makes g->init the current shared initial state: kept while younger than
+ * one publish interval, else rebuilt (collect, seal, encode). */
+static int initial_state(ptcon_grpc *g) {
+  ptcon_initstate *is = g->init;
+  if (is && g->now >= is->built_at && g->now - is->built_at < g->lim.publish_interval_ns) return 0;
+  ptcon_initstate_del(is);
+  g->init = NULL;
+  int rc = ptcon_initstate_build(&g->init, g->agg, g->now, g->lim.max_message_bytes);
+  if (rc == 0) g->stats.initial_builds++;
+  return rc;
+}
+
 /* A complete request arrived (END_STREAM). */
 static void dispatch(stream *st) {
   ptcon_gconn *c = st->c;
@@ -341,14 +385,24 @@ static void dispatch(stream *st) {
     stream_fail(st, status, why);
     return;
   }
+  if (is_watch(req.method) && !ptcon_bucket_take(&g->watches, g->now)) {
+    /* Before any work: a client that starts calls in a loop costs a
+     * trailers-only answer each beyond the rate. */
+    g->stats.watches_refused++;
+    stream_fail(st, PTCON_GRPC_RESOURCE_EXHAUSTED,
+                "too many new watch calls on this console (rate limit); retry in a second");
+    return;
+  }
   int rc = 0;
   switch (req.method) {
   case PTCON_M_WATCH_UPDATES:
-    ptcon_agg_collect(g->agg, g->now);
-    st->upto = ptcon_agg_seal(g->agg);
-    st->dropped_sent = 0;
+    rc = initial_state(g);
     stream_respond(st, 1);
-    rc = send_updates(g, st, 1);
+    if (rc) break;
+    st->upto = g->init->gen;
+    st->dropped_sent = g->init->dropped;
+    for (uint32_t i = 0; i < g->init->n && rc == 0; i++)
+      rc = stream_queue_frame(st, ptcon_frame_ref(g->init->frames[i]));
     break;
   case PTCON_M_WATCH_STATE:
     stream_respond(st, 1);
@@ -396,7 +450,7 @@ static void tick(ptcon_grpc *g) {
       switch (st->method) {
       case PTCON_M_WATCH_UPDATES:
         if (c->paused) break;
-        rc = send_updates(g, st, 0);
+        rc = send_updates(g, st);
         st->upto = sealed;
         break;
       case PTCON_M_WATCH_STATE:
@@ -586,6 +640,9 @@ int ptcon_grpc_new(ptcon_grpc **out, ptcon_agg *agg, const ptcon_grpc_limits *li
   if (!l->stall_timeout_ns) l->stall_timeout_ns = 30000000000u;
   if (!l->idle_timeout_ns) l->idle_timeout_ns = 30000000000u;
   if (!l->preface_timeout_ns) l->preface_timeout_ns = 10000000000u;
+  if (!l->watch_rate_per_s) l->watch_rate_per_s = 16;
+  if (!l->watch_burst) l->watch_burst = 64;
+  ptcon_bucket_init(&g->watches, l->watch_rate_per_s, l->watch_burst, now);
   g->agg = agg;
   g->now = now;
   g->next_house = now + HOUSEKEEP_NS;
@@ -596,6 +653,7 @@ int ptcon_grpc_new(ptcon_grpc **out, ptcon_agg *agg, const ptcon_grpc_limits *li
 void ptcon_grpc_del(ptcon_grpc *g) {
   if (!g) return;
   while (g->conns) ptcon_gconn_del(g->conns);
+  ptcon_initstate_del(g->init);
   free(g);
 }
 
@@ -638,6 +696,13 @@ void ptcon_grpc_timer(ptcon_grpc *g, uint64_t now) {
   } else if (now >= g->next_house) {
     after_drain(g, ptcon_agg_collect(g->agg, now));   /* retention and reaping, nobody watching */
     g->next_house = now + HOUSEKEEP_NS;
+  }
+  /* A stale shared state is not kept for the next client: it is rebuilt
+   * then anyway, and its memory (~250 B per retained task) goes now. */
+  if (g->init && (now < g->init->built_at ||
+                  now - g->init->built_at >= g->lim.publish_interval_ns)) {
+    ptcon_initstate_del(g->init);
+    g->init = NULL;
   }
   for (ptcon_gconn *c = g->conns; c; c = c->next) {
     if (c->why) continue;

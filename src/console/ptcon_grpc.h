@@ -10,6 +10,13 @@
  * Threads: one. Everything here, and the aggregator it is given, is used by
  * the thread that drives it (the server thread, or a test).
  *
+ * Load (issue 21): a new watch call (WatchUpdates, WatchState,
+ * WatchTaskDetails) beyond watch_rate_per_s (burst watch_burst) is refused
+ * with RESOURCE_EXHAUSTED before any work; the initial state of
+ * WatchUpdates is encoded at most once per publish interval and shared by
+ * reference between the streams that start while it is current
+ * (ptcon_initstate.h).
+ *
  * Bounds (all outside input): a request body up to PTCON_MAX_REQUEST_BYTES
  * + 5 bytes (beyond: RESOURCE_EXHAUSTED); per connection at most
  * max_queued_bytes of unsent responses (beyond: the connection is to be
@@ -43,6 +50,8 @@ typedef struct ptcon_grpc_limits {
   uint64_t stall_timeout_ns;        /* 0 = 30 s */
   uint64_t idle_timeout_ns;         /* no open stream; 0 = 30 s */
   uint64_t preface_timeout_ns;      /* 0 = 10 s */
+  uint32_t watch_rate_per_s;        /* new watch calls a second; 0 = 16 */
+  uint32_t watch_burst;             /* ... and at once; 0 = 64 */
 } ptcon_grpc_limits;
 
 /* Creates the service over agg (borrowed: it must outlive the service).
@@ -73,6 +82,8 @@ size_t ptcon_grpc_queued(const ptcon_grpc *g);
 /* Counters for tests and the summary log. */
 typedef struct ptcon_grpc_stats {
   uint64_t streams_dropped;   /* ended by the total budget */
+  uint64_t watches_refused;   /* new watch calls over the rate */
+  uint64_t initial_builds;    /* shared initial states encoded */
   uint64_t trims;             /* malloc_trim calls */
   size_t peak_queued;
 } ptcon_grpc_stats;

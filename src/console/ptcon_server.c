@@ -17,6 +17,18 @@
  * watches; connection time-outs; house-keeping every 10 s otherwise), or a
  * log summary is due.
  *
+ * Who is served (issue 21): right after accept, before a byte of ours is
+ * sent, the other end's uid comes from the kernel's socket table
+ * (ptcon_peer.h); unless allow_other_users, a connection of another uid, or
+ * one whose uid cannot be told, is closed at once and counted in the
+ * rate-limited log.
+ *
+ * Load: accepts take a token of s->accepts (accept_rate_per_s, burst
+ * accept_burst); without one the listener leaves epoll until the next token
+ * is due, and newcomers wait in the kernel's backlog. With the gRPC layer's
+ * limit on new watch calls and its shared initial state, a client that
+ * reconnects in a loop costs a bounded amount of work a second.
+ *
  * Bounds (outside input): at most max_connections connections; a newcomer
  * beyond that evicts the connection idle longest (ptcon_grpc_evict_candidate),
  * so a real client always gets in; per connection at most one chunk of
@@ -41,7 +53,9 @@
 #include <unistd.h>
 
 #include "console/ptcon_agg.h"
+#include "console/ptcon_bucket.h"
 #include "console/ptcon_grpc.h"
+#include "console/ptcon_peer.h"
 #include "console/ptcon_ratelog.h"
 #include "ptprof.h"
 
@@ -75,8 +89,12 @@ struct ptcon_server {
   ptcon_grpc *grpc;
   sconn *conns;
   ptcon_ratelog rl;
-  uint64_t accept_resume;    /* listener out of epoll until then (EMFILE); 0 = in */
+  uint64_t accept_resume;    /* listener out of epoll until then (EMFILE, rate); 0 = in */
   uint64_t drops_logged;     /* streams ended by the total budget, as logged */
+  uint64_t refusals_logged;  /* watch calls refused over the rate, as logged */
+  uint32_t uid;              /* whom we serve (geteuid at start) */
+  ptcon_peer peer;
+  ptcon_bucket accepts;
 };
 
 static _Atomic int g_server_running;
@@ -173,8 +191,39 @@ static void conn_read(sconn *c, uint64_t now) {
   }
 }
 
+static void listener_pause(ptcon_server *s, uint64_t until) {
+  if (!s->accept_resume) epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lfd, NULL);
+  s->accept_resume = until ? until : 1;
+}
+
+/* Whether the other end of fd is a socket of our own user; logs (rate-
+ * limited) why not. */
+static int peer_is_ours(ptcon_server *s, int fd, uint64_t now) {
+  uint32_t uid;
+  int rc = ptcon_peer_uid(&s->peer, fd, &uid);
+  if (rc == 0 && uid == s->uid) return 1;
+  if (rc == 0)
+    ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "connections refused", "another user",
+                        "task console: refused a connection of uid %u (this console serves "
+                        "uid %u only)", (unsigned)uid, (unsigned)s->uid);
+  else
+    ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "connections refused", "user unknown",
+                        "task console: refused a connection whose user cannot be told "
+                        "(%s: %s)", ptcon_peer_method(&s->peer), strerror(-rc));
+  return 0;
+}
+
 static void conn_accept(ptcon_server *s, uint64_t now) {
   for (;;) {
+    if (!ptcon_bucket_peek(&s->accepts, now)) {
+      /* Over the rate: newcomers wait in the backlog (the kernel's memory,
+       * not our time) until the next token. */
+      ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "accept pauses", "connection rate limit",
+                          "task console: more than %u new connections a second: accepting the "
+                          "next ones later (they wait in the backlog)", (unsigned)s->opt.accept_rate_per_s);
+      listener_pause(s, ptcon_bucket_next(&s->accepts, now));
+      return;
+    }
     int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
@@ -185,10 +234,14 @@ static void conn_accept(ptcon_server *s, uint64_t now) {
         ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "accept failures", "out of resources",
                             "task console: accept: %s (pausing accepts for 100 ms at a time)",
                             strerror(errno));
-        epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lfd, NULL);
-        s->accept_resume = now + ACCEPT_PAUSE_NS;
+        listener_pause(s, now + ACCEPT_PAUSE_NS);
       }
       return;
+    }
+    ptcon_bucket_take(&s->accepts, now);
+    if (!s->opt.allow_other_users && !peer_is_ours(s, fd, now)) {
+      close(fd);   /* nothing of ours was sent: not even SETTINGS */
+      continue;
     }
     if (ptcon_grpc_nconns(s->grpc) >= s->opt.max_connections) {
       /* Full: the newcomer may be the real client an attacker locks out;
@@ -272,6 +325,14 @@ static void *server_main(void *arg) {
     ptcon_grpc_timer(s->grpc, now);
     ptcon_grpc_stats gs;
     ptcon_grpc_get_stats(s->grpc, &gs);
+    if (gs.watches_refused != s->refusals_logged) {
+      ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "watch calls refused", "rate limit",
+                          "task console: refused %llu new watch calls with RESOURCE_EXHAUSTED "
+                          "(more than %u a second)",
+                          (unsigned long long)(gs.watches_refused - s->refusals_logged),
+                          (unsigned)s->opt.watch_rate_per_s);
+      s->refusals_logged = gs.watches_refused;
+    }
     if (gs.streams_dropped != s->drops_logged) {
       ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "budget drops",
                           "unsent messages over the total budget",
@@ -316,6 +377,12 @@ int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt) {
   s->opt.bind = NULL;   /* not kept: the caller owns the string */
   s->wfd = wfd;
   if (!s->opt.max_connections) s->opt.max_connections = 128;
+  if (!s->opt.accept_rate_per_s) s->opt.accept_rate_per_s = 256;
+  if (!s->opt.accept_burst) s->opt.accept_burst = 256;
+  if (!s->opt.watch_rate_per_s) s->opt.watch_rate_per_s = 16;
+  if (!s->opt.watch_burst) s->opt.watch_burst = 64;
+  s->uid = (uint32_t)geteuid();
+  s->peer.nl = -1;
   ptcon_ratelog_init(&s->rl, opt->log, opt->log_user_data, 0);
   s->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s->lfd < 0) {
@@ -333,6 +400,8 @@ int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt) {
   getsockname(s->lfd, (struct sockaddr *)&got, &gl);
   s->port = ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
                                             : ((struct sockaddr_in *)&got)->sin_port);
+  if (!s->opt.allow_other_users) ptcon_peer_init(&s->peer, s->lfd);
+  ptcon_bucket_init(&s->accepts, s->opt.accept_rate_per_s, s->opt.accept_burst, ptcon_mono_ns());
   rc = ptcon_agg_new(&s->agg, opt->retention_ms, opt->max_retained);
   if (rc) goto fail_bind;
   ptcon_grpc_limits lim = {
@@ -342,6 +411,8 @@ int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt) {
     .max_total_queued_bytes = opt->max_total_queued_bytes,
     .stall_timeout_ns = (uint64_t)opt->stall_timeout_ms * 1000000u,
     .idle_timeout_ns = (uint64_t)opt->idle_timeout_ms * 1000000u,
+    .watch_rate_per_s = s->opt.watch_rate_per_s,
+    .watch_burst = s->opt.watch_burst,
   };
   rc = ptcon_grpc_new(&s->grpc, s->agg, &lim, ptcon_mono_ns());
   if (rc) goto fail_grpc;
@@ -377,9 +448,14 @@ int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt) {
   if (rc) goto fail_fds;
   pthread_setname_np(s->thr, "ptcon-server");
   if (opt->log) {
-    char line[256];
-    snprintf(line, sizeof line, "task console listening on %s (port %u)", opt->bind,
-             (unsigned)s->port);
+    char line[320];
+    if (s->opt.allow_other_users)
+      snprintf(line, sizeof line, "task console listening on %s (port %u), for every user",
+               opt->bind, (unsigned)s->port);
+    else
+      snprintf(line, sizeof line,
+               "task console listening on %s (port %u), for uid %u only (users told by %s)",
+               opt->bind, (unsigned)s->port, (unsigned)s->uid, ptcon_peer_method(&s->peer));
     opt->log(PTCON_LOG_INFO, line, opt->log_user_data);
   }
   *out = s;
@@ -391,6 +467,7 @@ fail_fds:
 fail_grpc:
   ptcon_agg_del(s->agg);
 fail_bind:
+  ptcon_peer_fini(&s->peer);
   close(s->lfd);
 fail_socket:
   free(s);
@@ -409,6 +486,7 @@ void ptcon_server_del(ptcon_server *s) {
   close(s->efd);
   close(s->epfd);   /* the wake eventfd stays open: producers may still write it */
   close(s->lfd);
+  ptcon_peer_fini(&s->peer);
   ptcon_grpc_del(s->grpc);
   ptcon_agg_del(s->agg);
   free(s);

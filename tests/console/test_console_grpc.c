@@ -5,7 +5,10 @@
  * idle, preface and stall time-outs; garbage after the preface; eviction
  * order; the total queue budget dropping the slowest stream with
  * RESOURCE_EXHAUSTED; memory given back; the rate-limited log; the fill-mark
- * wake of the rings; the tick-clock rule. */
+ * wake of the rings; the tick-clock rule; new watch calls over their rate
+ * refused with exact counts; the initial state built once per publish
+ * interval and shared, with no change lost for a stream that starts from
+ * it. */
 #include "pt_test.h"
 
 #include <errno.h>
@@ -25,6 +28,7 @@
 typedef struct cstream {
   int32_t id;
   size_t bytes;      /* DATA bytes received */
+  uint8_t *data;     /* all of them, when the test asked (capture) */
   int status;        /* grpc-status, -1 until seen */
   int closed;
 } cstream;
@@ -34,6 +38,7 @@ typedef struct cli {
   ptcon_gconn *c;
   cstream st[MAXS];
   int n;
+  int capture;       /* keep every stream's DATA bytes in st[].data */
 } cli;
 
 static cstream *cs_find(cli *k, int32_t id) {
@@ -47,8 +52,16 @@ static int c_on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_
   (void)s;
   (void)flags;
   (void)d;
-  cstream *st = cs_find(ud, id);
-  if (st) st->bytes += len;
+  cli *k = ud;
+  cstream *st = cs_find(k, id);
+  if (!st) return 0;
+  if (k->capture) {
+    uint8_t *nd = realloc(st->data, st->bytes + len);
+    if (!nd) return NGHTTP2_ERR_CALLBACK_FAILURE;
+    memcpy(nd + st->bytes, d, len);
+    st->data = nd;
+  }
+  st->bytes += len;
   return 0;
 }
 
@@ -88,6 +101,7 @@ static void cli_init(cli *k, ptcon_grpc *g, uint64_t now) {
 }
 
 static void cli_free(cli *k) {
+  for (int i = 0; i < k->n; i++) free(k->st[i].data);
   nghttp2_session_del(k->s);
   ptcon_gconn_del(k->c);
 }
@@ -150,6 +164,13 @@ static cstream *call2(cli *k, const char *path) {
 
 #define UPDATES "/rs.tokio.console.instrument.Instrument/WatchUpdates"
 #define STATE "/rs.tokio.console.instrument.Instrument/WatchState"
+#define PAUSE "/rs.tokio.console.instrument.Instrument/Pause"
+
+/* Whether the stream's DATA bytes from offset `from` contain `text`. */
+static int got_text(const cstream *st, size_t from, const char *text) {
+  size_t n = strlen(text);
+  return st->data && st->bytes > from && memmem(st->data + from, st->bytes - from, text, n) != NULL;
+}
 
 PT_TEST(console_grpc_watch_updates_in_memory) {
   ptcon_agg *a;
@@ -444,4 +465,114 @@ PT_TEST(console_clock_rule) {
 #else
   PT_ASSERT_INT_EQ(ptcon_clock_choose("tsc\n", 1), 0);
 #endif
+}
+
+PT_TEST(console_grpc_new_watch_calls_rate_limited) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  uint64_t t0 = 1000 * SEC;
+  /* 4 a second = one token every 250 ms exactly; 3 at once. */
+  ptcon_grpc_limits lim = {.watch_rate_per_s = 4, .watch_burst = 3};
+  ptcon_grpc *g;
+  PT_ASSERT_INT_EQ(ptcon_grpc_new(&g, a, &lim, t0), 0);
+  cli k;
+  cli_init(&k, g, t0);
+  cstream *w[4];
+  for (int i = 0; i < 4; i++) w[i] = call2(&k, i == 1 ? UPDATES : STATE);
+  cstream *p = call2(&k, PAUSE);   /* not a watch call: never limited */
+  pump(&k, t0);
+  for (int i = 0; i < 3; i++) PT_ASSERT_INT_EQ(w[i]->status, -1);   /* open, watching */
+  PT_ASSERT_INT_EQ(w[3]->status, 8);                                 /* RESOURCE_EXHAUSTED */
+  PT_ASSERT_UINT_EQ(w[3]->bytes, 0);                                 /* trailers only */
+  PT_ASSERT_INT_EQ(p->status, 0);
+  PT_ASSERT_UINT_EQ(ptcon_grpc_nwatching(g), 3);
+  ptcon_grpc_stats s;
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.watches_refused, 1);
+  /* The next token: not a nanosecond early. */
+  cstream *e = call2(&k, STATE);
+  pump(&k, t0 + SEC / 4 - 1);
+  PT_ASSERT_INT_EQ(e->status, 8);
+  cstream *on = call2(&k, STATE);
+  pump(&k, t0 + SEC / 4);
+  PT_ASSERT_INT_EQ(on->status, -1);
+  cstream *after = call2(&k, STATE);
+  pump(&k, t0 + SEC / 4);
+  PT_ASSERT_INT_EQ(after->status, 8);
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.watches_refused, 3);
+  /* Much later: the burst again, no more (tokens do not pile up). */
+  cstream *late[4];
+  for (int i = 0; i < 4; i++) late[i] = call2(&k, STATE);
+  pump(&k, t0 + 100 * SEC);
+  int open = 0, refused = 0;
+  for (int i = 0; i < 4; i++) {
+    if (late[i]->status == -1) open++;
+    if (late[i]->status == 8) refused++;
+  }
+  PT_ASSERT_INT_EQ(open, 3);
+  PT_ASSERT_INT_EQ(refused, 1);
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.watches_refused, 4);
+  PT_ASSERT_UINT_EQ(s.initial_builds, 1);   /* the one WatchUpdates that got in */
+  cli_free(&k);
+  ptcon_grpc_del(g);
+  ptcon_agg_del(a);
+}
+
+PT_TEST(console_grpc_initial_state_shared_per_interval) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  uint64_t early = ptcon_task_spawn("shared.early", "task", "s.c", 1, NULL, 0);
+  uint64_t now = ptcon_mono_ns();
+  ptcon_grpc *g;
+  PT_ASSERT_INT_EQ(ptcon_grpc_new(&g, a, NULL, now), 0);   /* publish interval 1 s */
+  cli k[4];
+  cstream *u[4];
+  for (int i = 0; i < 4; i++) {
+    cli_init(&k[i], g, now);
+    k[i].capture = 1;
+  }
+  u[0] = call2(&k[0], UPDATES);
+  pump(&k[0], now);
+  ptcon_grpc_stats s;
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.initial_builds, 1);
+  PT_ASSERT(got_text(u[0], 0, "shared.early"));
+  /* A task spawned after the build; two more streams start within the
+   * same interval, the last one a nanosecond before its end: they get the
+   * same bytes, encoded once. */
+  uint64_t late = ptcon_task_spawn("shared.late", "task", "s.c", 2, NULL, 0);
+  u[1] = call2(&k[1], UPDATES);
+  pump(&k[1], now + SEC / 2);
+  u[2] = call2(&k[2], UPDATES);
+  pump(&k[2], now + SEC - 1);
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.initial_builds, 1);
+  PT_ASSERT_UINT_EQ(u[1]->bytes, u[0]->bytes);
+  PT_ASSERT_UINT_EQ(u[2]->bytes, u[0]->bytes);
+  PT_ASSERT(memcmp(u[1]->data, u[0]->data, u[0]->bytes) == 0);
+  PT_ASSERT(!got_text(u[1], 0, "shared.late"));
+  /* Nothing is lost: the tick's delta of every stream that started from
+   * the shared state carries the task spawned after it was built. */
+  size_t first[3];
+  for (int i = 0; i < 3; i++) first[i] = u[i]->bytes;
+  ptcon_grpc_timer(g, now + SEC);
+  for (int i = 0; i < 3; i++) {
+    pump(&k[i], now + SEC);
+    PT_ASSERT(u[i]->bytes > first[i]);
+    PT_ASSERT(got_text(u[i], first[i], "shared.late"));
+  }
+  /* The interval is over: the next stream gets a new state (with it). */
+  u[3] = call2(&k[3], UPDATES);
+  pump(&k[3], now + SEC);
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.initial_builds, 2);
+  PT_ASSERT(got_text(u[3], 0, "shared.late"));
+  for (int i = 0; i < 4; i++) cli_free(&k[i]);
+  PT_ASSERT_UINT_EQ(ptcon_grpc_queued(g), 0);
+  ptcon_grpc_del(g);
+  ptcon_task_end(early);
+  ptcon_task_end(late);
+  ptcon_agg_del(a);
 }
