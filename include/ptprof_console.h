@@ -185,8 +185,8 @@ typedef struct ptcon_server_options {
                                     any byte is sent: remote peers too);
                                     nonzero = serve any user */
   uint32_t accept_rate_per_s;    /* new connections accepted a second; beyond
-                                    it they wait in the listen backlog; 0 = 256 */
-  uint32_t accept_burst;         /* ... and at once; 0 = 256 */
+                                    it they wait in the listen backlog; 0 = 128 */
+  uint32_t accept_burst;         /* ... and at once; 0 = 128 */
   uint32_t watch_rate_per_s;     /* new watch calls (WatchUpdates, WatchState,
                                     WatchTaskDetails) a second; beyond it they
                                     end with RESOURCE_EXHAUSTED; 0 = 16 */

@@ -40,7 +40,30 @@ int ptcon_bucket_take(ptcon_bucket *b, uint64_t now) {
   return 1;
 }
 
-uint64_t ptcon_bucket_next(ptcon_bucket *b, uint64_t now) {
+uint32_t ptcon_bucket_take_n(ptcon_bucket *b, uint64_t now, uint32_t n) {
   refill(b, now);
-  return b->tokens ? now : b->stamp + b->period_ns;
+  uint32_t k = n < b->tokens ? n : b->tokens;
+  b->tokens -= k;
+  return k;
+}
+
+void ptcon_bucket_give(ptcon_bucket *b, uint32_t n) {
+  /* stamp stays: it starts the partial period of the tokens still
+   * missing, or is reset by refill once the bucket is full. */
+  b->tokens = n >= b->burst - b->tokens ? b->burst : b->tokens + n;
+}
+
+uint64_t ptcon_bucket_next_n(const ptcon_bucket *b, uint64_t now, uint32_t n) {
+  if (n > b->burst) n = b->burst;
+  if (b->tokens >= n) return now;
+  uint64_t t = b->stamp + (uint64_t)(n - b->tokens) * b->period_ns;
+  return t > now ? t : now;
+}
+
+uint64_t ptcon_bucket_next(const ptcon_bucket *b, uint64_t now) {
+  /* Empty means short of the burst, so stamp starts the partial period
+   * (refill moves it only when a token is earned, i.e. by then). */
+  if (b->tokens) return now;
+  uint64_t t = b->stamp + b->period_ns;
+  return t > now ? t : now;
 }

@@ -30,8 +30,15 @@ void ptcon_bucket_init(ptcon_bucket *b, uint32_t rate_per_s, uint32_t burst, uin
 uint32_t ptcon_bucket_peek(ptcon_bucket *b, uint64_t now);
 /* Takes one token at now: 1 if there was one, 0 if the bucket is empty. */
 int ptcon_bucket_take(ptcon_bucket *b, uint64_t now);
-/* When the next token is available: now if one is, else the moment it is
- * earned. */
-uint64_t ptcon_bucket_next(ptcon_bucket *b, uint64_t now);
+/* Takes up to n tokens at now; returns how many it took (0 .. n). */
+uint32_t ptcon_bucket_take_n(ptcon_bucket *b, uint64_t now, uint32_t n);
+/* Gives back n tokens taken but not used (never beyond the burst). */
+void ptcon_bucket_give(ptcon_bucket *b, uint32_t n);
+/* When the next token is available: now if one is (or has been earned by
+ * now), else the moment it will be. Does not change the bucket. */
+uint64_t ptcon_bucket_next(const ptcon_bucket *b, uint64_t now);
+/* When n tokens (at most the burst) are available. Does not change the
+ * bucket. */
+uint64_t ptcon_bucket_next_n(const ptcon_bucket *b, uint64_t now, uint32_t n);
 
 #endif

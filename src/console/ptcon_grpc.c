@@ -8,15 +8,25 @@
  * queued messages not yet handed to nghttp2; a frame shared by several
  * streams counts in each, so the budgets bound memory from above);
  * g->nwatching == number of streams with st->watching; c->nresponding ==
- * streams of c with st->responding; g->init, when set, holds one reference
- * to each of its frames and is current while now < built_at + the publish
- * interval.
+ * streams of c with st->responding; c->npending == streams of c with
+ * st->pending, g->npending their sum; g->init, when set, holds one
+ * reference to each of its frames and is current while now < built_at +
+ * the publish interval; c->in[c->inoff..c->inlen) is input held back
+ * while the connection is over its input rates, and then the server reads
+ * nothing more from its socket (ptcon_gconn_wants_input).
  *
- * Load a client can cause (issue 21): a new watch call (WatchUpdates,
- * WatchState, WatchTaskDetails) takes a token from g->watches, else it is
- * refused with RESOURCE_EXHAUSTED before any work; a WatchUpdates that gets
- * in queues the current shared initial state (ptcon_initstate.h), built at
- * most once per publish interval, however many streams start.
+ * Load a client can cause (issue 21): per connection, every call (a new
+ * stream) takes a token of c->calls and every byte one of c->inbytes; over
+ * either rate, input is held back (nghttp2 is paused at the call's first
+ * header) and fed on when the tokens come (ptcon_grpc_timer), so a client
+ * that floods one connection with calls or frames slows itself down. And a new watch call (WatchUpdates,
+ * WatchState, WatchTaskDetails) is served only with a token of g->watches;
+ * without one it waits, pending, costing nothing until a token comes
+ * (ptcon_grpc_timer serves the pending calls one per connection in turn, so
+ * a client that loops cannot make another wait for more than one turn of
+ * the connections); a WatchUpdates that is served queues the current shared
+ * initial state (ptcon_initstate.h), built at most once per publish
+ * interval, however many streams start.
  */
 #include "console/ptcon_grpc.h"
 
@@ -38,6 +48,10 @@
 #define TRIM_INTERVAL_NS 1000000000u
 #define FAST_DRAIN_NS 1000000u          /* while rings fill fast */
 #define BUSY_DRAIN_NS 10000000u         /* while events flow at all */
+#define HELD_CAP (64u * 1024u)          /* input held back per connection */
+#define FEED_MIN 1024u                  /* throttled input goes on in pieces of this */
+#define FEED_SLICE_NS 10000000u         /* ... at multiples of 10 ms: one wake-up serves
+                                           every throttled connection due in it */
 
 typedef struct qmsg {
   struct qmsg *next;
@@ -52,8 +66,10 @@ typedef struct stream {
   ptcon_method method;
   uint8_t *req;
   size_t reqlen;
-  int oversize;
+  int oversize;               /* over PTCON_MAX_REQUEST_BYTES: answered at once */
   int responding;            /* response headers submitted with a data provider */
+  int pending;               /* a decoded watch call waiting for a token */
+  ptcon_request preq;        /* ... its request */
   int watching;              /* gets periodic messages (counted in g->nwatching) */
   int want_end;              /* send trailers once the queue is empty */
   int end_status;
@@ -72,14 +88,22 @@ struct ptcon_gconn {
   nghttp2_session *sess;
   size_t queued;             /* bytes in all stream queues */
   uint32_t nresponding;
+  uint32_t npending;
+  uint64_t serial;           /* order of creation, for the pending calls' turns */
   int paused;
   int got_frame;
   const char *why;           /* set: to be closed now */
   uint64_t accepted_at;
-  uint64_t idle_since;       /* when nresponding last became 0 */
+  uint64_t idle_since;       /* when open_calls last became 0 */
   uint64_t last_recv;        /* last bytes from the client */
   uint64_t last_progress;    /* queue became non-empty or drained a bit */
   stream *streams;
+  ptcon_bucket calls;        /* new streams of this connection */
+  ptcon_bucket inbytes;      /* bytes from the client */
+  int owe;                   /* a stream began without a calls token: input waits for one */
+  int pause;                 /* on_header: stop nghttp2 (NGHTTP2_ERR_PAUSE) */
+  uint8_t *in;               /* held input, HELD_CAP bytes when allocated */
+  size_t inoff, inlen;
 };
 
 struct ptcon_grpc {
@@ -92,11 +116,17 @@ struct ptcon_grpc {
   uint64_t next_tick, next_house, last_trim;
   uint64_t next_drain;       /* 0 = none: the fill mark wakes us */
   ptcon_bucket watches;      /* new watch calls */
+  uint32_t npending;         /* watch calls waiting for a token */
+  uint64_t serials;          /* connections ever created */
+  uint64_t last_turn;        /* serial of the connection served last */
   ptcon_initstate *init;     /* the shared initial state, or NULL */
   ptcon_grpc_stats stats;
 };
 
 const char ptcon_gconn_ended[] = "session ended";
+
+/* Calls the client waits on: answered ones still open, and pending ones. */
+static uint32_t open_calls(const ptcon_gconn *c) { return c->nresponding + c->npending; }
 
 static nghttp2_session_callbacks *g_cbs;
 static pthread_once_t g_cbs_once = PTHREAD_ONCE_INIT;
@@ -141,7 +171,12 @@ static void stream_free(stream *st) {
   if (st->next) st->next->prev = st->prev;
   queue_free(st, 0);
   stream_unwatch(st);
-  if (st->responding && --c->nresponding == 0) c->idle_since = c->g->now;
+  if (st->pending) {
+    c->npending--;
+    c->g->npending--;
+  }
+  if (st->responding) c->nresponding--;
+  if ((st->responding || st->pending) && open_calls(c) == 0) c->idle_since = c->g->now;
   free(st->req);
   free(st);
 }
@@ -365,19 +400,15 @@ static int initial_state(ptcon_grpc *g) {
   return rc;
 }
 
+static void serve(stream *st, const ptcon_request *rq);
+
 /* A complete request arrived (END_STREAM). */
 static void dispatch(stream *st) {
   ptcon_gconn *c = st->c;
   ptcon_grpc *g = c->g;
   ptcon_request req;
   const char *why = "";
-  int status;
-  if (st->oversize) {
-    status = PTCON_GRPC_RESOURCE_EXHAUSTED;
-    why = "request too large";
-  } else {
-    status = ptcon_request_decode(st->method, st->req, st->reqlen, &req, &why);
-  }
+  int status = ptcon_request_decode(st->method, st->req, st->reqlen, &req, &why);
   free(st->req);   /* decoded: not needed any more (4 KiB per open stream) */
   st->req = NULL;
   st->reqlen = 0;
@@ -386,13 +417,23 @@ static void dispatch(stream *st) {
     return;
   }
   if (is_watch(req.method) && !ptcon_bucket_take(&g->watches, g->now)) {
-    /* Before any work: a client that starts calls in a loop costs a
-     * trailers-only answer each beyond the rate. */
-    g->stats.watches_refused++;
-    stream_fail(st, PTCON_GRPC_RESOURCE_EXHAUSTED,
-                "too many new watch calls on this console (rate limit); retry in a second");
+    /* Over the rate: the call waits for its turn (ptcon_grpc_timer),
+     * costing nothing until then. */
+    st->pending = 1;
+    st->preq = req;
+    c->npending++;
+    g->npending++;
+    g->stats.watches_waited++;
     return;
   }
+  serve(st, &req);
+}
+
+/* Answers a decoded call (a watch call has its token). */
+static void serve(stream *st, const ptcon_request *rq) {
+  ptcon_grpc *g = st->c->g;
+  ptcon_gconn *c = st->c;
+  ptcon_request req = *rq;
   int rc = 0;
   switch (req.method) {
   case PTCON_M_WATCH_UPDATES:
@@ -473,6 +514,13 @@ static void tick(ptcon_grpc *g) {
 static int on_begin_headers(nghttp2_session *sess, const nghttp2_frame *f, void *ud) {
   ptcon_gconn *c = ud;
   if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  if (!ptcon_bucket_take(&c->calls, c->g->now)) {
+    /* Over this connection's call rate: this stream goes on, but the
+     * input stops at its first header until a token pays for it. */
+    c->owe = 1;
+    c->pause = 1;
+    c->g->stats.calls_throttled++;
+  }
   stream *st = calloc(1, sizeof *st);
   if (!st) return NGHTTP2_ERR_CALLBACK_FAILURE;
   st->c = c;
@@ -494,6 +542,11 @@ static int on_header(nghttp2_session *sess, const nghttp2_frame *f, const uint8_
   if (!st) return 0;
   if (namelen == 5 && memcmp(name, ":path", 5) == 0)
     st->method = ptcon_method_from_path((const char *)value, valuelen);
+  ptcon_gconn *c = st->c;
+  if (c->pause) {   /* this header is taken; nghttp2 stops after it */
+    c->pause = 0;
+    return NGHTTP2_ERR_PAUSE;
+  }
   return 0;
 }
 
@@ -502,13 +555,17 @@ static int on_data_chunk(nghttp2_session *sess, uint8_t flags, int32_t stream_id
   (void)flags;
   (void)ud;
   stream *st = nghttp2_session_get_stream_user_data(sess, stream_id);
-  if (!st || st->oversize || st->responding) return 0;
+  if (!st || st->oversize || st->responding || st->pending) return 0;
   const size_t cap = PTCON_MAX_REQUEST_BYTES + 5;
   if (st->reqlen + len > cap) {
-    st->oversize = 1;   /* the rest is discarded; answered at END_STREAM */
+    /* Answered now, and the stream reset (NO_ERROR) once that answer is
+     * out (on_frame_send), so that the client stops sending: the rest
+     * would only cost its input budget. */
+    st->oversize = 1;
     free(st->req);
     st->req = NULL;
     st->reqlen = 0;
+    stream_fail(st, PTCON_GRPC_RESOURCE_EXHAUSTED, "request too large");
     return 0;
   }
   if (!st->req) {
@@ -526,8 +583,17 @@ static int on_frame_recv(nghttp2_session *sess, const nghttp2_frame *f, void *ud
   if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) &&
       (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
     stream *st = nghttp2_session_get_stream_user_data(sess, f->hd.stream_id);
-    if (st && !st->responding) dispatch(st);
+    if (st && !st->responding && !st->pending && !st->oversize) dispatch(st);
   }
+  return 0;
+}
+
+static int on_frame_send(nghttp2_session *sess, const nghttp2_frame *f, void *ud) {
+  (void)ud;
+  if (f->hd.type != NGHTTP2_HEADERS || !(f->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
+  stream *st = nghttp2_session_get_stream_user_data(sess, f->hd.stream_id);
+  if (st && st->oversize)
+    nghttp2_submit_rst_stream(sess, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
   return 0;
 }
 
@@ -549,6 +615,7 @@ static void cbs_init(void) {
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(g_cbs, on_data_chunk);
   nghttp2_session_callbacks_set_on_frame_recv_callback(g_cbs, on_frame_recv);
   nghttp2_session_callbacks_set_on_stream_close_callback(g_cbs, on_stream_close);
+  nghttp2_session_callbacks_set_on_frame_send_callback(g_cbs, on_frame_send);
 }
 
 /* ---- connections -------------------------------------------------------- */
@@ -560,6 +627,9 @@ int ptcon_gconn_new(ptcon_grpc *g, void *ud, uint64_t now, ptcon_gconn **out) {
   c->g = g;
   c->ud = ud;
   c->accepted_at = c->idle_since = c->last_recv = c->last_progress = now;
+  c->serial = ++g->serials;
+  ptcon_bucket_init(&c->calls, g->lim.conn_calls_per_s, g->lim.conn_calls_burst, now);
+  ptcon_bucket_init(&c->inbytes, g->lim.conn_bytes_per_s, g->lim.conn_bytes_burst, now);
   if (nghttp2_session_server_new(&c->sess, g_cbs, c) != 0) {
     free(c);
     return -ENOMEM;
@@ -587,6 +657,7 @@ void ptcon_gconn_del(ptcon_gconn *c) {
   else g->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   g->nconns--;
+  free(c->in);
   free(c);   /* its pause, if any, ends here */
 }
 
@@ -596,13 +667,99 @@ void ptcon_gconn_kill(ptcon_gconn *c, const char *why) {
   if (!c->why) c->why = why;
 }
 
+/* Hands nghttp2 as much of p[0..n) as the connection's rates allow now;
+ * returns the bytes consumed (0 .. n), or -EPROTO. */
+static ssize_t consume(ptcon_gconn *c, const uint8_t *p, size_t n) {
+  ptcon_grpc *g = c->g;
+  if (c->owe) {
+    if (!ptcon_bucket_take(&c->calls, g->now)) return 0;
+    c->owe = 0;
+  }
+  uint32_t allow = ptcon_bucket_take_n(&c->inbytes, g->now, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n);
+  if (!allow) return 0;
+  ssize_t r = nghttp2_session_mem_recv(c->sess, p, allow);
+  c->pause = 0;
+  if (r < 0) {
+    ptcon_gconn_kill(c, "HTTP/2 protocol error");
+    return -EPROTO;
+  }
+  if ((size_t)r < allow) ptcon_bucket_give(&c->inbytes, allow - (uint32_t)r);   /* paused */
+  if ((size_t)r < n) g->stats.input_held++;
+  return c->why ? -EPROTO : r;
+}
+
+/* Feeds held input (what the rates allow now). A call that paused the
+ * input is paid for first, even when nothing else is held (the pause fell
+ * at the end of what was read). */
+static int feed_held(ptcon_gconn *c) {
+  if (c->owe) {
+    if (!ptcon_bucket_take(&c->calls, c->g->now)) return 0;
+    c->owe = 0;
+  }
+  while (c->inoff < c->inlen) {
+    ssize_t r = consume(c, c->in + c->inoff, c->inlen - c->inoff);
+    if (r < 0) return -EPROTO;
+    if (r == 0) break;
+    c->inoff += (size_t)r;
+  }
+  if (c->inoff == c->inlen) c->inoff = c->inlen = 0;
+  return 0;
+}
+
 int ptcon_gconn_recv(ptcon_gconn *c, const uint8_t *in, size_t n, uint64_t now) {
   c->g->now = now;
   if (c->why) return -EPROTO;
   if (n) c->last_recv = now;
-  ssize_t r = nghttp2_session_mem_recv(c->sess, in, n);
-  if (r < 0) ptcon_gconn_kill(c, "HTTP/2 protocol error");
-  return c->why ? -EPROTO : 0;
+  if (c->inoff < c->inlen || c->owe) {
+    /* Already holding back: keep these too (the server stops reading; a
+     * caller that does not is cut off at the cap). */
+    if (feed_held(c)) return -EPROTO;
+  } else {
+    while (n) {
+      ssize_t r = consume(c, in, n);
+      if (r < 0) return -EPROTO;
+      if (r == 0) break;
+      in += r;
+      n -= (size_t)r;
+    }
+  }
+  if (!n) return 0;
+  if (c->inlen - c->inoff + n > HELD_CAP) {
+    ptcon_gconn_kill(c, "client sends too fast (held input over its cap)");
+    return -EPROTO;
+  }
+  if (!c->in && !(c->in = malloc(HELD_CAP))) {
+    ptcon_gconn_kill(c, "out of memory");
+    return -EPROTO;
+  }
+  if (c->inoff) {
+    memmove(c->in, c->in + c->inoff, c->inlen - c->inoff);
+    c->inlen -= c->inoff;
+    c->inoff = 0;
+  }
+  memcpy(c->in + c->inlen, in, n);
+  c->inlen += n;
+  return 0;
+}
+
+int ptcon_gconn_wants_input(const ptcon_gconn *c) {
+  return !c->why && c->inoff == c->inlen && !c->owe;
+}
+
+/* When held input can go on (UINT64_MAX: none held): now if the tokens are
+ * there, else when they will be, rounded up to a multiple of
+ * FEED_SLICE_NS. */
+static uint64_t input_due(const ptcon_gconn *c, uint64_t now) {
+  if (c->why || (c->inoff == c->inlen && !c->owe)) return UINT64_MAX;
+  uint64_t t;
+  if (c->owe) {
+    t = ptcon_bucket_next(&c->calls, now);
+  } else {
+    size_t held = c->inlen - c->inoff;
+    t = ptcon_bucket_next_n(&c->inbytes, now, held < FEED_MIN ? (uint32_t)held : FEED_MIN);
+  }
+  if (t <= now) return now;
+  return (t + FEED_SLICE_NS - 1) / FEED_SLICE_NS * FEED_SLICE_NS;
 }
 
 ssize_t ptcon_gconn_send(ptcon_gconn *c, const uint8_t **out, uint64_t now) {
@@ -642,6 +799,10 @@ int ptcon_grpc_new(ptcon_grpc **out, ptcon_agg *agg, const ptcon_grpc_limits *li
   if (!l->preface_timeout_ns) l->preface_timeout_ns = 10000000000u;
   if (!l->watch_rate_per_s) l->watch_rate_per_s = 16;
   if (!l->watch_burst) l->watch_burst = 64;
+  if (!l->conn_calls_per_s) l->conn_calls_per_s = 8;
+  if (!l->conn_calls_burst) l->conn_calls_burst = 8;
+  if (!l->conn_bytes_per_s) l->conn_bytes_per_s = 8192;
+  if (!l->conn_bytes_burst) l->conn_bytes_burst = 16u * 1024;
   ptcon_bucket_init(&g->watches, l->watch_rate_per_s, l->watch_burst, now);
   g->agg = agg;
   g->now = now;
@@ -658,10 +819,11 @@ void ptcon_grpc_del(ptcon_grpc *g) {
 }
 
 static uint64_t conn_deadline(const ptcon_grpc *g, const ptcon_gconn *c) {
-  uint64_t d = UINT64_MAX;
   if (c->why) return 0;
-  if (!c->got_frame) d = c->accepted_at + g->lim.preface_timeout_ns;
-  if (c->nresponding == 0 && c->idle_since + g->lim.idle_timeout_ns < d)
+  uint64_t d = input_due(c, g->now);
+  if (!c->got_frame && c->accepted_at + g->lim.preface_timeout_ns < d)
+    d = c->accepted_at + g->lim.preface_timeout_ns;
+  if (open_calls(c) == 0 && c->idle_since + g->lim.idle_timeout_ns < d)
     d = c->idle_since + g->lim.idle_timeout_ns;
   if (c->queued && c->last_progress + g->lim.stall_timeout_ns < d)
     d = c->last_progress + g->lim.stall_timeout_ns;
@@ -674,6 +836,10 @@ static int trim_wanted(const ptcon_grpc *g) {
 
 uint64_t ptcon_grpc_next_due(const ptcon_grpc *g) {
   uint64_t d = g->nwatching ? g->next_tick : g->next_house;
+  if (g->npending) {
+    uint64_t t = ptcon_bucket_next(&g->watches, g->now);
+    if (t < d) d = t;
+  }
   if (g->next_drain && g->next_drain < d) d = g->next_drain;
   if (trim_wanted(g) && g->last_trim + TRIM_INTERVAL_NS < d) d = g->last_trim + TRIM_INTERVAL_NS;
   for (const ptcon_gconn *c = g->conns; c; c = c->next) {
@@ -683,8 +849,35 @@ uint64_t ptcon_grpc_next_due(const ptcon_grpc *g) {
   return d;
 }
 
+/* Serves pending watch calls while tokens last: one per connection in
+ * turn (by creation order, after the connection served last). */
+static void serve_pending(ptcon_grpc *g) {
+  while (g->npending && ptcon_bucket_peek(&g->watches, g->now)) {
+    ptcon_gconn *next = NULL, *first = NULL;
+    for (ptcon_gconn *c = g->conns; c; c = c->next) {
+      if (!c->npending || c->why) continue;
+      if (c->serial > g->last_turn && (!next || c->serial < next->serial)) next = c;
+      if (!first || c->serial < first->serial) first = c;
+    }
+    ptcon_gconn *c = next ? next : first;
+    if (!c) return;   /* only connections about to close wait */
+    stream *st = NULL;
+    for (stream *x = c->streams; x; x = x->next)
+      if (x->pending && (!st || x->id < st->id)) st = x;   /* its oldest call */
+    ptcon_bucket_take(&g->watches, g->now);
+    g->last_turn = c->serial;
+    st->pending = 0;
+    c->npending--;
+    g->npending--;
+    serve(st, &st->preq);
+  }
+}
+
 void ptcon_grpc_timer(ptcon_grpc *g, uint64_t now) {
   g->now = now;
+  for (ptcon_gconn *c = g->conns; c; c = c->next)
+    if (!c->why && input_due(c, now) <= now) feed_held(c);   /* kills c on error */
+  if (g->npending) serve_pending(g);
   if (g->next_drain && now >= g->next_drain) ptcon_grpc_drain(g, now);
   if (g->nwatching) {
     if (now >= g->next_tick) {
@@ -710,7 +903,7 @@ void ptcon_grpc_timer(ptcon_grpc *g, uint64_t now) {
       ptcon_gconn_kill(c, "no HTTP/2 preface");
     else if (c->queued && now >= c->last_progress + g->lim.stall_timeout_ns)
       ptcon_gconn_kill(c, "client is not reading (stalled)");
-    else if (c->nresponding == 0 && now >= c->idle_since + g->lim.idle_timeout_ns)
+    else if (open_calls(c) == 0 && now >= c->idle_since + g->lim.idle_timeout_ns)
       ptcon_gconn_kill(c, "idle (no open call)");
   }
   /* After a burst (many slow readers gone) the allocator keeps the freed
@@ -747,7 +940,7 @@ ptcon_gconn *ptcon_grpc_evict_candidate(const ptcon_grpc *g) {
       best = c;
       continue;
     }
-    int ci = c->nresponding == 0, bi = best->nresponding == 0;
+    int ci = open_calls(c) == 0, bi = open_calls(best) == 0;
     if (ci != bi) {
       if (ci) best = c;
       continue;
@@ -761,6 +954,7 @@ ptcon_gconn *ptcon_grpc_evict_candidate(const ptcon_grpc *g) {
 
 uint32_t ptcon_grpc_nconns(const ptcon_grpc *g) { return g->nconns; }
 uint32_t ptcon_grpc_nwatching(const ptcon_grpc *g) { return g->nwatching; }
+uint32_t ptcon_grpc_npending(const ptcon_grpc *g) { return g->npending; }
 size_t ptcon_grpc_queued(const ptcon_grpc *g) { return g->queued; }
 
 void ptcon_grpc_get_stats(const ptcon_grpc *g, ptcon_grpc_stats *out) { *out = g->stats; }

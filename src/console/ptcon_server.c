@@ -91,7 +91,7 @@ struct ptcon_server {
   ptcon_ratelog rl;
   uint64_t accept_resume;    /* listener out of epoll until then (EMFILE, rate); 0 = in */
   uint64_t drops_logged;     /* streams ended by the total budget, as logged */
-  uint64_t refusals_logged;  /* watch calls refused over the rate, as logged */
+  uint64_t waits_logged;     /* watch calls that waited for the rate, as logged */
   uint32_t uid;              /* whom we serve (geteuid at start) */
   ptcon_peer peer;
   ptcon_bucket accepts;
@@ -103,8 +103,12 @@ void ptcon_server_options_init(ptcon_server_options *opt) { memset(opt, 0, sizeo
 
 /* ---- connections -------------------------------------------------------- */
 
+/* Interest: input unless the gRPC layer holds some back (the client is over
+ * its input rates: what it sends waits in the kernel, and TCP flow control
+ * slows it down); output while bytes wait for the socket. */
 static void conn_update_events(ptcon_server *s, sconn *c) {
-  uint32_t ev = EPOLLIN | (c->outoff < c->outlen ? EPOLLOUT : 0);
+  uint32_t ev = (ptcon_gconn_wants_input(c->g) ? EPOLLIN : 0) |
+                (c->outoff < c->outlen ? EPOLLOUT : 0);
   if (ev == c->events) return;
   struct epoll_event e = {.events = ev, .data.ptr = c};
   epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &e);
@@ -173,9 +177,14 @@ static int conn_flush(ptcon_server *s, sconn *c, uint64_t now) {
   return 0;
 }
 
-static void conn_read(sconn *c, uint64_t now) {
+static void conn_read(sconn *c, uint32_t events, uint64_t now) {
   uint8_t buf[16384];
-  for (int rounds = 0; rounds < 16; rounds++) {
+  if (!ptcon_gconn_wants_input(c->g)) {
+    /* Not reading (over its rates); a hang-up still ends it. */
+    if (events & (EPOLLHUP | EPOLLERR)) c->eof = 1;
+    return;
+  }
+  for (int rounds = 0; rounds < 16 && ptcon_gconn_wants_input(c->g); rounds++) {
     ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n == 0) {
       c->eof = 1;
@@ -319,19 +328,18 @@ static void *server_main(void *arg) {
         ptcon_grpc_drain(s->grpc, now);
       } else {
         sconn *c = tag;
-        if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) conn_read(c, now);
+        if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) conn_read(c, evs[i].events, now);
       }
     }
     ptcon_grpc_timer(s->grpc, now);
     ptcon_grpc_stats gs;
     ptcon_grpc_get_stats(s->grpc, &gs);
-    if (gs.watches_refused != s->refusals_logged) {
-      ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "watch calls refused", "rate limit",
-                          "task console: refused %llu new watch calls with RESOURCE_EXHAUSTED "
-                          "(more than %u a second)",
-                          (unsigned long long)(gs.watches_refused - s->refusals_logged),
-                          (unsigned)s->opt.watch_rate_per_s);
-      s->refusals_logged = gs.watches_refused;
+    if (gs.watches_waited != s->waits_logged) {
+      ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "watch calls waited", "rate limit",
+                          "task console: more than %u new watch calls a second: %llu wait "
+                          "their turn", (unsigned)s->opt.watch_rate_per_s,
+                          (unsigned long long)(gs.watches_waited - s->waits_logged));
+      s->waits_logged = gs.watches_waited;
     }
     if (gs.streams_dropped != s->drops_logged) {
       ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "budget drops",
@@ -377,8 +385,8 @@ int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt) {
   s->opt.bind = NULL;   /* not kept: the caller owns the string */
   s->wfd = wfd;
   if (!s->opt.max_connections) s->opt.max_connections = 128;
-  if (!s->opt.accept_rate_per_s) s->opt.accept_rate_per_s = 256;
-  if (!s->opt.accept_burst) s->opt.accept_burst = 256;
+  if (!s->opt.accept_rate_per_s) s->opt.accept_rate_per_s = 128;
+  if (!s->opt.accept_burst) s->opt.accept_burst = 128;
   if (!s->opt.watch_rate_per_s) s->opt.watch_rate_per_s = 16;
   if (!s->opt.watch_burst) s->opt.watch_burst = 64;
   s->uid = (uint32_t)geteuid();

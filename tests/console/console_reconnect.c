@@ -6,12 +6,20 @@
  * client grants the largest flow-control windows HTTP/2 allows, so a server
  * that answers with its full state pushes all of it into the socket.
  *
- *   console_reconnect ADDR SECONDS [LOOPS [watch|details|state|connect [OUTFILE]]]
+ *   console_reconnect ADDR SECONDS [LOOPS [watch|details|state|connect|calls [OUTFILE]]]
  *     ADDR     127.0.0.1:PORT or [::1]:PORT
- *     SECONDS  how long to loop (0 = until SIGTERM/SIGINT)
+ *     SECONDS  how long to loop (0 = until SIGTERM/SIGINT; Nx = N iterations
+ *              per loop)
  *     LOOPS    parallel loops (threads), default 1
  *     mode     watch (default): WatchUpdates; details: WatchTaskDetails(1);
- *              state: WatchState; connect: connect and close, nothing sent
+ *              state: WatchState; connect: connect and close, nothing sent;
+ *              calls: no reconnecting: one connection per loop that keeps
+ *              32 unary Pause calls in flight, a new one as each ends (an
+ *              iteration is a call); burst: connect, 8 Pause calls at
+ *              once, close as soon as the first answer arrives (a fresh
+ *              connection's allowance, again and again); ping: one
+ *              connection per loop that sends PING frames as fast as the
+ *              socket takes them (an iteration is 64 PINGs sent)
  *     OUTFILE  the counters are rewritten here about 10 times a second (for
  *              tests that wait for a count), and once at the end
  *
@@ -40,11 +48,13 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-enum { M_WATCH, M_DETAILS, M_STATE, M_CONNECT };
+enum { M_WATCH, M_DETAILS, M_STATE, M_CONNECT, M_CALLS, M_BURST, M_PING };
 
 static struct sockaddr_storage g_addr;
 static socklen_t g_addrlen;
 static int g_mode = M_WATCH;
+static long g_iters;   /* > 0: iterations per loop */
+static uint64_t g_end;  /* > 0: when to stop */
 static atomic_int g_stop;
 static atomic_ullong g_iter, g_served, g_refused, g_silent, g_errors;
 
@@ -94,7 +104,7 @@ static int on_close(nghttp2_session *s, int32_t id, uint32_t err, void *ud) {
   (void)s;
   (void)id;
   (void)err;
-  ((one *)ud)->closed = 1;
+  ((one *)ud)->closed++;
   return 0;
 }
 
@@ -116,6 +126,102 @@ static ssize_t body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, ui
 }
 
 static nghttp2_session_callbacks *g_cbs;
+
+static const nghttp2_nv *headers(const char *path, nghttp2_nv *h) {
+  nghttp2_nv v[] = {
+    {(uint8_t *)":method", (uint8_t *)"POST", 7, 4, 0},
+    {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
+    {(uint8_t *)":authority", (uint8_t *)"localhost", 10, 9, 0},
+    {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0},
+    {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, 0},
+    {(uint8_t *)"te", (uint8_t *)"trailers", 2, 8, 0},
+  };
+  memcpy(h, v, sizeof v);
+  return h;
+}
+
+/* Mode ping: one connection, PING frames until the end (the answers are
+ * read and dropped). */
+static void ping_loop(void) {
+  int fd = socket(g_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&g_addr, g_addrlen) != 0) {
+    if (fd >= 0) close(fd);
+    atomic_fetch_add(&g_errors, 1);
+    return;
+  }
+  static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
+  uint8_t pings[64 * 17];
+  for (int i = 0; i < 64; i++) {
+    uint8_t *p = pings + 17 * i;
+    static const uint8_t h[9] = {0, 0, 8, 6, 0, 0, 0, 0, 0};   /* PING, 8 bytes, stream 0 */
+    memcpy(p, h, 9);
+    memset(p + 9, i, 8);
+  }
+  if (send(fd, preface, sizeof preface - 1, MSG_NOSIGNAL) < 0) goto out;
+  while (!atomic_load(&g_stop) && (!g_end || now_ns() < g_end)) {
+    if (send(fd, pings, sizeof pings, MSG_NOSIGNAL) != (ssize_t)sizeof pings) {
+      atomic_fetch_add(&g_errors, 1);
+      break;
+    }
+    atomic_fetch_add(&g_iter, 1);
+    uint8_t buf[16384];
+    while (recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+    }
+  }
+out:
+  close(fd);
+}
+
+/* Mode calls: one connection, 32 Pause calls in flight until the end;
+ * mode burst: the same once, closed at the first answer. */
+static void calls_loop(void) {
+  int fd = socket(g_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&g_addr, g_addrlen) != 0) {
+    if (fd >= 0) close(fd);
+    atomic_fetch_add(&g_errors, 1);
+    return;
+  }
+  int one_ = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one_, sizeof one_);
+  one o = {.status = -1};
+  nghttp2_session *s;
+  nghttp2_session_client_new(&s, g_cbs, &o);
+  nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, NULL, 0);
+  nghttp2_nv h[6];
+  headers("/rs.tokio.console.instrument.Instrument/Pause", h);
+  nghttp2_data_provider dp = {.source.ptr = NULL, .read_callback = body};
+  int inflight = 0;
+  long done = 0;
+  while (!atomic_load(&g_stop) && (!g_end || now_ns() < g_end) && (!g_iters || done < g_iters)) {
+    while (inflight < (g_mode == M_CALLS ? 32 : 8) && (g_mode == M_CALLS || done == 0) &&
+           nghttp2_submit_request(s, NULL, h, 6, &dp, NULL) > 0)
+      inflight++;
+    const uint8_t *p;
+    ssize_t n;
+    while ((n = nghttp2_session_mem_send(s, &p)) > 0)
+      if (send(fd, p, (size_t)n, MSG_NOSIGNAL) != n) break;
+    uint8_t buf[16384];
+    ssize_t r = recv(fd, buf, sizeof buf, 0);
+    if (r <= 0 || nghttp2_session_mem_recv(s, buf, (size_t)r) < 0) {
+      atomic_fetch_add(&g_errors, 1);
+      break;
+    }
+    int ended = o.closed;
+    o.closed = 0;
+    inflight -= ended;
+    done += ended;
+    if (g_mode == M_BURST) {
+      if (!ended) continue;
+      atomic_fetch_add(&g_iter, 1);
+      atomic_fetch_add(&g_served, 1);
+      break;
+    }
+    atomic_fetch_add(&g_iter, (unsigned long long)ended);
+    atomic_fetch_add(&g_served, (unsigned long long)ended);
+  }
+  nghttp2_session_del(s);
+  close(fd);
+}
 
 /* One iteration. */
 static void once(void) {
@@ -144,14 +250,8 @@ static void once(void) {
   const char *path = g_mode == M_DETAILS ? "/rs.tokio.console.instrument.Instrument/WatchTaskDetails"
                      : g_mode == M_STATE ? "/rs.tokio.console.instrument.Instrument/WatchState"
                                          : "/rs.tokio.console.instrument.Instrument/WatchUpdates";
-  nghttp2_nv h[] = {
-    {(uint8_t *)":method", (uint8_t *)"POST", 7, 4, 0},
-    {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
-    {(uint8_t *)":authority", (uint8_t *)"localhost", 10, 9, 0},
-    {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0},
-    {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, 0},
-    {(uint8_t *)"te", (uint8_t *)"trailers", 2, 8, 0},
-  };
+  nghttp2_nv h[6];
+  headers(path, h);
   nghttp2_data_provider dp = {.source.ptr = NULL, .read_callback = body};
   nghttp2_submit_request(s, NULL, h, 6, &dp, NULL);
   int outcome = 0;   /* 1 served, 2 refused, 3 silent, 4 error */
@@ -178,11 +278,33 @@ static void once(void) {
                    : outcome == 3 ? &g_silent : &g_errors, 1);
 }
 
-static uint64_t g_end;
-
 static void *loop(void *arg) {
   (void)arg;
-  while (!atomic_load(&g_stop) && (!g_end || now_ns() < g_end)) once();
+  if (g_mode == M_CALLS) {
+    calls_loop();
+    return NULL;
+  }
+  if (g_mode == M_PING) {
+    ping_loop();
+    return NULL;
+  }
+  if (g_mode == M_BURST) {
+    for (long i = 0; !atomic_load(&g_stop) && (!g_end || now_ns() < g_end) && (!g_iters || i < g_iters);
+         i++)
+      calls_loop();
+    return NULL;
+  }
+  for (long i = 0; !atomic_load(&g_stop) && (!g_end || now_ns() < g_end) && (!g_iters || i < g_iters);
+       i++)
+    once();
+  return NULL;
+}
+
+static atomic_int g_running;
+
+static void *loop_main(void *arg) {
+  loop(arg);
+  atomic_fetch_sub(&g_running, 1);
   return NULL;
 }
 
@@ -241,12 +363,20 @@ int main(int argc, char **argv) {
     return 2;
   }
   double secs = atof(argv[2]);
+  if (argv[2][0] && argv[2][strlen(argv[2]) - 1] == 'x') {
+    g_iters = atol(argv[2]);
+    secs = 0;
+    if (g_iters < 1) return 2;
+  }
   int loops = argc > 3 ? atoi(argv[3]) : 1;
-  if (loops < 1 || loops > 64) loops = 1;
+  if (loops < 1 || loops > 256) loops = 1;
   if (argc > 4) {
     if (strcmp(argv[4], "details") == 0) g_mode = M_DETAILS;
     else if (strcmp(argv[4], "state") == 0) g_mode = M_STATE;
     else if (strcmp(argv[4], "connect") == 0) g_mode = M_CONNECT;
+    else if (strcmp(argv[4], "calls") == 0) g_mode = M_CALLS;
+    else if (strcmp(argv[4], "burst") == 0) g_mode = M_BURST;
+    else if (strcmp(argv[4], "ping") == 0) g_mode = M_PING;
     else if (strcmp(argv[4], "watch") != 0) return 2;
   }
   const char *out = argc > 5 ? argv[5] : NULL;
@@ -258,9 +388,10 @@ int main(int argc, char **argv) {
   nghttp2_session_callbacks_set_on_header_callback(g_cbs, on_header);
   nghttp2_session_callbacks_set_on_stream_close_callback(g_cbs, on_close);
   if (secs > 0) g_end = now_ns() + (uint64_t)(secs * 1e9);
-  pthread_t th[64];
-  for (int i = 0; i < loops; i++) pthread_create(&th[i], NULL, loop, NULL);
-  while (!atomic_load(&g_stop) && (!g_end || now_ns() < g_end)) {
+  pthread_t th[256];
+  atomic_store(&g_running, loops);
+  for (int i = 0; i < loops; i++) pthread_create(&th[i], NULL, loop_main, NULL);
+  while (!atomic_load(&g_stop) && (!g_end || now_ns() < g_end) && atomic_load(&g_running) > 0) {
     if (out) report(out);
     struct timespec ts = {0, 100000000};
     nanosleep(&ts, NULL);

@@ -6,7 +6,8 @@
  * order; the total queue budget dropping the slowest stream with
  * RESOURCE_EXHAUSTED; memory given back; the rate-limited log; the fill-mark
  * wake of the rings; the tick-clock rule; new watch calls over their rate
- * refused with exact counts; the initial state built once per publish
+ * waiting their turn (one call per connection in turn), with exact
+ * counts and times; the initial state built once per publish
  * interval and shared, with no change lost for a stream that starts from
  * it. */
 #include "pt_test.h"
@@ -164,7 +165,7 @@ static cstream *call2(cli *k, const char *path) {
 
 #define UPDATES "/rs.tokio.console.instrument.Instrument/WatchUpdates"
 #define STATE "/rs.tokio.console.instrument.Instrument/WatchState"
-#define PAUSE "/rs.tokio.console.instrument.Instrument/Pause"
+#define RESUME "/rs.tokio.console.instrument.Instrument/Resume"
 
 /* Whether the stream's DATA bytes from offset `from` contain `text`. */
 static int got_text(const cstream *st, size_t from, const char *text) {
@@ -479,43 +480,65 @@ PT_TEST(console_grpc_new_watch_calls_rate_limited) {
   cli_init(&k, g, t0);
   cstream *w[4];
   for (int i = 0; i < 4; i++) w[i] = call2(&k, i == 1 ? UPDATES : STATE);
-  cstream *p = call2(&k, PAUSE);   /* not a watch call: never limited */
+  cstream *p = call2(&k, RESUME);   /* not a watch call: never limited */
   pump(&k, t0);
-  for (int i = 0; i < 3; i++) PT_ASSERT_INT_EQ(w[i]->status, -1);   /* open, watching */
-  PT_ASSERT_INT_EQ(w[3]->status, 8);                                 /* RESOURCE_EXHAUSTED */
-  PT_ASSERT_UINT_EQ(w[3]->bytes, 0);                                 /* trailers only */
+  for (int i = 0; i < 3; i++) PT_ASSERT(w[i]->bytes >= 5);   /* served at once */
+  PT_ASSERT_UINT_EQ(w[3]->bytes, 0);                          /* waits: nothing yet */
+  PT_ASSERT_INT_EQ(w[3]->status, -1);
   PT_ASSERT_INT_EQ(p->status, 0);
   PT_ASSERT_UINT_EQ(ptcon_grpc_nwatching(g), 3);
   ptcon_grpc_stats s;
   ptcon_grpc_get_stats(g, &s);
-  PT_ASSERT_UINT_EQ(s.watches_refused, 1);
-  /* The next token: not a nanosecond early. */
-  cstream *e = call2(&k, STATE);
+  PT_ASSERT_UINT_EQ(s.watches_waited, 1);
+  /* Its turn comes with the next token: not a nanosecond early. */
+  PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t0 + SEC / 4);
+  ptcon_grpc_timer(g, t0 + SEC / 4 - 1);
   pump(&k, t0 + SEC / 4 - 1);
-  PT_ASSERT_INT_EQ(e->status, 8);
-  cstream *on = call2(&k, STATE);
+  PT_ASSERT_UINT_EQ(w[3]->bytes, 0);
+  ptcon_grpc_timer(g, t0 + SEC / 4);
   pump(&k, t0 + SEC / 4);
-  PT_ASSERT_INT_EQ(on->status, -1);
-  cstream *after = call2(&k, STATE);
+  PT_ASSERT_UINT_EQ(w[3]->bytes, 5);   /* State{LIVE}: an empty message */
+  PT_ASSERT_UINT_EQ(ptcon_grpc_nwatching(g), 4);
+  /* Turns: connection A (served last) has three calls waiting, then B
+   * two; the tokens go B, A, B, A, A (one call per connection in turn,
+   * starting after the connection served last), one per 250 ms. */
+  cli b;
+  cli_init(&b, g, t0 + SEC / 4);
+  cstream *aw[3], *bw[2];
+  for (int i = 0; i < 3; i++) aw[i] = call2(&k, STATE);
   pump(&k, t0 + SEC / 4);
-  PT_ASSERT_INT_EQ(after->status, 8);
+  for (int i = 0; i < 2; i++) bw[i] = call2(&b, STATE);
+  pump(&b, t0 + SEC / 4);
   ptcon_grpc_get_stats(g, &s);
-  PT_ASSERT_UINT_EQ(s.watches_refused, 3);
+  PT_ASSERT_UINT_EQ(s.watches_waited, 6);
+  cstream *order[5] = {bw[0], aw[0], bw[1], aw[1], aw[2]};
+  for (int turn = 0; turn < 5; turn++) {
+    uint64_t t = t0 + SEC / 4 + (uint64_t)(turn + 1) * (SEC / 4);
+    PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t);
+    ptcon_grpc_timer(g, t);
+    pump(&k, t);
+    pump(&b, t);
+    for (int i = 0; i < 5; i++) {   /* (a tick at t0 + 1 s adds a State to those served) */
+      if (i <= turn) PT_ASSERT(order[i]->bytes >= 5);
+      else PT_ASSERT_UINT_EQ(order[i]->bytes, 0);
+    }
+  }
   /* Much later: the burst again, no more (tokens do not pile up). */
   cstream *late[4];
-  for (int i = 0; i < 4; i++) late[i] = call2(&k, STATE);
-  pump(&k, t0 + 100 * SEC);
-  int open = 0, refused = 0;
-  for (int i = 0; i < 4; i++) {
-    if (late[i]->status == -1) open++;
-    if (late[i]->status == 8) refused++;
-  }
-  PT_ASSERT_INT_EQ(open, 3);
-  PT_ASSERT_INT_EQ(refused, 1);
+  for (int i = 0; i < 4; i++) late[i] = call2(&b, STATE);
+  pump(&b, t0 + 100 * SEC);
+  int served = 0;
+  for (int i = 0; i < 4; i++) served += late[i]->bytes > 0;
+  PT_ASSERT_INT_EQ(served, 3);
   ptcon_grpc_get_stats(g, &s);
-  PT_ASSERT_UINT_EQ(s.watches_refused, 4);
-  PT_ASSERT_UINT_EQ(s.initial_builds, 1);   /* the one WatchUpdates that got in */
+  PT_ASSERT_UINT_EQ(s.watches_waited, 7);
+  PT_ASSERT_UINT_EQ(s.initial_builds, 1);   /* the one WatchUpdates */
+  /* A connection that goes away with a call waiting leaves nothing. */
+  PT_ASSERT_UINT_EQ(ptcon_grpc_npending(g), 1);
+  cli_free(&b);
+  PT_ASSERT_UINT_EQ(ptcon_grpc_npending(g), 0);
   cli_free(&k);
+  PT_ASSERT_UINT_EQ(ptcon_grpc_nwatching(g), 0);
   ptcon_grpc_del(g);
   ptcon_agg_del(a);
 }
@@ -574,5 +597,146 @@ PT_TEST(console_grpc_initial_state_shared_per_interval) {
   ptcon_grpc_del(g);
   ptcon_task_end(early);
   ptcon_task_end(late);
+  ptcon_agg_del(a);
+}
+
+PT_TEST(console_grpc_connection_call_rate) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  uint64_t t0 = 1000 * SEC;
+  /* Per connection: 4 calls a second (one per 250 ms), 2 at once. */
+  ptcon_grpc_limits lim = {.conn_calls_per_s = 4, .conn_calls_burst = 2};
+  ptcon_grpc *g;
+  PT_ASSERT_INT_EQ(ptcon_grpc_new(&g, a, &lim, t0), 0);
+  cli k;
+  cli_init(&k, g, t0);
+  cstream *r1 = call2(&k, RESUME), *r2 = call2(&k, RESUME);
+  pump(&k, t0);
+  PT_ASSERT_INT_EQ(r1->status, 0);
+  PT_ASSERT_INT_EQ(r2->status, 0);
+  PT_ASSERT(ptcon_gconn_wants_input(k.c));
+  /* Three more at once. nghttp2 sends the three HEADERS before any DATA;
+   * the input stops at the first header of each call beyond the allowance
+   * until a token pays for it: at 250, 500 and 750 ms. No call completes
+   * before its DATA, which comes after the last HEADERS. */
+  cstream *r[3];
+  for (int i = 0; i < 3; i++) r[i] = call2(&k, RESUME);
+  pump(&k, t0);
+  for (int i = 0; i < 3; i++) PT_ASSERT_INT_EQ(r[i]->status, -1);
+  PT_ASSERT(!ptcon_gconn_wants_input(k.c));   /* the server reads no more */
+  ptcon_grpc_stats s;
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.calls_throttled, 1);
+  for (int step = 1; step <= 3; step++) {
+    uint64_t t = t0 + (uint64_t)step * (SEC / 4);
+    PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t);
+    ptcon_grpc_timer(g, t - 1);   /* not a nanosecond early */
+    pump(&k, t - 1);
+    ptcon_grpc_get_stats(g, &s);
+    PT_ASSERT_UINT_EQ(s.calls_throttled, (uint64_t)step);
+    PT_ASSERT(!ptcon_gconn_wants_input(k.c));
+    ptcon_grpc_timer(g, t);
+    pump(&k, t);
+    ptcon_grpc_get_stats(g, &s);
+    PT_ASSERT_UINT_EQ(s.calls_throttled, step < 3 ? (uint64_t)step + 1 : 3u);
+  }
+  for (int i = 0; i < 3; i++) PT_ASSERT_INT_EQ(r[i]->status, 0);
+  PT_ASSERT(ptcon_gconn_wants_input(k.c));
+  PT_ASSERT(ptcon_gconn_closing(k.c) == NULL);
+  cli_free(&k);
+  ptcon_grpc_del(g);
+  ptcon_agg_del(a);
+}
+
+PT_TEST(console_grpc_connection_byte_rate) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  uint64_t t0 = 1000 * SEC;
+  /* Per connection: 1024 bytes a second, 2048 at once. */
+  ptcon_grpc_limits lim = {.conn_bytes_per_s = 1024, .conn_bytes_burst = 2048};
+  ptcon_grpc *g;
+  PT_ASSERT_INT_EQ(ptcon_grpc_new(&g, a, &lim, t0), 0);
+  ptcon_gconn *c;
+  PT_ASSERT_INT_EQ(ptcon_gconn_new(g, NULL, t0, &c), 0);
+  /* The preface, empty SETTINGS, then 311 frames of an unknown type (which
+   * HTTP/2 ignores): 24 + 9 + 311 * 13 = 4076 bytes at once. */
+  static uint8_t in[4076];
+  memcpy(in, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
+  static const uint8_t settings[9] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
+  memcpy(in + 24, settings, 9);
+  for (int i = 0; i < 311; i++) {
+    static const uint8_t junk[13] = {0, 0, 4, 0xee, 0, 0, 0, 0, 0, 'j', 'u', 'n', 'k'};
+    memcpy(in + 33 + 13 * i, junk, 13);
+  }
+  PT_ASSERT_INT_EQ(ptcon_gconn_recv(c, in, sizeof in, t0), 0);
+  /* 2048 taken in, 2028 held; the rest goes on 1024 bytes at a time, when
+   * they are earned (1024 * 976562 ns, rounded up to 10 ms): t0 + 1 s,
+   * then the last 1004 bytes at t0 + 1 s + 980468248 ns -> t0 + 1.99 s. */
+  PT_ASSERT(!ptcon_gconn_wants_input(c));
+  PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t0 + SEC);
+  ptcon_grpc_timer(g, t0 + 999999487u);   /* 1 ns before the 1024th byte is earned */
+  PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t0 + SEC);
+  PT_ASSERT(!ptcon_gconn_wants_input(c));
+  ptcon_grpc_timer(g, t0 + SEC);
+  PT_ASSERT(!ptcon_gconn_wants_input(c));
+  PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t0 + SEC + 990000000u);
+  ptcon_grpc_timer(g, t0 + SEC + 990000000u);
+  PT_ASSERT(ptcon_gconn_wants_input(c));
+  PT_ASSERT(ptcon_gconn_closing(c) == NULL);
+  /* A caller that reads on regardless is cut off at the held cap. */
+  PT_ASSERT_INT_EQ(ptcon_gconn_recv(c, in + 33, 13 * 300, t0 + 2 * SEC), 0);
+  int rc = 0;
+  for (int i = 0; i < 40 && rc == 0; i++) rc = ptcon_gconn_recv(c, in + 33, 13 * 300, t0 + 2 * SEC);
+  PT_ASSERT_INT_EQ(rc, -EPROTO);
+  PT_ASSERT_STR_EQ(ptcon_gconn_closing(c), "client sends too fast (held input over its cap)");
+  ptcon_gconn_del(c);
+  ptcon_grpc_del(g);
+  ptcon_agg_del(a);
+}
+
+/* A request body that never ends: 5000 bytes, no END_STREAM. */
+static ssize_t endless_msg(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
+                           uint32_t *flags, nghttp2_data_source *src, void *ud) {
+  (void)s;
+  (void)id;
+  (void)flags;
+  (void)ud;
+  if (src->ptr) return NGHTTP2_ERR_DEFERRED;
+  if (len < 5000) return NGHTTP2_ERR_DEFERRED;
+  memset(buf, 0, 5000);
+  buf[3] = 0x13;   /* a 4864-byte message announced */
+  buf[4] = 0x00;
+  src->ptr = buf;  /* once */
+  return 5000;
+}
+
+PT_TEST(console_grpc_oversize_request_answered_at_once) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  uint64_t now = 1000 * SEC;
+  ptcon_grpc *g;
+  PT_ASSERT_INT_EQ(ptcon_grpc_new(&g, a, NULL, now), 0);
+  cli k;
+  cli_init(&k, g, now);
+  nghttp2_nv h[] = {
+    {(uint8_t *)":method", (uint8_t *)"POST", 7, 4, 0},
+    {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
+    {(uint8_t *)":authority", (uint8_t *)"localhost", 10, 9, 0},
+    {(uint8_t *)":path", (uint8_t *)UPDATES, 5, strlen(UPDATES), 0},
+    {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, 0},
+  };
+  nghttp2_data_provider dp = {.source.ptr = NULL, .read_callback = endless_msg};
+  int32_t id = nghttp2_submit_request(k.s, NULL, h, 5, &dp, NULL);
+  cstream *st = &k.st[k.n++];
+  st->id = id;
+  st->status = -1;
+  pump(&k, now);
+  /* RESOURCE_EXHAUSTED without waiting for the end of the body, and the
+   * stream reset so that the client stops sending. */
+  PT_ASSERT_INT_EQ(st->status, 8);
+  PT_ASSERT_INT_EQ(st->closed, 1);
+  PT_ASSERT(ptcon_gconn_closing(k.c) == NULL);
+  cli_free(&k);
+  ptcon_grpc_del(g);
   ptcon_agg_del(a);
 }
