@@ -22,9 +22,11 @@
  * that floods one connection with calls or frames slows itself down. And a new watch call (WatchUpdates,
  * WatchState, WatchTaskDetails) is served only with a token of g->watches;
  * without one it waits, pending, costing nothing until a token comes
- * (ptcon_grpc_timer serves the pending calls one per connection in turn, so
- * a client that loops cannot make another wait for more than one turn of
- * the connections); a WatchUpdates that is served queues the current shared
+ * (ptcon_grpc_timer serves the pending calls one per connection in turn: the
+ * connections with pending calls form a queue, the first one gets one call
+ * served and goes to the end if it has more, a connection joins at the end;
+ * so a client that loops, reconnecting or not, cannot make another wait for
+ * more than one turn per connection waiting ahead of it); a WatchUpdates that is served queues the current shared
  * initial state (ptcon_initstate.h), built at most once per publish
  * interval, however many streams start.
  */
@@ -89,7 +91,7 @@ struct ptcon_gconn {
   size_t queued;             /* bytes in all stream queues */
   uint32_t nresponding;
   uint32_t npending;
-  uint64_t serial;           /* order of creation, for the pending calls' turns */
+  uint64_t turn;             /* npending > 0: its place in the queue of turns */
   int paused;
   int got_frame;
   const char *why;           /* set: to be closed now */
@@ -117,8 +119,7 @@ struct ptcon_grpc {
   uint64_t next_drain;       /* 0 = none: the fill mark wakes us */
   ptcon_bucket watches;      /* new watch calls */
   uint32_t npending;         /* watch calls waiting for a token */
-  uint64_t serials;          /* connections ever created */
-  uint64_t last_turn;        /* serial of the connection served last */
+  uint64_t turns;            /* places handed out in the queue of turns */
   ptcon_initstate *init;     /* the shared initial state, or NULL */
   ptcon_grpc_stats stats;
 };
@@ -421,7 +422,7 @@ static void dispatch(stream *st) {
      * costing nothing until then. */
     st->pending = 1;
     st->preq = req;
-    c->npending++;
+    if (c->npending++ == 0) c->turn = ++g->turns;   /* joins the queue at its end */
     g->npending++;
     g->stats.watches_waited++;
     return;
@@ -627,7 +628,6 @@ int ptcon_gconn_new(ptcon_grpc *g, void *ud, uint64_t now, ptcon_gconn **out) {
   c->g = g;
   c->ud = ud;
   c->accepted_at = c->idle_since = c->last_recv = c->last_progress = now;
-  c->serial = ++g->serials;
   ptcon_bucket_init(&c->calls, g->lim.conn_calls_per_s, g->lim.conn_calls_burst, now);
   ptcon_bucket_init(&c->inbytes, g->lim.conn_bytes_per_s, g->lim.conn_bytes_burst, now);
   if (nghttp2_session_server_new(&c->sess, g_cbs, c) != 0) {
@@ -849,26 +849,22 @@ uint64_t ptcon_grpc_next_due(const ptcon_grpc *g) {
   return d;
 }
 
-/* Serves pending watch calls while tokens last: one per connection in
- * turn (by creation order, after the connection served last). */
+/* Serves pending watch calls while tokens last, one per connection in
+ * turn: the connection first in the queue (smallest c->turn) gets its
+ * oldest call served and, if it has more, goes to the end. */
 static void serve_pending(ptcon_grpc *g) {
   while (g->npending && ptcon_bucket_peek(&g->watches, g->now)) {
-    ptcon_gconn *next = NULL, *first = NULL;
-    for (ptcon_gconn *c = g->conns; c; c = c->next) {
-      if (!c->npending || c->why) continue;
-      if (c->serial > g->last_turn && (!next || c->serial < next->serial)) next = c;
-      if (!first || c->serial < first->serial) first = c;
-    }
-    ptcon_gconn *c = next ? next : first;
+    ptcon_gconn *c = NULL;
+    for (ptcon_gconn *x = g->conns; x; x = x->next)
+      if (x->npending && !x->why && (!c || x->turn < c->turn)) c = x;
     if (!c) return;   /* only connections about to close wait */
     stream *st = NULL;
     for (stream *x = c->streams; x; x = x->next)
       if (x->pending && (!st || x->id < st->id)) st = x;   /* its oldest call */
     ptcon_bucket_take(&g->watches, g->now);
-    g->last_turn = c->serial;
     st->pending = 0;
-    c->npending--;
     g->npending--;
+    if (--c->npending) c->turn = ++g->turns;
     serve(st, &st->preq);
   }
 }

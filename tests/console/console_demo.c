@@ -16,6 +16,7 @@
  *   PTCON_DEMO_STALL_MS    stall timeout of a non-reading client (default: lib's)
  *   PTCON_DEMO_IDLE_MS     idle timeout of a connection without calls (default: lib's)
  *   PTCON_DEMO_MAX_TOTAL_QUEUED  total queue budget in bytes (default: lib's)
+ *   PTCON_DEMO_ALLOW_OTHER_USERS=1  serve every user (default: the demo's own)
  *
  * Script (times from start; the test asserts these numbers):
  *   demo.fixed    spawned at once with fields peer="unix:/run/demo.sock",
@@ -98,6 +99,7 @@ int main(void) {
   const char *stall = getenv("PTCON_DEMO_STALL_MS");
   const char *idle = getenv("PTCON_DEMO_IDLE_MS");
   const char *maxtq = getenv("PTCON_DEMO_MAX_TOTAL_QUEUED");
+  const char *others = getenv("PTCON_DEMO_ALLOW_OTHER_USERS");
   signal(SIGTERM, on_sig);
   signal(SIGINT, on_sig);
   signal(SIGPIPE, SIG_IGN);
@@ -118,6 +120,7 @@ int main(void) {
   if (stall) opt.stall_timeout_ms = (uint32_t)atoi(stall);
   if (idle) opt.idle_timeout_ms = (uint32_t)atoi(idle);
   if (maxtq) opt.max_total_queued_bytes = (size_t)strtoull(maxtq, NULL, 10);
+  opt.allow_other_users = others && strcmp(others, "1") == 0;
   ptcon_server *srv = NULL;
   int rc = ptcon_server_new(&srv, &opt);
   if (rc) {

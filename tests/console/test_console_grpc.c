@@ -499,30 +499,37 @@ PT_TEST(console_grpc_new_watch_calls_rate_limited) {
   pump(&k, t0 + SEC / 4);
   PT_ASSERT_UINT_EQ(w[3]->bytes, 5);   /* State{LIVE}: an empty message */
   PT_ASSERT_UINT_EQ(ptcon_grpc_nwatching(g), 4);
-  /* Turns: connection A (served last) has three calls waiting, then B
-   * two; the tokens go B, A, B, A, A (one call per connection in turn,
-   * starting after the connection served last), one per 250 ms. */
-  cli b;
+  /* Turns: connection A has three calls waiting, then B two, then a third
+   * connection C (a client that reconnects in a loop) one: the tokens go
+   * A, B, C, A, B, A (one call per connection in turn, in the order they
+   * began to wait; a connection with more goes to the end of the queue),
+   * one per 250 ms. */
+  cli b, cc;
   cli_init(&b, g, t0 + SEC / 4);
-  cstream *aw[3], *bw[2];
+  cli_init(&cc, g, t0 + SEC / 4);
+  cstream *aw[3], *bw[2], *cw;
   for (int i = 0; i < 3; i++) aw[i] = call2(&k, STATE);
   pump(&k, t0 + SEC / 4);
   for (int i = 0; i < 2; i++) bw[i] = call2(&b, STATE);
   pump(&b, t0 + SEC / 4);
+  cw = call2(&cc, STATE);
+  pump(&cc, t0 + SEC / 4);
   ptcon_grpc_get_stats(g, &s);
-  PT_ASSERT_UINT_EQ(s.watches_waited, 6);
-  cstream *order[5] = {bw[0], aw[0], bw[1], aw[1], aw[2]};
-  for (int turn = 0; turn < 5; turn++) {
+  PT_ASSERT_UINT_EQ(s.watches_waited, 7);
+  cstream *order[6] = {aw[0], bw[0], cw, aw[1], bw[1], aw[2]};
+  for (int turn = 0; turn < 6; turn++) {
     uint64_t t = t0 + SEC / 4 + (uint64_t)(turn + 1) * (SEC / 4);
     PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t);
     ptcon_grpc_timer(g, t);
     pump(&k, t);
     pump(&b, t);
-    for (int i = 0; i < 5; i++) {   /* (a tick at t0 + 1 s adds a State to those served) */
+    pump(&cc, t);
+    for (int i = 0; i < 6; i++) {   /* (a tick at t0 + 1 s adds a State to those served) */
       if (i <= turn) PT_ASSERT(order[i]->bytes >= 5);
       else PT_ASSERT_UINT_EQ(order[i]->bytes, 0);
     }
   }
+  cli_free(&cc);
   /* Much later: the burst again, no more (tokens do not pile up). */
   cstream *late[4];
   for (int i = 0; i < 4; i++) late[i] = call2(&b, STATE);
@@ -531,7 +538,7 @@ PT_TEST(console_grpc_new_watch_calls_rate_limited) {
   for (int i = 0; i < 4; i++) served += late[i]->bytes > 0;
   PT_ASSERT_INT_EQ(served, 3);
   ptcon_grpc_get_stats(g, &s);
-  PT_ASSERT_UINT_EQ(s.watches_waited, 7);
+  PT_ASSERT_UINT_EQ(s.watches_waited, 8);
   PT_ASSERT_UINT_EQ(s.initial_builds, 1);   /* the one WatchUpdates */
   /* A connection that goes away with a call waiting leaves nothing. */
   PT_ASSERT_UINT_EQ(ptcon_grpc_npending(g), 1);
