@@ -24,8 +24,10 @@
  *    server per process (it is the only consumer of the rings). By default
  *    it serves only its own user: a connection whose other end belongs to
  *    another uid (the kernel's socket table says) is closed before any byte
- *    is sent. New connections and new watch calls are rate-limited, so no
- *    client, however it loops, keeps the server thread busy.
+ *    is sent. New connections, new watch calls, and each connection's calls
+ *    and bytes are rate-limited (beyond a rate they wait; nothing a client
+ *    asked for is refused for it), so no client, however it loops, keeps
+ *    the server thread busy.
  *
  * Errors: functions returning int return 0 or a negative errno-style code;
  * ptcon_strerror() describes them.
@@ -188,8 +190,9 @@ typedef struct ptcon_server_options {
                                     it they wait in the listen backlog; 0 = 128 */
   uint32_t accept_burst;         /* ... and at once; 0 = 128 */
   uint32_t watch_rate_per_s;     /* new watch calls (WatchUpdates, WatchState,
-                                    WatchTaskDetails) a second; beyond it they
-                                    end with RESOURCE_EXHAUSTED; 0 = 16 */
+                                    WatchTaskDetails) served a second; beyond
+                                    it they wait their turn, one call per
+                                    connection in turn; 0 = 16 */
   uint32_t watch_burst;          /* ... and at once; 0 = 64 */
   ptcon_log_fn log;              /* NULL = messages are dropped */
   void *log_user_data;           /* passed to log as is */

@@ -8,19 +8,23 @@
 # /proc/PID/task/TID/schedstat) over the run as a share of one core, and
 # how many iterations the loop made and how they ended.
 #
-# Scenarios: the console's own user looping on WatchUpdates (passes the
-# user check: the rate limits and the shared initial state bound it), the
-# same with WatchTaskDetails, WatchState and bare connects, and (as root)
-# another user (nobody) looping on WatchUpdates (refused at accept).
+# Scenarios (WHO-MODE[:LOOPS], modes of console_reconnect.c): the
+# console's own user (passes the user check: the rate limits and the shared
+# initial state bound it) looping on WatchUpdates (the issue's loop),
+# WatchTaskDetails, WatchState, bare connects, a fresh connection's 8 calls
+# at once (burst), and, without reconnecting, 128 connections keeping 32
+# unary calls each in flight (calls) or sending PING frames (ping); and (as
+# root) another user (nobody) looping on WatchUpdates (refused at accept).
 # Target: <= 10 % of a core in every run.
 #
 #   usage: bench/console/reconnect.sh [BUILD_DIR] [TASKS] [SECONDS] [RUNS] [LOOPS] [SCENARIOS]
-#   (defaults: build/profile 3000 10 5 2 "own-watch own-details own-state own-connect other-watch")
+#   (defaults: build/profile 3000 10 5 2 and every scenario above; LOOPS is
+#   the default of scenarios without :LOOPS)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "${1:-$SRC/build/profile}" && pwd)
 TASKS=${2:-3000} SECS=${3:-10} RUNS=${4:-5} LOOPS=${5:-2}
-SCEN=${6:-own-watch own-details own-state own-connect other-watch}
+SCEN=${6:-own-watch own-details own-state own-connect own-burst:4 own-calls:128 own-ping:128 other-watch}
 DEMO=$BUILD/tests/console/console_demo
 LOOP=$BUILD/tests/console/console_reconnect
 [ -x "$DEMO" ] && [ -x "$LOOP" ] || { echo "no $DEMO or $LOOP (bash scripts/build.sh profile)" >&2; exit 2; }
@@ -43,11 +47,13 @@ for t in /proc/"$DP"/task/*; do [ "$(cat "$t/comm")" = ptcon-server ] && tid=${t
 cpu_ns() { cut -d' ' -f1 "/proc/$DP/task/$tid/schedstat"; }
 sleep 2
 
-echo "== console_demo with $TASKS retained tasks on $ADDR; $LOOPS loops x ${SECS} s x $RUNS runs per scenario"
+echo "== console_demo with $TASKS retained tasks on $ADDR; ${SECS} s x $RUNS runs per scenario"
 echo "== $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), commit $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')"
 idle0=$(cpu_ns); sleep "$SECS"; idle1=$(cpu_ns)
 awk -v d=$((idle1 - idle0)) -v s="$SECS" 'BEGIN { printf "idle (no client): console thread %.3f %% of a core\n", d / (s * 1e7) }'
 for sc in $SCEN; do
+  loops=$LOOPS
+  case $sc in *:*) loops=${sc#*:}; sc=${sc%%:*} ;; esac
   who=${sc%%-*} mode=${sc#*-}
   run_as=()
   if [ "$who" = other ]; then
@@ -57,11 +63,11 @@ for sc in $SCEN; do
   shares=()
   for r in $(seq "$RUNS"); do
     c0=$(cpu_ns)
-    res=$("${run_as[@]}" "$DIR/console_reconnect" "$ADDR" "$SECS" "$LOOPS" "$mode")
+    res=$("${run_as[@]}" "$DIR/console_reconnect" "$ADDR" "$SECS" "$loops" "$mode")
     c1=$(cpu_ns)
     share=$(awk -v d=$((c1 - c0)) -v s="$SECS" 'BEGIN { printf "%.2f", d / (s * 1e7) }')
     shares+=("$share")
-    echo "$sc run $r: console thread ${share} % of a core; $res"
+    echo "$sc ($loops loops) run $r: console thread ${share} % of a core; $res"
     sleep 1
   done
   printf '%s\n' "${shares[@]}" | awk -v sc="$sc" '{ s += $1; if ($1 > m) m = $1; n++ }
