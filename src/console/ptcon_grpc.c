@@ -52,7 +52,7 @@
 #define BUSY_DRAIN_NS 10000000u         /* while events flow at all */
 #define HELD_CAP (64u * 1024u)          /* input held back per connection */
 #define FEED_MIN 1024u                  /* throttled input goes on in pieces of this */
-#define FEED_SLICE_NS 10000000u         /* ... at multiples of 10 ms: one wake-up serves
+#define FEED_SLICE_NS 50000000u         /* ... at multiples of 50 ms: one wake-up serves
                                            every throttled connection due in it */
 
 typedef struct qmsg {
@@ -801,7 +801,7 @@ int ptcon_grpc_new(ptcon_grpc **out, ptcon_agg *agg, const ptcon_grpc_limits *li
   if (!l->watch_burst) l->watch_burst = 64;
   if (!l->conn_calls_per_s) l->conn_calls_per_s = 8;
   if (!l->conn_calls_burst) l->conn_calls_burst = 8;
-  if (!l->conn_bytes_per_s) l->conn_bytes_per_s = 8192;
+  if (!l->conn_bytes_per_s) l->conn_bytes_per_s = 1024;
   if (!l->conn_bytes_burst) l->conn_bytes_burst = 16u * 1024;
   ptcon_bucket_init(&g->watches, l->watch_rate_per_s, l->watch_burst, now);
   g->agg = agg;

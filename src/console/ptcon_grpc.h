@@ -58,7 +58,7 @@ typedef struct ptcon_grpc_limits {
   uint32_t watch_burst;             /* ... and at once; 0 = 64 */
   uint32_t conn_calls_per_s;        /* calls (streams) a second per connection; 0 = 8 */
   uint32_t conn_calls_burst;        /* ... and at once; 0 = 8 */
-  uint32_t conn_bytes_per_s;        /* bytes read a second per connection; 0 = 8192 */
+  uint32_t conn_bytes_per_s;        /* bytes read a second per connection; 0 = 1024 */
   uint32_t conn_bytes_burst;        /* ... and at once; 0 = 16 KiB */
 } ptcon_grpc_limits;
 

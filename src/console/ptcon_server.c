@@ -25,16 +25,18 @@
  *
  * Load: accepts take a token of s->accepts (accept_rate_per_s, burst
  * accept_burst); without one the listener leaves epoll until the next token
- * is due, and newcomers wait in the kernel's backlog. With the gRPC layer's
+ * is due, and newcomers wait in the kernel's backlog. A connection whose
+ * input the gRPC layer holds back (over its calls or bytes a second) is
+ * not read (no EPOLLIN) until it takes input again. With the gRPC layer's
  * limit on new watch calls and its shared initial state, a client that
- * reconnects in a loop costs a bounded amount of work a second.
+ * loops, reconnecting or not, costs a bounded amount of work a second.
  *
  * Bounds (outside input): at most max_connections connections; a newcomer
  * beyond that evicts the connection idle longest (ptcon_grpc_evict_candidate),
- * so a real client always gets in; per connection at most one chunk of
- * nghttp2 output waits for the socket (we stop pulling above
- * OUT_HIGH_WATER); everything else is bounded in ptcon_grpc.h. Log lines
- * about connections are rate-limited per cause (ptcon_ratelog.h).
+ * so a real client always gets in; per connection at most OUT_BATCH bytes
+ * of nghttp2 output (plus one chunk) wait for the socket; everything else
+ * is bounded in ptcon_grpc.h. Log lines about connections are rate-limited
+ * per cause (ptcon_ratelog.h).
  */
 #include "ptprof_console.h"
 
@@ -64,7 +66,7 @@ _Static_assert(PTCON_LOG_ERROR == PTPROF_LOG_ERROR && PTCON_LOG_WARN == PTPROF_L
                    PTCON_LOG_INFO == PTPROF_LOG_INFO,
                "ptcon and ptprof log levels differ");
 
-#define OUT_HIGH_WATER (256u * 1024u)    /* stop pulling from nghttp2 above this */
+#define OUT_BATCH (64u * 1024u)          /* output gathered per send, and at most waiting */
 #define ACCEPT_PAUSE_NS 100000000u       /* listener out of epoll after EMFILE */
 
 /* epoll tags for the fds that are not connections */
@@ -74,7 +76,7 @@ typedef struct sconn {
   struct sconn *next, *prev;
   int fd;
   ptcon_gconn *g;
-  uint8_t *out;              /* bytes nghttp2 produced that the socket refused */
+  uint8_t *out;              /* nghttp2 output gathered for, or refused by, the socket */
   size_t outlen, outoff, outcap;
   uint32_t events;           /* current epoll interest */
   int eof;                   /* the peer closed or reset: close silently */
@@ -126,44 +128,47 @@ static void conn_close(ptcon_server *s, sconn *c) {
   free(c);
 }
 
-/* Sends what the gRPC layer has, keeping at most one refused chunk in
- * c->out. Returns -1 if the connection is to be closed (logged here). */
+/* Sends what the gRPC layer has: its output (one HTTP/2 frame or a run of
+ * DATA per ptcon_gconn_send) is gathered in c->out up to OUT_BATCH and
+ * written with one send, so that many small frames (a client's PINGs
+ * answered, many short calls) cost one system call, not one each; bytes
+ * the socket refuses wait there (at most OUT_BATCH + one chunk). Returns
+ * -1 if the connection is to be closed (logged here). */
 static int conn_flush(ptcon_server *s, sconn *c, uint64_t now) {
   if (c->eof) return -1;
   for (;;) {
-    if (c->outoff < c->outlen) {
-      ssize_t n = send(c->fd, c->out + c->outoff, c->outlen - c->outoff,
-                       MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        if (errno == EINTR) continue;
-        return -1;
+    while (c->outlen - c->outoff < OUT_BATCH) {
+      const uint8_t *p;
+      ssize_t n = ptcon_gconn_send(c->g, &p, now);
+      if (n <= 0) break;
+      if (c->outoff && c->outlen + (size_t)n > c->outcap) {
+        memmove(c->out, c->out + c->outoff, c->outlen - c->outoff);
+        c->outlen -= c->outoff;
+        c->outoff = 0;
       }
-      c->outoff += (size_t)n;
-      if (c->outoff < c->outlen) break;
-      c->outoff = c->outlen = 0;
-    }
-    const uint8_t *p;
-    ssize_t n = ptcon_gconn_send(c->g, &p, now);
-    if (n <= 0) break;
-    ssize_t w = send(c->fd, p, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return -1;
-      w = 0;
-    }
-    if (w < n) {
-      size_t rest = (size_t)(n - w);
-      if (rest > c->outcap) {
-        uint8_t *o = realloc(c->out, rest);
+      if (c->outlen + (size_t)n > c->outcap) {
+        size_t cap = c->outlen + (size_t)n < OUT_BATCH ? OUT_BATCH : c->outlen + (size_t)n;
+        uint8_t *o = realloc(c->out, cap);
         if (!o) return -1;
         c->out = o;
-        c->outcap = rest;
+        c->outcap = cap;
       }
-      memcpy(c->out, p + w, rest);
-      c->outoff = 0;
-      c->outlen = rest;
-      if (rest > OUT_HIGH_WATER) break;
+      memcpy(c->out + c->outlen, p, (size_t)n);
+      c->outlen += (size_t)n;
     }
+    if (c->outoff == c->outlen) {
+      c->outoff = c->outlen = 0;
+      break;
+    }
+    ssize_t w = send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    c->outoff += (size_t)w;
+    if (c->outoff < c->outlen) break;   /* the socket is full */
+    c->outoff = c->outlen = 0;
   }
   const char *why = ptcon_gconn_closing(c->g);
   if (why == ptcon_gconn_ended) {

@@ -55,11 +55,11 @@ note "$OTHER with grpc-js: $out"
 res=$(as_other "$SHARE/console_reconnect" "$DEMO_ADDR" 3x 1 watch)
 note "$OTHER with nghttp2: $res"
 # silent: the connection closed before a single byte (console_reconnect.c)
-[ "$res" = "iterations 3 served 0 refused 0 silent 3 errors 0" ] ||
+[ "$res" = "iterations 3 served 0 status 0 silent 3 errors 0" ] ||
   fail "$OTHER got bytes of the protocol: $res"
 node "$CONSOLE_DIR/console_client.js" names "$DEMO_ADDR" demo.ticker || fail "our own user was not served"
 res=$("$RECONNECT" "$DEMO_ADDR" 3x 1 watch)
-[ "$res" = "iterations 3 served 3 refused 0 silent 0 errors 0" ] || fail "our own nghttp2 client: $res"
+[ "$res" = "iterations 3 served 3 status 0 silent 0 errors 0" ] || fail "our own nghttp2 client: $res"
 console_demo_stop
 grep -c "refused a connection of uid $ouid (this console serves uid 0 only)" "$DEMO_OUT" >/dev/null ||
   { cat "$DEMO_OUT" >&2; fail "no log line naming uid $ouid"; }
@@ -69,7 +69,7 @@ grep -c "for uid 0 only" "$DEMO_OUT" >/dev/null || fail "the listening line does
 console_demo_start PTCON_DEMO_ALLOW_OTHER_USERS=1
 as_other node "$OCLIENT" names "$DEMO_ADDR" demo.ticker || fail "allow_other_users: $OTHER not served"
 res=$(as_other "$SHARE/console_reconnect" "$DEMO_ADDR" 2x 1 watch)
-[ "$res" = "iterations 2 served 2 refused 0 silent 0 errors 0" ] || fail "allow_other_users: $res"
+[ "$res" = "iterations 2 served 2 status 0 silent 0 errors 0" ] || fail "allow_other_users: $res"
 console_demo_stop
 grep -c "for every user" "$DEMO_OUT" >/dev/null || fail "the listening line does not say it serves every user"
 
@@ -117,6 +117,6 @@ kill -TERM "$LOOP_PID"
 wait "$LOOP_PID" || true
 cat "$TMPDIR/loop.out"
 read -r _ it _ sv _ rf _ si _ er <"$TMPDIR/loop.out"
-note "reconnect loop: $it iterations, $sv served, $rf refused, $si silent, $er errors"
+note "reconnect loop: $it iterations, $sv served, $rf ended with an error status, $si silent, $er errors"
 [ "$rf" = 0 ] && [ "$si" = 0 ] && [ "$er" = 0 ] || fail "calls of our own reconnect loop failed"
 console_demo_stop

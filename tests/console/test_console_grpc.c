@@ -659,41 +659,49 @@ PT_TEST(console_grpc_connection_byte_rate) {
   ptcon_agg *a;
   PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
   uint64_t t0 = 1000 * SEC;
-  /* Per connection: 1024 bytes a second, 2048 at once. */
-  ptcon_grpc_limits lim = {.conn_bytes_per_s = 1024, .conn_bytes_burst = 2048};
+  /* Per connection: 1024 bytes a second (one per 976562 ns), 8192 at once. */
+  ptcon_grpc_limits lim = {.conn_bytes_per_s = 1024, .conn_bytes_burst = 8192};
   ptcon_grpc *g;
   PT_ASSERT_INT_EQ(ptcon_grpc_new(&g, a, &lim, t0), 0);
   ptcon_gconn *c;
   PT_ASSERT_INT_EQ(ptcon_gconn_new(g, NULL, t0, &c), 0);
-  /* The preface, empty SETTINGS, then 311 frames of an unknown type (which
-   * HTTP/2 ignores): 24 + 9 + 311 * 13 = 4076 bytes at once. */
-  static uint8_t in[4076];
+  /* The preface, empty SETTINGS, then 1200 frames of an unknown type (which
+   * HTTP/2 ignores): 24 + 9 + 1200 * 13 = 15633 bytes at once. */
+  static uint8_t in[15633];
   memcpy(in, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
   static const uint8_t settings[9] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
   memcpy(in + 24, settings, 9);
-  for (int i = 0; i < 311; i++) {
+  for (int i = 0; i < 1200; i++) {
     static const uint8_t junk[13] = {0, 0, 4, 0xee, 0, 0, 0, 0, 0, 'j', 'u', 'n', 'k'};
     memcpy(in + 33 + 13 * i, junk, 13);
   }
   PT_ASSERT_INT_EQ(ptcon_gconn_recv(c, in, sizeof in, t0), 0);
-  /* 2048 taken in, 2028 held; the rest goes on 1024 bytes at a time, when
-   * they are earned (1024 * 976562 ns, rounded up to 10 ms): t0 + 1 s,
-   * then the last 1004 bytes at t0 + 1 s + 980468248 ns -> t0 + 1.99 s. */
+  /* 8192 taken in, 7441 held. The rest goes on in pieces of 1024 bytes
+   * when earned, on 50 ms boundaries: 1024 * 976562 ns = 999999488 ns ->
+   * t0 + 1 s, then one piece a second; the last 273 bytes at
+   * t0 + 7441 * 976562 ns = t0 + 7266597842 ns -> t0 + 7.3 s: 8 pieces. */
   PT_ASSERT(!ptcon_gconn_wants_input(c));
+  ptcon_grpc_stats s;
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.input_held, 1);
   PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t0 + SEC);
   ptcon_grpc_timer(g, t0 + 999999487u);   /* 1 ns before the 1024th byte is earned */
   PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t0 + SEC);
   PT_ASSERT(!ptcon_gconn_wants_input(c));
-  ptcon_grpc_timer(g, t0 + SEC);
-  PT_ASSERT(!ptcon_gconn_wants_input(c));
-  PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t0 + SEC + 990000000u);
-  ptcon_grpc_timer(g, t0 + SEC + 990000000u);
-  PT_ASSERT(ptcon_gconn_wants_input(c));
+  int pieces = 0;
+  uint64_t t = 0;
+  while (!ptcon_gconn_wants_input(c) && pieces < 100) {
+    t = ptcon_grpc_next_due(g);
+    PT_ASSERT_UINT_EQ(t % (SEC / 20), 0);   /* on a 50 ms boundary */
+    ptcon_grpc_timer(g, t);
+    pieces++;
+  }
+  PT_ASSERT_INT_EQ(pieces, 8);
+  PT_ASSERT_UINT_EQ(t, t0 + 7300000000u);
   PT_ASSERT(ptcon_gconn_closing(c) == NULL);
   /* A caller that reads on regardless is cut off at the held cap. */
-  PT_ASSERT_INT_EQ(ptcon_gconn_recv(c, in + 33, 13 * 300, t0 + 2 * SEC), 0);
   int rc = 0;
-  for (int i = 0; i < 40 && rc == 0; i++) rc = ptcon_gconn_recv(c, in + 33, 13 * 300, t0 + 2 * SEC);
+  for (int i = 0; i < 40 && rc == 0; i++) rc = ptcon_gconn_recv(c, in + 33, 13 * 1000, t0 + 8 * SEC);
   PT_ASSERT_INT_EQ(rc, -EPROTO);
   PT_ASSERT_STR_EQ(ptcon_gconn_closing(c), "client sends too fast (held input over its cap)");
   ptcon_gconn_del(c);
