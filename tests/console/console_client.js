@@ -626,15 +626,13 @@ async function flood(addr, progress, n) {
 async function refused(addr) {
   const I = loadService();
   const A = newClient(I, addr);
-  let updates = 0;
   const err = await new Promise((resolve) => {
     const call = A.WatchUpdates({});
-    call.on('data', () => { updates++; });
+    call.on('data', () => fail('an Update arrived from a console that should refuse us'));
     call.on('error', (e) => resolve(e));
     call.on('end', () => resolve(null));
   });
   A.close();
-  check(updates === 0, `${updates} Updates received from a console that should refuse us`);
   check(err && err.code === grpc.status.UNAVAILABLE,
     `WatchUpdates ended with ${err ? err.code + ' ' + err.details : 'no error'}, not UNAVAILABLE`);
   console.log(`ok - refused: ${err.details}`);

@@ -3,7 +3,7 @@
  * sock_diag request bytes; the parsing of the kernel's answers and of
  * /proc/net/tcp{,6} lines (well-formed, another socket, errors, truncated);
  * the peer lookup over real loopback sockets by both ways (sock_diag and
- * /proc); and the programs' setting POLYTOKEN_CONSOLE_ALLOW_OTHER_USERS
+ * /proc), our own and (as root) another user's; and the programs' setting POLYTOKEN_CONSOLE_ALLOW_OTHER_USERS
  * (src/common/pt_console_env.h). A second user's connection is refused in
  * tests/console/console_users_test.sh (real processes, useradd). */
 #include "pt_test.h"
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/pt_console_env.h"
@@ -332,6 +333,51 @@ PT_TEST(console_peer_uid_of_loopback_connections) {
     close(sfd);
     close(lfd);
   }
+}
+
+/* The other end belongs to another user: a child that became nobody
+ * (65534) connects; the lookup must name its uid, not ours (which is what
+ * asking about our own end of the connection would give). Root only (the
+ * child must change its uid); CI runs as root. */
+PT_TEST(console_peer_uid_of_another_user) {
+  if (geteuid() != 0) PT_SKIP("needs root to connect as another user");
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  PT_ASSERT(bind(lfd, (struct sockaddr *)&a, sizeof a) == 0);
+  PT_ASSERT(listen(lfd, 4) == 0);
+  socklen_t al = sizeof a;
+  getsockname(lfd, (struct sockaddr *)&a, &al);
+  int done[2];
+  PT_ASSERT(pipe(done) == 0);
+  pid_t pid = fork();
+  PT_ASSERT(pid >= 0);
+  if (pid == 0) {
+    char x;
+    close(done[1]);
+    if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)) _exit(2);
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a) != 0) _exit(3);
+    if (read(done[0], &x, 1) < 0) _exit(4);   /* hold the socket until the parent looked */
+    _exit(0);
+  }
+  close(done[0]);
+  int sfd = accept(lfd, NULL, NULL);
+  PT_ASSERT(sfd >= 0);
+  for (int way = 0; way < 2; way++) {
+    ptcon_peer p;
+    ptcon_peer_init(&p, lfd);
+    if (way == 1) ptcon_peer_fini(&p);   /* /proc/net/tcp */
+    uint32_t uid = 0;
+    PT_ASSERT_INT_EQ(ptcon_peer_uid(&p, sfd, &uid), 0);
+    PT_ASSERT_UINT_EQ(uid, 65534);
+    ptcon_peer_fini(&p);
+  }
+  close(done[1]);
+  int st;
+  PT_ASSERT(waitpid(pid, &st, 0) == pid);
+  PT_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  close(sfd);
+  close(lfd);
 }
 
 PT_TEST(console_env_allow_other_users) {
