@@ -19,16 +19,17 @@
  * stream) takes a token of c->calls and every byte one of c->inbytes; over
  * either rate, input is held back (nghttp2 is paused at the call's first
  * header) and fed on when the tokens come (ptcon_grpc_timer), so a client
- * that floods one connection with calls or frames slows itself down. And a new watch call (WatchUpdates,
- * WatchState, WatchTaskDetails) is served only with a token of g->watches;
- * without one it waits, pending, costing nothing until a token comes
- * (ptcon_grpc_timer serves the pending calls one per connection in turn: the
- * connections with pending calls form a queue, the first one gets one call
- * served and goes to the end if it has more, a connection joins at the end;
- * so a client that loops, reconnecting or not, cannot make another wait for
- * more than one turn per connection waiting ahead of it); a WatchUpdates that is served queues the current shared
- * initial state (ptcon_initstate.h), built at most once per publish
- * interval, however many streams start.
+ * that floods one connection with calls or frames slows itself down. And a
+ * new watch call (WatchUpdates, WatchState, WatchTaskDetails) is served
+ * only with a token of g->watches; without one it waits, pending, costing
+ * nothing until a token comes (ptcon_grpc_timer serves the pending calls
+ * one per connection in turn: the connections with pending calls form a
+ * queue, the first one gets one call served and goes to the end if it has
+ * more, a connection joins at the end; so a client that loops,
+ * reconnecting or not, cannot make another wait for more than one turn per
+ * connection waiting ahead of it); a WatchUpdates that is served queues
+ * the current shared initial state (ptcon_initstate.h), built at most once
+ * per publish interval, however many streams start.
  */
 #include "console/ptcon_grpc.h"
 
@@ -675,7 +676,8 @@ static ssize_t consume(ptcon_gconn *c, const uint8_t *p, size_t n) {
     if (!ptcon_bucket_take(&c->calls, g->now)) return 0;
     c->owe = 0;
   }
-  uint32_t allow = ptcon_bucket_take_n(&c->inbytes, g->now, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n);
+  uint32_t want = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+  uint32_t allow = ptcon_bucket_take_n(&c->inbytes, g->now, want);
   if (!allow) return 0;
   ssize_t r = nghttp2_session_mem_recv(c->sess, p, allow);
   c->pause = 0;

@@ -234,7 +234,8 @@ static void conn_accept(ptcon_server *s, uint64_t now) {
        * not our time) until the next token. */
       ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "accept pauses", "connection rate limit",
                           "task console: more than %u new connections a second: accepting the "
-                          "next ones later (they wait in the backlog)", (unsigned)s->opt.accept_rate_per_s);
+                          "next ones later (they wait in the backlog)",
+                          (unsigned)s->opt.accept_rate_per_s);
       listener_pause(s, ptcon_bucket_next(&s->accepts, now));
       return;
     }

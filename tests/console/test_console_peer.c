@@ -3,8 +3,8 @@
  * sock_diag request bytes; the parsing of the kernel's answers and of
  * /proc/net/tcp{,6} lines (well-formed, another socket, errors, truncated);
  * the peer lookup over real loopback sockets by both ways (sock_diag and
- * /proc), our own and (as root) another user's; and the programs' setting POLYTOKEN_CONSOLE_ALLOW_OTHER_USERS
- * (src/common/pt_console_env.h). A second user's connection is refused in
+ * /proc), our own and (as root) another user's; and the programs' setting
+ * POLYTOKEN_CONSOLE_ALLOW_OTHER_USERS (src/common/pt_console_env.h). A second user's connection is refused in
  * tests/console/console_users_test.sh (real processes, useradd). */
 #include "pt_test.h"
 
