@@ -21,7 +21,13 @@
  * 2. The server (ptcon_server_*). Runs on its own thread: h2c (HTTP/2 with
  *    prior knowledge) via nghttp2, gRPC framing, the Instrument service
  *    (WatchUpdates, WatchState, WatchTaskDetails, Pause, Resume). At most one
- *    server per process (it is the only consumer of the rings).
+ *    server per process (it is the only consumer of the rings). By default
+ *    it serves only its own user: a connection whose other end belongs to
+ *    another uid (the kernel's socket table says) is closed before any byte
+ *    is sent. New connections, new watch calls, and each connection's calls
+ *    and bytes are rate-limited (beyond a rate they wait; nothing a client
+ *    asked for is refused for it), so no client, however it loops, keeps
+ *    the server thread busy.
  *
  * Errors: functions returning int return 0 or a negative errno-style code;
  * ptcon_strerror() describes them.
@@ -134,10 +140,11 @@ typedef struct ptcon_server ptcon_server;
 
 /* Log levels passed to the log callback (the same values as PTPROF_LOG_*
  * in ptprof.h). ERROR: there is no console (ptcon_server_new failed);
- * WARN: a setting was refused, or the server shed load (accept failures,
- * evictions, calls ended over the budget); INFO: the rest (listening,
- * connections closed, rate-limit summaries, which keep their cause's
- * level). */
+ * WARN: a setting was refused, the server shed load (accept failures,
+ * evictions, calls ended over the budget, connections or watch calls over
+ * their rate), or refused a connection of another user; INFO: the rest
+ * (listening, connections closed, rate-limit summaries, which keep their
+ * cause's level). */
 #define PTCON_LOG_ERROR 0
 #define PTCON_LOG_WARN  1
 #define PTCON_LOG_INFO  2
@@ -172,6 +179,21 @@ typedef struct ptcon_server_options {
                                     closed; 0 = 30000 */
   uint32_t idle_timeout_ms;      /* a connection with no open call for this
                                     long is closed; 0 = 30000 */
+  int allow_other_users;         /* 0 = serve only connections whose other end
+                                    is a socket of this process's effective
+                                    uid (looked up in the kernel's socket
+                                    table right after accept; another uid, or
+                                    one that cannot be told, is closed before
+                                    any byte is sent: remote peers too);
+                                    nonzero = serve any user */
+  uint32_t accept_rate_per_s;    /* new connections accepted a second; beyond
+                                    it they wait in the listen backlog; 0 = 128 */
+  uint32_t accept_burst;         /* ... and at once; 0 = 128 */
+  uint32_t watch_rate_per_s;     /* new watch calls (WatchUpdates, WatchState,
+                                    WatchTaskDetails) served a second; beyond
+                                    it they wait their turn, one call per
+                                    connection in turn; 0 = 16 */
+  uint32_t watch_burst;          /* ... and at once; 0 = 64 */
   ptcon_log_fn log;              /* NULL = messages are dropped */
   void *log_user_data;           /* passed to log as is */
 } ptcon_server_options;

@@ -7,7 +7,10 @@
  *     the bind address if set and non-empty, else default_bind;
  *   POLYTOKEN_CONSOLE_RETENTION_MS  completed-task retention, 1 .. 86400000
  *     (malformed or out of range: one log line, the default is kept);
- *   POLYTOKEN_CONSOLE_ALLOW_REMOTE=1  accept a non-loopback bind.
+ *   POLYTOKEN_CONSOLE_ALLOW_REMOTE=1  accept a non-loopback bind;
+ *   POLYTOKEN_CONSOLE_ALLOW_OTHER_USERS=1  serve connections of every user
+ *     (by default only the program's own user is served; 0 or unset: the
+ *     default; anything else: one log line, the default is kept).
  * Header-only, for the profiling build's programs (it calls libptprof).
  * Same threading rules as ptcon_server_new; getenv is not synchronised
  * with setenv.
@@ -34,6 +37,13 @@ static inline void pt_console_options_from_env(ptcon_server_options *o, const ch
                                             24.0 * 3600 * 1000, err, errlen);
   const char *force = getenv("POLYTOKEN_CONSOLE_ALLOW_REMOTE");
   o->allow_non_loopback = force && strcmp(force, "1") == 0;
+  char err2[192];
+  o->allow_other_users =
+      (int)pt_env_int("POLYTOKEN_CONSOLE_ALLOW_OTHER_USERS", 0, 0, 1, err2, sizeof err2);
+  if (err2[0] && errlen) {
+    size_t used = strlen(err);
+    snprintf(err + used, errlen - used, "%s%s", used ? "; " : "", err2);
+  }
 }
 
 /* Starts a server from the environment. On success the server logs

@@ -10,6 +10,17 @@
  * Threads: one. Everything here, and the aggregator it is given, is used by
  * the thread that drives it (the server thread, or a test).
  *
+ * Load (issue 21): per connection, calls and bytes received are limited to
+ * conn_calls_per_s and conn_bytes_per_s (with bursts): beyond, input is
+ * held back and the caller stops reading (ptcon_gconn_wants_input). New
+ * watch calls (WatchUpdates, WatchState,
+ * WatchTaskDetails) are served at most watch_rate_per_s a second (burst
+ * watch_burst); beyond that a call waits, costing nothing, until
+ * ptcon_grpc_timer serves it (pending calls one per connection in turn);
+ * the initial state of WatchUpdates is encoded at most once per publish
+ * interval and shared by reference between the streams that start while
+ * it is current (ptcon_initstate.h).
+ *
  * Bounds (all outside input): a request body up to PTCON_MAX_REQUEST_BYTES
  * + 5 bytes (beyond: RESOURCE_EXHAUSTED); per connection at most
  * max_queued_bytes of unsent responses (beyond: the connection is to be
@@ -43,6 +54,12 @@ typedef struct ptcon_grpc_limits {
   uint64_t stall_timeout_ns;        /* 0 = 30 s */
   uint64_t idle_timeout_ns;         /* no open stream; 0 = 30 s */
   uint64_t preface_timeout_ns;      /* 0 = 10 s */
+  uint32_t watch_rate_per_s;        /* new watch calls a second; 0 = 16 */
+  uint32_t watch_burst;             /* ... and at once; 0 = 64 */
+  uint32_t conn_calls_per_s;        /* calls (streams) a second per connection; 0 = 8 */
+  uint32_t conn_calls_burst;        /* ... and at once; 0 = 8 */
+  uint32_t conn_bytes_per_s;        /* bytes read a second per connection; 0 = 1024 */
+  uint32_t conn_bytes_burst;        /* ... and at once; 0 = 16 KiB */
 } ptcon_grpc_limits;
 
 /* Creates the service over agg (borrowed: it must outlive the service).
@@ -52,7 +69,8 @@ int ptcon_grpc_new(ptcon_grpc **out, ptcon_agg *agg, const ptcon_grpc_limits *li
 /* Frees the service and every connection still open. NULL ok. */
 void ptcon_grpc_del(ptcon_grpc *g);
 
-/* Runs what is due at `now`: the publishing tick (collect, seal, one message
+/* Runs what is due at `now`: pending watch calls as the rate allows, the
+ * publishing tick (collect, seal, one message
  * per watching stream) while any stream watches, the connection time-outs,
  * retention house-keeping while nobody watches, giving memory back after a
  * burst. Cheap when nothing is due. */
@@ -65,14 +83,20 @@ uint64_t ptcon_grpc_next_due(const ptcon_grpc *g);
  * fills fast, else 10 ms; in next_due); none once a drain finds nothing. */
 void ptcon_grpc_drain(ptcon_grpc *g, uint64_t now);
 
-/* Number of connections, and of streams that receive periodic messages. */
+/* Number of connections, of streams that receive periodic messages, and of
+ * watch calls waiting for their turn. */
 uint32_t ptcon_grpc_nconns(const ptcon_grpc *g);
 uint32_t ptcon_grpc_nwatching(const ptcon_grpc *g);
+uint32_t ptcon_grpc_npending(const ptcon_grpc *g);
 /* Bytes queued across all connections, and the most there ever were. */
 size_t ptcon_grpc_queued(const ptcon_grpc *g);
 /* Counters for tests and the summary log. */
 typedef struct ptcon_grpc_stats {
   uint64_t streams_dropped;   /* ended by the total budget */
+  uint64_t watches_waited;    /* new watch calls that waited for the rate */
+  uint64_t calls_throttled;   /* calls that waited for their connection's call rate */
+  uint64_t input_held;        /* reads held back (partly) by a connection's rates */
+  uint64_t initial_builds;    /* shared initial states encoded */
   uint64_t trims;             /* malloc_trim calls */
   size_t peak_queued;
 } ptcon_grpc_stats;
@@ -91,8 +115,14 @@ void ptcon_gconn_del(ptcon_gconn *c);
 void *ptcon_gconn_ud(const ptcon_gconn *c);
 
 /* Feeds bytes the client sent. 0, or -EPROTO when the connection is to be
- * closed (ptcon_gconn_closing says why). Any byte sequence is safe. */
+ * closed (ptcon_gconn_closing says why). Any byte sequence is safe. Bytes
+ * beyond the connection's input rates (calls and bytes a second) are held
+ * back, up to 64 KiB, and fed on by ptcon_grpc_timer when their tokens
+ * come: while ptcon_gconn_wants_input is 0 the caller reads no more from
+ * the client (the kernel's buffers and TCP flow control hold the rest). */
 int ptcon_gconn_recv(ptcon_gconn *c, const uint8_t *in, size_t n, uint64_t now);
+/* 1 when the connection takes input now, 0 while it holds some back. */
+int ptcon_gconn_wants_input(const ptcon_gconn *c);
 /* The next bytes to send: returns their length and sets *out (valid until
  * the next call on this connection), 0 when there is nothing to send now,
  * or -EPROTO when the connection is to be closed. */

@@ -17,12 +17,26 @@
  * watches; connection time-outs; house-keeping every 10 s otherwise), or a
  * log summary is due.
  *
+ * Who is served (issue 21): right after accept, before a byte of ours is
+ * sent, the other end's uid comes from the kernel's socket table
+ * (ptcon_peer.h); unless allow_other_users, a connection of another uid, or
+ * one whose uid cannot be told, is closed at once and counted in the
+ * rate-limited log.
+ *
+ * Load: accepts take a token of s->accepts (accept_rate_per_s, burst
+ * accept_burst); without one the listener leaves epoll until the next token
+ * is due, and newcomers wait in the kernel's backlog. A connection whose
+ * input the gRPC layer holds back (over its calls or bytes a second) is
+ * not read (no EPOLLIN) until it takes input again. With the gRPC layer's
+ * limit on new watch calls and its shared initial state, a client that
+ * loops, reconnecting or not, costs a bounded amount of work a second.
+ *
  * Bounds (outside input): at most max_connections connections; a newcomer
  * beyond that evicts the connection idle longest (ptcon_grpc_evict_candidate),
- * so a real client always gets in; per connection at most one chunk of
- * nghttp2 output waits for the socket (we stop pulling above
- * OUT_HIGH_WATER); everything else is bounded in ptcon_grpc.h. Log lines
- * about connections are rate-limited per cause (ptcon_ratelog.h).
+ * so a real client always gets in; per connection at most OUT_BATCH bytes
+ * of nghttp2 output (plus one chunk) wait for the socket; everything else
+ * is bounded in ptcon_grpc.h. Log lines about connections are rate-limited
+ * per cause (ptcon_ratelog.h).
  */
 #include "ptprof_console.h"
 
@@ -41,7 +55,9 @@
 #include <unistd.h>
 
 #include "console/ptcon_agg.h"
+#include "console/ptcon_bucket.h"
 #include "console/ptcon_grpc.h"
+#include "console/ptcon_peer.h"
 #include "console/ptcon_ratelog.h"
 #include "ptprof.h"
 
@@ -50,7 +66,7 @@ _Static_assert(PTCON_LOG_ERROR == PTPROF_LOG_ERROR && PTCON_LOG_WARN == PTPROF_L
                    PTCON_LOG_INFO == PTPROF_LOG_INFO,
                "ptcon and ptprof log levels differ");
 
-#define OUT_HIGH_WATER (256u * 1024u)    /* stop pulling from nghttp2 above this */
+#define OUT_BATCH (64u * 1024u)          /* output gathered per send, and at most waiting */
 #define ACCEPT_PAUSE_NS 100000000u       /* listener out of epoll after EMFILE */
 
 /* epoll tags for the fds that are not connections */
@@ -60,7 +76,7 @@ typedef struct sconn {
   struct sconn *next, *prev;
   int fd;
   ptcon_gconn *g;
-  uint8_t *out;              /* bytes nghttp2 produced that the socket refused */
+  uint8_t *out;              /* nghttp2 output gathered for, or refused by, the socket */
   size_t outlen, outoff, outcap;
   uint32_t events;           /* current epoll interest */
   int eof;                   /* the peer closed or reset: close silently */
@@ -75,8 +91,12 @@ struct ptcon_server {
   ptcon_grpc *grpc;
   sconn *conns;
   ptcon_ratelog rl;
-  uint64_t accept_resume;    /* listener out of epoll until then (EMFILE); 0 = in */
+  uint64_t accept_resume;    /* listener out of epoll until then (EMFILE, rate); 0 = in */
   uint64_t drops_logged;     /* streams ended by the total budget, as logged */
+  uint64_t waits_logged;     /* watch calls that waited for the rate, as logged */
+  uint32_t uid;              /* whom we serve (geteuid at start) */
+  ptcon_peer peer;
+  ptcon_bucket accepts;
 };
 
 static _Atomic int g_server_running;
@@ -85,8 +105,12 @@ void ptcon_server_options_init(ptcon_server_options *opt) { memset(opt, 0, sizeo
 
 /* ---- connections -------------------------------------------------------- */
 
+/* Interest: input unless the gRPC layer holds some back (the client is over
+ * its input rates: what it sends waits in the kernel, and TCP flow control
+ * slows it down); output while bytes wait for the socket. */
 static void conn_update_events(ptcon_server *s, sconn *c) {
-  uint32_t ev = EPOLLIN | (c->outoff < c->outlen ? EPOLLOUT : 0);
+  uint32_t ev = (ptcon_gconn_wants_input(c->g) ? EPOLLIN : 0) |
+                (c->outoff < c->outlen ? EPOLLOUT : 0);
   if (ev == c->events) return;
   struct epoll_event e = {.events = ev, .data.ptr = c};
   epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &e);
@@ -104,44 +128,47 @@ static void conn_close(ptcon_server *s, sconn *c) {
   free(c);
 }
 
-/* Sends what the gRPC layer has, keeping at most one refused chunk in
- * c->out. Returns -1 if the connection is to be closed (logged here). */
+/* Sends what the gRPC layer has: its output (one HTTP/2 frame or a run of
+ * DATA per ptcon_gconn_send) is gathered in c->out up to OUT_BATCH and
+ * written with one send, so that many small frames (a client's PINGs
+ * answered, many short calls) cost one system call, not one each; bytes
+ * the socket refuses wait there (at most OUT_BATCH + one chunk). Returns
+ * -1 if the connection is to be closed (logged here). */
 static int conn_flush(ptcon_server *s, sconn *c, uint64_t now) {
   if (c->eof) return -1;
   for (;;) {
-    if (c->outoff < c->outlen) {
-      ssize_t n = send(c->fd, c->out + c->outoff, c->outlen - c->outoff,
-                       MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        if (errno == EINTR) continue;
-        return -1;
+    while (c->outlen - c->outoff < OUT_BATCH) {
+      const uint8_t *p;
+      ssize_t n = ptcon_gconn_send(c->g, &p, now);
+      if (n <= 0) break;
+      if (c->outoff && c->outlen + (size_t)n > c->outcap) {
+        memmove(c->out, c->out + c->outoff, c->outlen - c->outoff);
+        c->outlen -= c->outoff;
+        c->outoff = 0;
       }
-      c->outoff += (size_t)n;
-      if (c->outoff < c->outlen) break;
-      c->outoff = c->outlen = 0;
-    }
-    const uint8_t *p;
-    ssize_t n = ptcon_gconn_send(c->g, &p, now);
-    if (n <= 0) break;
-    ssize_t w = send(c->fd, p, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return -1;
-      w = 0;
-    }
-    if (w < n) {
-      size_t rest = (size_t)(n - w);
-      if (rest > c->outcap) {
-        uint8_t *o = realloc(c->out, rest);
+      if (c->outlen + (size_t)n > c->outcap) {
+        size_t cap = c->outlen + (size_t)n < OUT_BATCH ? OUT_BATCH : c->outlen + (size_t)n;
+        uint8_t *o = realloc(c->out, cap);
         if (!o) return -1;
         c->out = o;
-        c->outcap = rest;
+        c->outcap = cap;
       }
-      memcpy(c->out, p + w, rest);
-      c->outoff = 0;
-      c->outlen = rest;
-      if (rest > OUT_HIGH_WATER) break;
+      memcpy(c->out + c->outlen, p, (size_t)n);
+      c->outlen += (size_t)n;
     }
+    if (c->outoff == c->outlen) {
+      c->outoff = c->outlen = 0;
+      break;
+    }
+    ssize_t w = send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    c->outoff += (size_t)w;
+    if (c->outoff < c->outlen) break;   /* the socket is full */
+    c->outoff = c->outlen = 0;
   }
   const char *why = ptcon_gconn_closing(c->g);
   if (why == ptcon_gconn_ended) {
@@ -155,9 +182,14 @@ static int conn_flush(ptcon_server *s, sconn *c, uint64_t now) {
   return 0;
 }
 
-static void conn_read(sconn *c, uint64_t now) {
+static void conn_read(sconn *c, uint32_t events, uint64_t now) {
   uint8_t buf[16384];
-  for (int rounds = 0; rounds < 16; rounds++) {
+  if (!ptcon_gconn_wants_input(c->g)) {
+    /* Not reading (over its rates); a hang-up still ends it. */
+    if (events & (EPOLLHUP | EPOLLERR)) c->eof = 1;
+    return;
+  }
+  for (int rounds = 0; rounds < 16 && ptcon_gconn_wants_input(c->g); rounds++) {
     ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n == 0) {
       c->eof = 1;
@@ -173,8 +205,40 @@ static void conn_read(sconn *c, uint64_t now) {
   }
 }
 
+static void listener_pause(ptcon_server *s, uint64_t until) {
+  if (!s->accept_resume) epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lfd, NULL);
+  s->accept_resume = until ? until : 1;
+}
+
+/* Whether the other end of fd is a socket of our own user; logs (rate-
+ * limited) why not. */
+static int peer_is_ours(ptcon_server *s, int fd, uint64_t now) {
+  uint32_t uid;
+  int rc = ptcon_peer_uid(&s->peer, fd, &uid);
+  if (rc == 0 && uid == s->uid) return 1;
+  if (rc == 0)
+    ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "connections refused", "another user",
+                        "task console: refused a connection of uid %u (this console serves "
+                        "uid %u only)", (unsigned)uid, (unsigned)s->uid);
+  else
+    ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "connections refused", "user unknown",
+                        "task console: refused a connection whose user cannot be told "
+                        "(%s: %s)", ptcon_peer_method(&s->peer), strerror(-rc));
+  return 0;
+}
+
 static void conn_accept(ptcon_server *s, uint64_t now) {
   for (;;) {
+    if (!ptcon_bucket_peek(&s->accepts, now)) {
+      /* Over the rate: newcomers wait in the backlog (the kernel's memory,
+       * not our time) until the next token. */
+      ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "accept pauses", "connection rate limit",
+                          "task console: more than %u new connections a second: accepting the "
+                          "next ones later (they wait in the backlog)",
+                          (unsigned)s->opt.accept_rate_per_s);
+      listener_pause(s, ptcon_bucket_next(&s->accepts, now));
+      return;
+    }
     int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
@@ -185,10 +249,14 @@ static void conn_accept(ptcon_server *s, uint64_t now) {
         ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "accept failures", "out of resources",
                             "task console: accept: %s (pausing accepts for 100 ms at a time)",
                             strerror(errno));
-        epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lfd, NULL);
-        s->accept_resume = now + ACCEPT_PAUSE_NS;
+        listener_pause(s, now + ACCEPT_PAUSE_NS);
       }
       return;
+    }
+    ptcon_bucket_take(&s->accepts, now);
+    if (!s->opt.allow_other_users && !peer_is_ours(s, fd, now)) {
+      close(fd);   /* nothing of ours was sent: not even SETTINGS */
+      continue;
     }
     if (ptcon_grpc_nconns(s->grpc) >= s->opt.max_connections) {
       /* Full: the newcomer may be the real client an attacker locks out;
@@ -266,12 +334,19 @@ static void *server_main(void *arg) {
         ptcon_grpc_drain(s->grpc, now);
       } else {
         sconn *c = tag;
-        if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) conn_read(c, now);
+        if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) conn_read(c, evs[i].events, now);
       }
     }
     ptcon_grpc_timer(s->grpc, now);
     ptcon_grpc_stats gs;
     ptcon_grpc_get_stats(s->grpc, &gs);
+    if (gs.watches_waited != s->waits_logged) {
+      ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "watch calls waited", "rate limit",
+                          "task console: more than %u new watch calls a second: %llu wait "
+                          "their turn", (unsigned)s->opt.watch_rate_per_s,
+                          (unsigned long long)(gs.watches_waited - s->waits_logged));
+      s->waits_logged = gs.watches_waited;
+    }
     if (gs.streams_dropped != s->drops_logged) {
       ptcon_ratelog_event(&s->rl, now, PTCON_LOG_WARN, "budget drops",
                           "unsent messages over the total budget",
@@ -316,6 +391,12 @@ int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt) {
   s->opt.bind = NULL;   /* not kept: the caller owns the string */
   s->wfd = wfd;
   if (!s->opt.max_connections) s->opt.max_connections = 128;
+  if (!s->opt.accept_rate_per_s) s->opt.accept_rate_per_s = 128;
+  if (!s->opt.accept_burst) s->opt.accept_burst = 128;
+  if (!s->opt.watch_rate_per_s) s->opt.watch_rate_per_s = 16;
+  if (!s->opt.watch_burst) s->opt.watch_burst = 64;
+  s->uid = (uint32_t)geteuid();
+  s->peer.nl = -1;
   ptcon_ratelog_init(&s->rl, opt->log, opt->log_user_data, 0);
   s->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s->lfd < 0) {
@@ -333,6 +414,8 @@ int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt) {
   getsockname(s->lfd, (struct sockaddr *)&got, &gl);
   s->port = ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
                                             : ((struct sockaddr_in *)&got)->sin_port);
+  if (!s->opt.allow_other_users) ptcon_peer_init(&s->peer, s->lfd);
+  ptcon_bucket_init(&s->accepts, s->opt.accept_rate_per_s, s->opt.accept_burst, ptcon_mono_ns());
   rc = ptcon_agg_new(&s->agg, opt->retention_ms, opt->max_retained);
   if (rc) goto fail_bind;
   ptcon_grpc_limits lim = {
@@ -342,6 +425,8 @@ int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt) {
     .max_total_queued_bytes = opt->max_total_queued_bytes,
     .stall_timeout_ns = (uint64_t)opt->stall_timeout_ms * 1000000u,
     .idle_timeout_ns = (uint64_t)opt->idle_timeout_ms * 1000000u,
+    .watch_rate_per_s = s->opt.watch_rate_per_s,
+    .watch_burst = s->opt.watch_burst,
   };
   rc = ptcon_grpc_new(&s->grpc, s->agg, &lim, ptcon_mono_ns());
   if (rc) goto fail_grpc;
@@ -377,9 +462,14 @@ int ptcon_server_new(ptcon_server **out, const ptcon_server_options *opt) {
   if (rc) goto fail_fds;
   pthread_setname_np(s->thr, "ptcon-server");
   if (opt->log) {
-    char line[256];
-    snprintf(line, sizeof line, "task console listening on %s (port %u)", opt->bind,
-             (unsigned)s->port);
+    char line[320];
+    if (s->opt.allow_other_users)
+      snprintf(line, sizeof line, "task console listening on %s (port %u), for every user",
+               opt->bind, (unsigned)s->port);
+    else
+      snprintf(line, sizeof line,
+               "task console listening on %s (port %u), for uid %u only (users told by %s)",
+               opt->bind, (unsigned)s->port, (unsigned)s->uid, ptcon_peer_method(&s->peer));
     opt->log(PTCON_LOG_INFO, line, opt->log_user_data);
   }
   *out = s;
@@ -391,6 +481,7 @@ fail_fds:
 fail_grpc:
   ptcon_agg_del(s->agg);
 fail_bind:
+  ptcon_peer_fini(&s->peer);
   close(s->lfd);
 fail_socket:
   free(s);
@@ -409,6 +500,7 @@ void ptcon_server_del(ptcon_server *s) {
   close(s->efd);
   close(s->epfd);   /* the wake eventfd stays open: producers may still write it */
   close(s->lfd);
+  ptcon_peer_fini(&s->peer);
   ptcon_grpc_del(s->grpc);
   ptcon_agg_del(s->agg);
   free(s);

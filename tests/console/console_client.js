@@ -10,6 +10,9 @@
 //   node console_client.js names ADDR NAME...         the named tasks exist
 //   node console_client.js generic ADDR [NAME...]     any console: invariants,
 //                                                      names, details, errors, pause
+//   node console_client.js refused ADDR               a console that does not serve
+//                                                      this user: WatchUpdates fails
+//                                                      with UNAVAILABLE, no Update
 //   node console_client.js busy  ADDR NAME=POLLS...   once each named task has
 //                                                      POLLS polls: prints JSON
 //                                                      {NAME: {id, polls, busy_ns}}
@@ -616,6 +619,25 @@ async function flood(addr, progress, n) {
   console.log(`ok - ${n} connections held and closed; server serves again`);
 }
 
+// ------------------------------------------------------------- refused ----
+// A console that serves another user only: it closes our connections before
+// sending a byte, so WatchUpdates fails with UNAVAILABLE and not one Update
+// (not even the HTTP/2 SETTINGS) arrives.
+async function refused(addr) {
+  const I = loadService();
+  const A = newClient(I, addr);
+  const err = await new Promise((resolve) => {
+    const call = A.WatchUpdates({});
+    call.on('data', () => fail('an Update arrived from a console that should refuse us'));
+    call.on('error', (e) => resolve(e));
+    call.on('end', () => resolve(null));
+  });
+  A.close();
+  check(err && err.code === grpc.status.UNAVAILABLE,
+    `WatchUpdates ended with ${err ? err.code + ' ' + err.details : 'no error'}, not UNAVAILABLE`);
+  console.log(`ok - refused: ${err.details}`);
+}
+
 // --------------------------------------------------------------- names ----
 async function names(addr, wanted) {
   const I = loadService();
@@ -658,6 +680,6 @@ const [, , mode, addr, arg, ...rest] = process.argv;
 const run = { demo: () => demo(addr, arg), split: () => split(addr, Number(arg)),
   generic: () => generic(addr, arg ? [arg, ...rest] : []),
   bad: () => bad(addr, arg), flood: () => flood(addr, arg, Number(rest[0] || 200)), names: () => names(addr, [arg, ...rest]),
-  busy: () => busy(addr, [arg, ...rest]) }[mode];
+  busy: () => busy(addr, [arg, ...rest]), refused: () => refused(addr) }[mode];
 if (!run) fail('usage: console_client.js demo|split|bad|flood|names|generic ADDR ...');
 run().then(() => process.exit(0), (e) => fail(e.stack || String(e)));

@@ -9,10 +9,14 @@
  *   PTCON_DEMO_PROGRESS    the loop's progress counter is written here (~20/s)
  *   PTCON_DEMO_RETENTION_MS  completed-task retention (default 2000)
  *   PTCON_DEMO_MANY        extra idle tasks with long names (default 0)
+ *   PTCON_DEMO_ENDED       extra tasks polled once and ended at start, kept
+ *                          as retained (completed) tasks for the retention
+ *                          (default 0)
  *   PTCON_DEMO_MAX_QUEUED  per-connection queue cap in bytes (default: lib's)
  *   PTCON_DEMO_STALL_MS    stall timeout of a non-reading client (default: lib's)
  *   PTCON_DEMO_IDLE_MS     idle timeout of a connection without calls (default: lib's)
  *   PTCON_DEMO_MAX_TOTAL_QUEUED  total queue budget in bytes (default: lib's)
+ *   PTCON_DEMO_ALLOW_OTHER_USERS=1  serve every user (default: the demo's own)
  *
  * Script (times from start; the test asserts these numbers):
  *   demo.fixed    spawned at once with fields peer="unix:/run/demo.sock",
@@ -90,10 +94,12 @@ int main(void) {
   const char *progress = getenv("PTCON_DEMO_PROGRESS");
   const char *ret = getenv("PTCON_DEMO_RETENTION_MS");
   const char *many = getenv("PTCON_DEMO_MANY");
+  const char *ended = getenv("PTCON_DEMO_ENDED");
   const char *maxq = getenv("PTCON_DEMO_MAX_QUEUED");
   const char *stall = getenv("PTCON_DEMO_STALL_MS");
   const char *idle = getenv("PTCON_DEMO_IDLE_MS");
   const char *maxtq = getenv("PTCON_DEMO_MAX_TOTAL_QUEUED");
+  const char *others = getenv("PTCON_DEMO_ALLOW_OTHER_USERS");
   signal(SIGTERM, on_sig);
   signal(SIGINT, on_sig);
   signal(SIGPIPE, SIG_IGN);
@@ -114,6 +120,7 @@ int main(void) {
   if (stall) opt.stall_timeout_ms = (uint32_t)atoi(stall);
   if (idle) opt.idle_timeout_ms = (uint32_t)atoi(idle);
   if (maxtq) opt.max_total_queued_bytes = (size_t)strtoull(maxtq, NULL, 10);
+  opt.allow_other_users = others && strcmp(others, "1") == 0;
   ptcon_server *srv = NULL;
   int rc = ptcon_server_new(&srv, &opt);
   if (rc) {
@@ -129,6 +136,18 @@ int main(void) {
     char name[PTCON_NAME_MAX];
     snprintf(name, sizeof name, "demo.many.%06d.padding-padding-padding-padding-pad", i);
     if (!ptcon_task_spawn(name, "task", __FILE__, __LINE__, NULL, 0)) break;
+  }
+
+  int nended = ended ? atoi(ended) : 0;
+  for (int i = 0; i < nended; i++) {
+    char name[PTCON_NAME_MAX];
+    snprintf(name, sizeof name, "demo.ended.%06d.padding-padding-padding-padding", i);
+    uint64_t id = ptcon_task_spawn(name, "task", __FILE__, __LINE__, NULL, 0);
+    if (!id) break;
+    ptcon_task_wake(id);
+    ptcon_task_poll_begin(id);
+    ptcon_task_poll_end(id);
+    ptcon_task_end(id);
   }
 
   uint64_t selfw = ptcon_task_spawn("demo.selfwake", "task", __FILE__, __LINE__, NULL, 0);

@@ -22,7 +22,8 @@ C="$PT_SRC/src/console"
 clang -g -O1 -std=c11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -D_GNU_SOURCE -I"$PT_SRC/src" -I"$PT_SRC/include" \
   "$PT_SRC/tests/console/fuzz_grpc.c" "$C/ptcon_grpc.c" "$C/ptcon_agg.c" "$C/ptcon_encode.c" \
-  "$C/ptcon_hdrhist.c" "$C/ptcon_instrument.c" "$C/ptcon_request.c" "$pbsrc" \
+  "$C/ptcon_hdrhist.c" "$C/ptcon_instrument.c" "$C/ptcon_request.c" "$C/ptcon_bucket.c" \
+  "$C/ptcon_initstate.c" "$pbsrc" \
   "$PT_SRC/src/prof/runtime/ptp_labels.c" "$PT_SRC/src/prof/signal/ptp_producer.c" \
   "$PT_SRC/src/prof/signal/ptp_label_set.c" \
   -lnghttp2 -lpthread -o "$dir/fuzz_grpc"

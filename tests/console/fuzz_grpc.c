@@ -53,6 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     .stall_timeout_ns = 1000000000u,
     .idle_timeout_ns = 2000000000u,
     .preface_timeout_ns = 500000000u,
+    .watch_rate_per_s = 10,
+    .watch_burst = 4,
   };
   ptcon_grpc *g;
   if (ptcon_grpc_new(&g, g_agg, &lim, now) != 0) return 0;

@@ -5,7 +5,11 @@
  * idle, preface and stall time-outs; garbage after the preface; eviction
  * order; the total queue budget dropping the slowest stream with
  * RESOURCE_EXHAUSTED; memory given back; the rate-limited log; the fill-mark
- * wake of the rings; the tick-clock rule. */
+ * wake of the rings; the tick-clock rule; new watch calls over their rate
+ * waiting their turn (one call per connection in turn), with exact
+ * counts and times; the initial state built once per publish
+ * interval and shared, with no change lost for a stream that starts from
+ * it. */
 #include "pt_test.h"
 
 #include <errno.h>
@@ -25,6 +29,7 @@
 typedef struct cstream {
   int32_t id;
   size_t bytes;      /* DATA bytes received */
+  uint8_t *data;     /* all of them, when the test asked (capture) */
   int status;        /* grpc-status, -1 until seen */
   int closed;
 } cstream;
@@ -34,6 +39,7 @@ typedef struct cli {
   ptcon_gconn *c;
   cstream st[MAXS];
   int n;
+  int capture;       /* keep every stream's DATA bytes in st[].data */
 } cli;
 
 static cstream *cs_find(cli *k, int32_t id) {
@@ -47,8 +53,16 @@ static int c_on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_
   (void)s;
   (void)flags;
   (void)d;
-  cstream *st = cs_find(ud, id);
-  if (st) st->bytes += len;
+  cli *k = ud;
+  cstream *st = cs_find(k, id);
+  if (!st) return 0;
+  if (k->capture) {
+    uint8_t *nd = realloc(st->data, st->bytes + len);
+    if (!nd) return NGHTTP2_ERR_CALLBACK_FAILURE;
+    memcpy(nd + st->bytes, d, len);
+    st->data = nd;
+  }
+  st->bytes += len;
   return 0;
 }
 
@@ -88,6 +102,7 @@ static void cli_init(cli *k, ptcon_grpc *g, uint64_t now) {
 }
 
 static void cli_free(cli *k) {
+  for (int i = 0; i < k->n; i++) free(k->st[i].data);
   nghttp2_session_del(k->s);
   ptcon_gconn_del(k->c);
 }
@@ -150,6 +165,13 @@ static cstream *call2(cli *k, const char *path) {
 
 #define UPDATES "/rs.tokio.console.instrument.Instrument/WatchUpdates"
 #define STATE "/rs.tokio.console.instrument.Instrument/WatchState"
+#define RESUME "/rs.tokio.console.instrument.Instrument/Resume"
+
+/* Whether the stream's DATA bytes from offset `from` contain `text`. */
+static int got_text(const cstream *st, size_t from, const char *text) {
+  size_t n = strlen(text);
+  return st->data && st->bytes > from && memmem(st->data + from, st->bytes - from, text, n) != NULL;
+}
 
 PT_TEST(console_grpc_watch_updates_in_memory) {
   ptcon_agg *a;
@@ -444,4 +466,292 @@ PT_TEST(console_clock_rule) {
 #else
   PT_ASSERT_INT_EQ(ptcon_clock_choose("tsc\n", 1), 0);
 #endif
+}
+
+PT_TEST(console_grpc_new_watch_calls_rate_limited) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  uint64_t t0 = 1000 * SEC;
+  /* 4 a second = one token every 250 ms exactly; 3 at once. */
+  ptcon_grpc_limits lim = {.watch_rate_per_s = 4, .watch_burst = 3};
+  ptcon_grpc *g;
+  PT_ASSERT_INT_EQ(ptcon_grpc_new(&g, a, &lim, t0), 0);
+  cli k;
+  cli_init(&k, g, t0);
+  cstream *w[4];
+  for (int i = 0; i < 4; i++) w[i] = call2(&k, i == 1 ? UPDATES : STATE);
+  cstream *p = call2(&k, RESUME);   /* not a watch call: never limited */
+  pump(&k, t0);
+  for (int i = 0; i < 3; i++) PT_ASSERT(w[i]->bytes >= 5);   /* served at once */
+  PT_ASSERT_UINT_EQ(w[3]->bytes, 0);                          /* waits: nothing yet */
+  PT_ASSERT_INT_EQ(w[3]->status, -1);
+  PT_ASSERT_INT_EQ(p->status, 0);
+  PT_ASSERT_UINT_EQ(ptcon_grpc_nwatching(g), 3);
+  ptcon_grpc_stats s;
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.watches_waited, 1);
+  /* Its turn comes with the next token: not a nanosecond early. */
+  PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t0 + SEC / 4);
+  ptcon_grpc_timer(g, t0 + SEC / 4 - 1);
+  pump(&k, t0 + SEC / 4 - 1);
+  PT_ASSERT_UINT_EQ(w[3]->bytes, 0);
+  ptcon_grpc_timer(g, t0 + SEC / 4);
+  pump(&k, t0 + SEC / 4);
+  PT_ASSERT_UINT_EQ(w[3]->bytes, 5);   /* State{LIVE}: an empty message */
+  PT_ASSERT_UINT_EQ(ptcon_grpc_nwatching(g), 4);
+  /* Turns: connection A has three calls waiting, then B two, then a third
+   * connection C (a client that reconnects in a loop) one: the tokens go
+   * A, B, C, A, B, A (one call per connection in turn, in the order they
+   * began to wait; a connection with more goes to the end of the queue),
+   * one per 250 ms. */
+  cli b, cc;
+  cli_init(&b, g, t0 + SEC / 4);
+  cli_init(&cc, g, t0 + SEC / 4);
+  cstream *aw[3], *bw[2], *cw;
+  for (int i = 0; i < 3; i++) aw[i] = call2(&k, STATE);
+  pump(&k, t0 + SEC / 4);
+  for (int i = 0; i < 2; i++) bw[i] = call2(&b, STATE);
+  pump(&b, t0 + SEC / 4);
+  cw = call2(&cc, STATE);
+  pump(&cc, t0 + SEC / 4);
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.watches_waited, 7);
+  cstream *order[6] = {aw[0], bw[0], cw, aw[1], bw[1], aw[2]};
+  for (int turn = 0; turn < 6; turn++) {
+    uint64_t t = t0 + SEC / 4 + (uint64_t)(turn + 1) * (SEC / 4);
+    PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t);
+    ptcon_grpc_timer(g, t);
+    pump(&k, t);
+    pump(&b, t);
+    pump(&cc, t);
+    for (int i = 0; i < 6; i++) {   /* (a tick at t0 + 1 s adds a State to those served) */
+      if (i <= turn) PT_ASSERT(order[i]->bytes >= 5);
+      else PT_ASSERT_UINT_EQ(order[i]->bytes, 0);
+    }
+  }
+  cli_free(&cc);
+  /* Much later: the burst again, no more (tokens do not pile up). */
+  cstream *late[4];
+  for (int i = 0; i < 4; i++) late[i] = call2(&b, STATE);
+  pump(&b, t0 + 100 * SEC);
+  int served = 0;
+  for (int i = 0; i < 4; i++) served += late[i]->bytes > 0;
+  PT_ASSERT_INT_EQ(served, 3);
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.watches_waited, 8);
+  PT_ASSERT_UINT_EQ(s.initial_builds, 1);   /* the one WatchUpdates */
+  /* A connection that goes away with a call waiting leaves nothing. */
+  PT_ASSERT_UINT_EQ(ptcon_grpc_npending(g), 1);
+  cli_free(&b);
+  PT_ASSERT_UINT_EQ(ptcon_grpc_npending(g), 0);
+  cli_free(&k);
+  PT_ASSERT_UINT_EQ(ptcon_grpc_nwatching(g), 0);
+  ptcon_grpc_del(g);
+  ptcon_agg_del(a);
+}
+
+PT_TEST(console_grpc_initial_state_shared_per_interval) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  uint64_t early = ptcon_task_spawn("shared.early", "task", "s.c", 1, NULL, 0);
+  uint64_t now = ptcon_mono_ns();
+  ptcon_grpc *g;
+  PT_ASSERT_INT_EQ(ptcon_grpc_new(&g, a, NULL, now), 0);   /* publish interval 1 s */
+  cli k[4];
+  cstream *u[4];
+  for (int i = 0; i < 4; i++) {
+    cli_init(&k[i], g, now);
+    k[i].capture = 1;
+  }
+  u[0] = call2(&k[0], UPDATES);
+  pump(&k[0], now);
+  ptcon_grpc_stats s;
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.initial_builds, 1);
+  PT_ASSERT(got_text(u[0], 0, "shared.early"));
+  /* A task spawned after the build; two more streams start within the
+   * same interval, the last one a nanosecond before its end: they get the
+   * same bytes, encoded once. */
+  uint64_t late = ptcon_task_spawn("shared.late", "task", "s.c", 2, NULL, 0);
+  u[1] = call2(&k[1], UPDATES);
+  pump(&k[1], now + SEC / 2);
+  u[2] = call2(&k[2], UPDATES);
+  pump(&k[2], now + SEC - 1);
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.initial_builds, 1);
+  PT_ASSERT_UINT_EQ(u[1]->bytes, u[0]->bytes);
+  PT_ASSERT_UINT_EQ(u[2]->bytes, u[0]->bytes);
+  PT_ASSERT(memcmp(u[1]->data, u[0]->data, u[0]->bytes) == 0);
+  PT_ASSERT(!got_text(u[1], 0, "shared.late"));
+  /* Nothing is lost: the tick's delta of every stream that started from
+   * the shared state carries the task spawned after it was built. */
+  size_t first[3];
+  for (int i = 0; i < 3; i++) first[i] = u[i]->bytes;
+  ptcon_grpc_timer(g, now + SEC);
+  for (int i = 0; i < 3; i++) {
+    pump(&k[i], now + SEC);
+    PT_ASSERT(u[i]->bytes > first[i]);
+    PT_ASSERT(got_text(u[i], first[i], "shared.late"));
+  }
+  /* The interval is over: the next stream gets a new state (with it). */
+  u[3] = call2(&k[3], UPDATES);
+  pump(&k[3], now + SEC);
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.initial_builds, 2);
+  PT_ASSERT(got_text(u[3], 0, "shared.late"));
+  for (int i = 0; i < 4; i++) cli_free(&k[i]);
+  PT_ASSERT_UINT_EQ(ptcon_grpc_queued(g), 0);
+  ptcon_grpc_del(g);
+  ptcon_task_end(early);
+  ptcon_task_end(late);
+  ptcon_agg_del(a);
+}
+
+PT_TEST(console_grpc_connection_call_rate) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  uint64_t t0 = 1000 * SEC;
+  /* Per connection: 4 calls a second (one per 250 ms), 2 at once. */
+  ptcon_grpc_limits lim = {.conn_calls_per_s = 4, .conn_calls_burst = 2};
+  ptcon_grpc *g;
+  PT_ASSERT_INT_EQ(ptcon_grpc_new(&g, a, &lim, t0), 0);
+  cli k;
+  cli_init(&k, g, t0);
+  cstream *r1 = call2(&k, RESUME), *r2 = call2(&k, RESUME);
+  pump(&k, t0);
+  PT_ASSERT_INT_EQ(r1->status, 0);
+  PT_ASSERT_INT_EQ(r2->status, 0);
+  PT_ASSERT(ptcon_gconn_wants_input(k.c));
+  /* Three more at once. nghttp2 sends the three HEADERS before any DATA;
+   * the input stops at the first header of each call beyond the allowance
+   * until a token pays for it: at 250, 500 and 750 ms. No call completes
+   * before its DATA, which comes after the last HEADERS. */
+  cstream *r[3];
+  for (int i = 0; i < 3; i++) r[i] = call2(&k, RESUME);
+  pump(&k, t0);
+  for (int i = 0; i < 3; i++) PT_ASSERT_INT_EQ(r[i]->status, -1);
+  PT_ASSERT(!ptcon_gconn_wants_input(k.c));   /* the server reads no more */
+  ptcon_grpc_stats s;
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.calls_throttled, 1);
+  for (int step = 1; step <= 3; step++) {
+    uint64_t t = t0 + (uint64_t)step * (SEC / 4);
+    PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t);
+    ptcon_grpc_timer(g, t - 1);   /* not a nanosecond early */
+    pump(&k, t - 1);
+    ptcon_grpc_get_stats(g, &s);
+    PT_ASSERT_UINT_EQ(s.calls_throttled, (uint64_t)step);
+    PT_ASSERT(!ptcon_gconn_wants_input(k.c));
+    ptcon_grpc_timer(g, t);
+    pump(&k, t);
+    ptcon_grpc_get_stats(g, &s);
+    PT_ASSERT_UINT_EQ(s.calls_throttled, step < 3 ? (uint64_t)step + 1 : 3u);
+  }
+  for (int i = 0; i < 3; i++) PT_ASSERT_INT_EQ(r[i]->status, 0);
+  PT_ASSERT(ptcon_gconn_wants_input(k.c));
+  PT_ASSERT(ptcon_gconn_closing(k.c) == NULL);
+  cli_free(&k);
+  ptcon_grpc_del(g);
+  ptcon_agg_del(a);
+}
+
+PT_TEST(console_grpc_connection_byte_rate) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  uint64_t t0 = 1000 * SEC;
+  /* Per connection: 1024 bytes a second (one per 976562 ns), 8192 at once. */
+  ptcon_grpc_limits lim = {.conn_bytes_per_s = 1024, .conn_bytes_burst = 8192};
+  ptcon_grpc *g;
+  PT_ASSERT_INT_EQ(ptcon_grpc_new(&g, a, &lim, t0), 0);
+  ptcon_gconn *c;
+  PT_ASSERT_INT_EQ(ptcon_gconn_new(g, NULL, t0, &c), 0);
+  /* The preface, empty SETTINGS, then 1200 frames of an unknown type (which
+   * HTTP/2 ignores): 24 + 9 + 1200 * 13 = 15633 bytes at once. */
+  static uint8_t in[15633];
+  memcpy(in, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
+  static const uint8_t settings[9] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
+  memcpy(in + 24, settings, 9);
+  for (int i = 0; i < 1200; i++) {
+    static const uint8_t junk[13] = {0, 0, 4, 0xee, 0, 0, 0, 0, 0, 'j', 'u', 'n', 'k'};
+    memcpy(in + 33 + 13 * i, junk, 13);
+  }
+  PT_ASSERT_INT_EQ(ptcon_gconn_recv(c, in, sizeof in, t0), 0);
+  /* 8192 taken in, 7441 held. The rest goes on in pieces of 1024 bytes
+   * when earned, on 50 ms boundaries: 1024 * 976562 ns = 999999488 ns ->
+   * t0 + 1 s, then one piece a second; the last 273 bytes at
+   * t0 + 7441 * 976562 ns = t0 + 7266597842 ns -> t0 + 7.3 s: 8 pieces. */
+  PT_ASSERT(!ptcon_gconn_wants_input(c));
+  ptcon_grpc_stats s;
+  ptcon_grpc_get_stats(g, &s);
+  PT_ASSERT_UINT_EQ(s.input_held, 1);
+  PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t0 + SEC);
+  ptcon_grpc_timer(g, t0 + 999999487u);   /* 1 ns before the 1024th byte is earned */
+  PT_ASSERT_UINT_EQ(ptcon_grpc_next_due(g), t0 + SEC);
+  PT_ASSERT(!ptcon_gconn_wants_input(c));
+  int pieces = 0;
+  uint64_t t = 0;
+  while (!ptcon_gconn_wants_input(c) && pieces < 100) {
+    t = ptcon_grpc_next_due(g);
+    PT_ASSERT_UINT_EQ(t % (SEC / 20), 0);   /* on a 50 ms boundary */
+    ptcon_grpc_timer(g, t);
+    pieces++;
+  }
+  PT_ASSERT_INT_EQ(pieces, 8);
+  PT_ASSERT_UINT_EQ(t, t0 + 7300000000u);
+  PT_ASSERT(ptcon_gconn_closing(c) == NULL);
+  /* A caller that reads on regardless is cut off at the held cap. */
+  int rc = 0;
+  for (int i = 0; i < 40 && rc == 0; i++) rc = ptcon_gconn_recv(c, in + 33, 13 * 1000, t0 + 8 * SEC);
+  PT_ASSERT_INT_EQ(rc, -EPROTO);
+  PT_ASSERT_STR_EQ(ptcon_gconn_closing(c), "client sends too fast (held input over its cap)");
+  ptcon_gconn_del(c);
+  ptcon_grpc_del(g);
+  ptcon_agg_del(a);
+}
+
+/* A request body that never ends: 5000 bytes, no END_STREAM. */
+static ssize_t endless_msg(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
+                           uint32_t *flags, nghttp2_data_source *src, void *ud) {
+  (void)s;
+  (void)id;
+  (void)flags;
+  (void)ud;
+  if (src->ptr) return NGHTTP2_ERR_DEFERRED;
+  if (len < 5000) return NGHTTP2_ERR_DEFERRED;
+  memset(buf, 0, 5000);
+  buf[3] = 0x13;   /* a 4864-byte message announced */
+  buf[4] = 0x00;
+  src->ptr = buf;  /* once */
+  return 5000;
+}
+
+PT_TEST(console_grpc_oversize_request_answered_at_once) {
+  ptcon_agg *a;
+  PT_ASSERT_INT_EQ(ptcon_agg_new(&a, 60000, 0), 0);
+  uint64_t now = 1000 * SEC;
+  ptcon_grpc *g;
+  PT_ASSERT_INT_EQ(ptcon_grpc_new(&g, a, NULL, now), 0);
+  cli k;
+  cli_init(&k, g, now);
+  nghttp2_nv h[] = {
+    {(uint8_t *)":method", (uint8_t *)"POST", 7, 4, 0},
+    {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
+    {(uint8_t *)":authority", (uint8_t *)"localhost", 10, 9, 0},
+    {(uint8_t *)":path", (uint8_t *)UPDATES, 5, strlen(UPDATES), 0},
+    {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, 0},
+  };
+  nghttp2_data_provider dp = {.source.ptr = NULL, .read_callback = endless_msg};
+  int32_t id = nghttp2_submit_request(k.s, NULL, h, 5, &dp, NULL);
+  cstream *st = &k.st[k.n++];
+  st->id = id;
+  st->status = -1;
+  pump(&k, now);
+  /* RESOURCE_EXHAUSTED without waiting for the end of the body, and the
+   * stream reset so that the client stops sending. */
+  PT_ASSERT_INT_EQ(st->status, 8);
+  PT_ASSERT_INT_EQ(st->closed, 1);
+  PT_ASSERT(ptcon_gconn_closing(k.c) == NULL);
+  cli_free(&k);
+  ptcon_grpc_del(g);
+  ptcon_agg_del(a);
 }
