@@ -179,11 +179,15 @@ PTPROF_API int ptprof_engine_from_name(const char *name);
                                       signals merged while one was pending */
 #define PTPROF_DROP_NO_MEMORY   7  /* "[lost: out of memory]": the aggregation had
                                       no memory for a new stack */
-#define PTPROF_DROP_CAUSES      8  /* causes this version knows */
+#define PTPROF_DROP_OWN_WORK    8  /* no sample: the thread was inside the
+                                      profiler's own work (a dump, symbols,
+                                      an unwind-table build) */
+#define PTPROF_DROP_CAUSES      9  /* causes this version knows */
 #define PTPROF_DROPS_MAX        16 /* size of ptprof_stats.drops (room for more) */
 
 /* The short name of a drop cause ("ring_full", "dumping", "no_stack",
- * "reentrant", "thread_exit", "kernel_mode", "undelivered", "no_memory"),
+ * "reentrant", "thread_exit", "kernel_mode", "undelivered", "no_memory",
+ * "own_work"),
  * as in a snapshot's comment; NULL for a number this version does not
  * know. Any thread. */
 PTPROF_API const char *ptprof_drop_name(int cause);

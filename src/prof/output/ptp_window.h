@@ -34,8 +34,19 @@ enum ptp_drop_cause {
                                each dump */
   PTP_DROP_NO_MEMORY,       /* taken, but the aggregation had no memory for
                                a new stack (ptp_agg_add: -ENOMEM) */
+  PTP_DROP_OWN_WORK,        /* the thread was inside profiler work (a dump,
+                               symbolization, a table build:
+                               signal/ptp_own_work.h): the profiler's CPU,
+                               counted, never a sample */
   PTP_DROP__COUNT
 };
+
+/* Whether a cause's expirations are shown as samples under its
+ * pseudo-frame (the program's CPU whose stack is unknown): every cause but
+ * the profiler's own work, which is counted in the comments only. */
+static inline int ptp_drop_is_sampled(int cause) {
+  return cause >= 0 && cause < PTP_DROP__COUNT && cause != PTP_DROP_OWN_WORK;
+}
 
 /* The pseudo-frame under which the expirations of each drop cause appear in
  * a profile (a PTP_SAMPLE_LOST sample): CPU that was spent but whose stack
@@ -67,6 +78,7 @@ static inline const char *ptp_drop_name(int cause) {
   case PTP_DROP_KERNEL: return "kernel_mode";
   case PTP_DROP_UNDELIVERED: return "undelivered";
   case PTP_DROP_NO_MEMORY: return "no_memory";
+  case PTP_DROP_OWN_WORK: return "own_work";
   default: return NULL;
   }
 }

@@ -148,7 +148,8 @@ _Static_assert(PTP_DROP_RING_FULL == PTPROF_DROP_RING_FULL && PTP_DROP_DUMPING =
                PTP_DROP_NO_STACK == PTPROF_DROP_NO_STACK && PTP_DROP_REENTRANT == PTPROF_DROP_REENTRANT &&
                PTP_DROP_THREAD_EXIT == PTPROF_DROP_THREAD_EXIT && PTP_DROP_KERNEL == PTPROF_DROP_KERNEL &&
                PTP_DROP_UNDELIVERED == PTPROF_DROP_UNDELIVERED &&
-               PTP_DROP_NO_MEMORY == PTPROF_DROP_NO_MEMORY && PTP_DROP__COUNT == PTPROF_DROP_CAUSES,
+               PTP_DROP_NO_MEMORY == PTPROF_DROP_NO_MEMORY && PTP_DROP_OWN_WORK == PTPROF_DROP_OWN_WORK &&
+               PTP_DROP__COUNT == PTPROF_DROP_CAUSES,
                "the public drop causes are the sampler's");
 _Static_assert(PTPROF_DROP_CAUSES <= PTPROF_DROPS_MAX, "ptprof_stats.drops holds every cause");
 
@@ -482,8 +483,8 @@ static int dump_drops(ptprof *p, dump *d) {
     d->w.drops[i] = atomic_exchange(&sh->drops[i], 0);
     atomic_fetch_add(&p->st_drops[i], d->w.drops[i]);
     uintptr_t cause = (uintptr_t)i;
-    if (i != PTP_DROP_THREAD_EXIT && i != PTP_DROP_KERNEL && i != PTP_DROP_UNDELIVERED &&
-        d->w.drops[i] && rc == 0)
+    if (ptp_drop_is_sampled(i) && i != PTP_DROP_THREAD_EXIT && i != PTP_DROP_KERNEL &&
+        i != PTP_DROP_UNDELIVERED && d->w.drops[i] && rc == 0)
       rc = ptp_agg_add(d->full, 0, PTP_SAMPLE_LOST, NULL, &cause, 1, d->w.drops[i]);
   }
   d->no_cpu = atomic_exchange(&sh->no_cpu, 0);

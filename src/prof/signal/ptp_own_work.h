@@ -1,0 +1,61 @@
+/*
+ * ptp_own_work.h - the calling thread's "inside profiler work" mark.
+ *
+ * Why: the profiler does its own work on whatever thread asks for it: a
+ * dump (cut, symbolization, encode, snapshot write, debug-file copies) on
+ * the thread that calls ptprof_dump or ptprof_stop (the daemon's libuv
+ * worker, an atexit handler), unwind-table builds on the thread that calls
+ * dlopen (the interposer builds the new object's table before dlopen
+ * returns), the thread sweep on the thread that calls ptprof_start. Those
+ * threads are sampled; without the mark their expirations became samples
+ * under ptprof_dump -> ... -> inflate in the user's profile. With it, the
+ * SIGPROF handler counts an expiration taken while the mark is set as the
+ * profiler's own (PTP_DROP_OWN_WORK) and records no sample; the snapshot's
+ * comments give that CPU (docs/sampler.md, "The profiler's own work").
+ *
+ * Where it lives: a counter in initial-exec TLS (an %fs-relative address,
+ * no __tls_get_addr, no allocation), like the label block
+ * (ptp_label_set.h). Its only writer is the thread itself (enter/leave),
+ * its only other reader the SIGPROF handler running on that same thread,
+ * so relaxed atomics ordered by signal fences suffice: the handler sees
+ * either the value before or after a store, never a torn one.
+ *
+ * Nesting: enter/leave pairs nest (a dump's symbolizer may dlopen, whose
+ * interposer marks its table build too); the mark is set while the depth
+ * is > 0. A leave without an enter is ignored.
+ *
+ * SIGNAL-SAFETY: ptp_own_work_active is async-signal-safe (one atomic load
+ * of initial-exec TLS). enter/leave are meant for ordinary thread context
+ * and touch only the calling thread's counter.
+ */
+#ifndef PTP_OWN_WORK_H
+#define PTP_OWN_WORK_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* Defined in ptp_own_work.c. */
+extern __thread _Atomic uint32_t ptp_t_own_work __attribute__((tls_model("initial-exec")));
+
+/* The calling thread starts profiler work (nestable). */
+static inline void ptp_own_work_enter(void) {
+  uint32_t d = atomic_load_explicit(&ptp_t_own_work, memory_order_relaxed);
+  atomic_store_explicit(&ptp_t_own_work, d + 1, memory_order_relaxed);
+  /* the work below is not moved before the mark, as a handler sees it */
+  atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* The calling thread ends the innermost profiler work. */
+static inline void ptp_own_work_leave(void) {
+  atomic_signal_fence(memory_order_seq_cst);
+  uint32_t d = atomic_load_explicit(&ptp_t_own_work, memory_order_relaxed);
+  if (d) atomic_store_explicit(&ptp_t_own_work, d - 1, memory_order_relaxed);
+}
+
+/* Nonzero while the calling thread is inside profiler work. The handler's
+ * check (async-signal-safe). */
+static inline int ptp_own_work_active(void) {
+  return atomic_load_explicit(&ptp_t_own_work, memory_order_relaxed) != 0;
+}
+
+#endif
