@@ -77,6 +77,7 @@
 #include "ptprof.h"
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_handler.h"
+#include "prof/signal/ptp_own_work.h"
 #include "prof/runtime/ptp_interpose.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/runtime/ptp_threads.h"
@@ -288,12 +289,16 @@ static dlmopen_fn get_real_dlmopen(void) { return (dlmopen_fn)real_fn(&libc.dlmo
 static __thread int in_refresh;
 
 /* After a successful load, in the calling thread: publish the tables of
- * what was loaded. errno is kept as the real call left it. */
+ * what was loaded. errno is kept as the real call left it. The build is
+ * the profiler's work, not the caller's: its expirations are counted as
+ * such, never sampled (signal/ptp_own_work.h). */
 static void after_load(void) {
   if (in_refresh || !atomic_load_explicit(&ptp_g_shared, memory_order_acquire)) return;
   int saved = errno;
   in_refresh = 1;
+  ptp_own_work_enter();
   (void)ptp_cfi_refresh();   /* -ENOMEM: the consumer retries at its next pass */
+  ptp_own_work_leave();
   in_refresh = 0;
   errno = saved;
 }
