@@ -444,18 +444,23 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
      * (ptp_drop_is_sampled): these two lines are where that CPU is told. */
     double period_ms = (double)w->period_ns / 1e6;
     uint64_t nb = w->drops[PTP_DROP_DUMPING], no = w->drops[PTP_DROP_OWN_WORK];
-    cidx[nc++] = intern_owned(&e, fmt("blind window before this one: %.1f ms (%lld ns, the previous "
-                                      "dump's encode and write): %llu samples (%.1f ms CPU) of "
-                                      "application threads dropped, not in this profile",
-                                      (double)w->blind_ns / 1e6, (long long)w->blind_ns,
-                                      (unsigned long long)nb, (double)nb * period_ms));
+    if (w->blind_ns == 0 && nb == 0)
+      cidx[nc++] = intern_owned(&e, ptp_strdup("blind window before this one: none (no dump "
+                                               "before this window)"));
+    else
+      cidx[nc++] = intern_owned(&e, fmt("blind window before this one: %.1f ms (%lld ns, the "
+                                        "previous dump's encode and write): %llu sample%s (%.1f ms "
+                                        "CPU) of application threads dropped, not in this profile",
+                                        (double)w->blind_ns / 1e6, (long long)w->blind_ns,
+                                        (unsigned long long)nb, nb == 1 ? "" : "s",
+                                        (double)nb * period_ms));
     double own_thr_ms = (double)w->own_thread_cpu_ns / 1e6;
     cidx[nc++] = intern_owned(&e, fmt("profiler's own work in this window and the blind window "
-                                      "before it: %.1f ms CPU (%llu samples (%.1f ms) dropped on "
+                                      "before it: %.1f ms CPU (%llu sample%s (%.1f ms) dropped on "
                                       "application threads, %.1f ms on the sampler's own thread); "
                                       "not in the samples above",
                                       (double)no * period_ms + own_thr_ms, (unsigned long long)no,
-                                      (double)no * period_ms, own_thr_ms));
+                                      no == 1 ? "" : "s", (double)no * period_ms, own_thr_ms));
     if (s) {
       const char *cd = ptp_symbolizer_cache_dir(s);
       cidx[nc++] = intern_owned(&e, fmt("symbols: %llu new addresses, %llu from the symbol cache "

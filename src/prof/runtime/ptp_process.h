@@ -23,7 +23,8 @@
  *   runtime/ptp_threads.c (reg)   records, free list, tables   reg.mu, reg.sweep_mu
  *   runtime/ptp_engine.c (eng)    running sampler's settings   reg.mu; counters atomic
  *   runtime/ptp_exitacct.c (acct) exit counters                atomics
- *   runtime/ptp_graveyard.c (grave) names of exited threads    grave.mu
+ *   runtime/ptp_graveyard.c (grave) names of exited threads,   grave.mu
+ *                                 kept by dump epoch
  *   runtime/ptp_labels.c (lab)    interned strings, ended tasks lab.mu; per-thread cache TLS
  *   runtime/ptprof.c (proc)       the started sampler; whether proc.sig_mu; atomic
  *                                 our SIGPROF handler is installed

@@ -46,6 +46,7 @@
 #include "prof/runtime/ptp_procfs.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/output/ptp_window.h"
+#include "prof/ptp_alloc.h"
 
 /* The registry. The tables are mapped once by init and never unmapped
  * (threads and signals may come at any time until the process exits).
@@ -107,6 +108,7 @@ static ptp_thread_rec *rec_insert(uint32_t tid, uintptr_t lo, uintptr_t hi) {
   r->exec_paused = 0;
   r->accounted = 0;
   r->start_ticks = 0;
+  r->name[0] = 0;
   atomic_store_explicit(&r->sig->perf_fd, -1, memory_order_relaxed);
   atomic_store_explicit(&r->sig->perf_first, 0, memory_order_relaxed);
   r->entry = NULL;
@@ -387,22 +389,35 @@ int ptp_threads_sweep(void) {
     } else if (ptp_engine_source_stale(r, tids[i])) {
       ptp_engine_disarm(r);     /* the dead thread's; the live one gets its own */
     }
+    /* A foreign thread has no exit destructor to say its name when it
+     * ends: keep the name it has now (few such threads: raw clone, libc
+     * helpers), remembered below when a sweep finds it gone. */
+    if (!r->self_registered) (void)ptp_procfs_comm(tids[i], r->name);
     ptp_engine_arm(r);
   }
   /* Forget foreign records whose thread is gone. Self-registered records
    * remove themselves at thread exit (a thread that registered after our
-   * readdir must not be removed here). */
+   * readdir must not be removed here). Their names go to the graveyard
+   * after reg.mu is released (it has its own lock). */
+  enum { GONE_MAX = 64 };
+  struct { uint32_t tid; char name[16]; } gone[GONE_MAX];
+  size_t ngone = 0;
   for (uint32_t i = 0; i < reg.hwm; i++) {
     ptp_thread_rec *r = &reg.recs[i];
     uint32_t tid = rec_tid(r);
     if (!tid || r->self_registered) continue;
     if (bsearch(&tid, tids, n, sizeof *tids, cmp_u32)) continue;
+    if (r->name[0] && ngone < GONE_MAX) {
+      gone[ngone].tid = tid;
+      memcpy(gone[ngone++].name, r->name, sizeof r->name);
+    }
     ptp_engine_disarm(r);
     rec_remove(r);
   }
   pthread_mutex_unlock(&reg.mu);
   pthread_mutex_unlock(&reg.sweep_mu);
   free(tids);
+  for (size_t i = 0; i < ngone; i++) ptp_graveyard_put(gone[i].tid, gone[i].name);
   return 0;
 }
 
@@ -451,7 +466,29 @@ void ptp_threads_get_stats(ptp_threads_stats *out) {
   out->records_used = atomic_load(&reg.hwm);
 }
 
-void ptp_threads_name(uint32_t tid, char name[16]) {
-  if (ptp_procfs_comm(tid, name) == 0) return;
-  (void)ptp_graveyard_get(tid, name);
+void ptp_threads_names(ptp_thread *threads, size_t n) {
+  if (n == 0) return;
+  int missing = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ptp_procfs_comm(threads[i].tid, threads[i].name) != 0) missing = 1;
+  if (!missing) return;
+  /* exited threads: one sorted pass over the graveyard (a window of a
+   * program that churns threads has thousands) */
+  uint32_t *tids = ptp_malloc(n * sizeof *tids);
+  char (*names)[16] = ptp_malloc(n * sizeof *names);
+  if (!tids || !names) {
+    free(tids);
+    free(names);
+    for (size_t i = 0; i < n; i++)
+      if (!threads[i].name[0]) (void)ptp_graveyard_get(threads[i].tid, threads[i].name);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    tids[i] = threads[i].tid;
+    memcpy(names[i], threads[i].name, 16);
+  }
+  ptp_graveyard_get_many(tids, n, names);
+  for (size_t i = 0; i < n; i++) memcpy(threads[i].name, names[i], 16);
+  free(tids);
+  free(names);
 }

@@ -60,6 +60,7 @@
 #include "ptprof.h"
 #include "prof/runtime/ptp_agg.h"
 #include "prof/runtime/ptp_grace.h"
+#include "prof/runtime/ptp_graveyard.h"
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_handler.h"
 #include "prof/signal/ptp_own_work.h"
@@ -464,6 +465,7 @@ typedef struct dump {
   ptp_agg *full;                  /* the closed window's aggregation */
   int64_t cut_mono;
   uint64_t label_epoch;           /* label names kept until encoded */
+  uint64_t grave_token;           /* exited threads' names kept until named */
   uint64_t no_cpu;                /* perf expirations ignored in this window */
   ptp_window w;
   char *comments[2];              /* the sampler's own comment lines (owned) */
@@ -488,6 +490,7 @@ static void dump_cut(ptprof *p, dump *d) {
   atomic_store(&sh->dumping, 1);
   d->cut_mono = ptp_now_mono();
   d->label_epoch = ptp_labels_cut();
+  d->grave_token = ptp_graveyard_cut();
   ptp_grace_wait(50);
 
   pthread_mutex_lock(&p->agg_mu);
@@ -616,10 +619,9 @@ static int dump_resolve(dump *d) {
   if (rc == 0) rc = ptp_agg_tids(d->full, &d->tids, &ntids);
   if (rc == 0 && ntids && !(d->threads = ptp_calloc(ntids, sizeof *d->threads))) rc = -ENOMEM;
   if (rc) return rc;
-  for (size_t i = 0; i < ntids; i++) {
-    d->threads[i].tid = d->tids[i];
-    ptp_threads_name(d->tids[i], d->threads[i].name);
-  }
+  /* names now: a live thread's current one, an exited thread's at its exit */
+  for (size_t i = 0; i < ntids; i++) d->threads[i].tid = d->tids[i];
+  ptp_threads_names(d->threads, ntids);
   d->w.samples = d->samples;
   d->w.nsamples = nsamples;
   d->w.threads = d->threads;
@@ -643,6 +645,7 @@ static void dump_free(dump *d) {
   free(d->buf);
   ptp_labels_res_free(d->lres);
   ptp_labels_release(d->label_epoch);
+  ptp_graveyard_release(d->grave_token);
   free(d->samples);
   free(d->threads);
   free(d->tids);
@@ -764,6 +767,7 @@ int ptprof_start(ptprof *p) {
     goto out;
   }
   if ((rc = ptp_cfi_refresh()) < 0) goto fail_global;
+  ptp_graveyard_keep(1);   /* every exited thread's name until its window is written */
   /* The engine, chosen once per start (see ptprof.h): perf when asked for
    * (its error is ours) or when AUTO's probe event opens, else timers. */
   int engine = PTP_ENGINE_TIMER;
@@ -824,6 +828,7 @@ fail_pipe:
   close(p->wake_wr);
   p->wake_rd = p->wake_wr = -1;
 fail_global:
+  ptp_graveyard_keep(0);
   atomic_store(&proc.running, NULL);
 out:
   pthread_mutex_unlock(&p->api_mu);
@@ -885,6 +890,8 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   atomic_store(&ptp_g_shared, NULL);
   ptp_grace_wait(0);
   ptp_labels_release(UINT64_MAX);   /* no sample left to name */
+  ptp_graveyard_release(UINT64_MAX);
+  ptp_graveyard_keep(0);
   for (int i = 0; i < PTP_DROP__COUNT; i++)
     atomic_fetch_add(&p->st_drops[i], atomic_load(&p->sh->drops[i]));
   atomic_fetch_add(&p->st_no_cpu, atomic_load(&p->sh->no_cpu));

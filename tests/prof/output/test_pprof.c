@@ -405,5 +405,8 @@ PT_TEST(prof_pprof_lost_frames) {
     PT_ASSERT_MSG(memmem(out, len, name, strlen(name)), "%s not in the profile", name);
   }
   PT_ASSERT_STR_EQ(ptp_lost_frame_name(PTP_DROP_NO_MEMORY), "[lost: out of memory]");
+  /* a window with no dump before it says so rather than "0.0 ms" */
+  const char *none = "blind window before this one: none (no dump before this window)";
+  PT_ASSERT_MSG(memmem(out, len, none, strlen(none)), "no \"%s\"", none);
   free(out);
 }
