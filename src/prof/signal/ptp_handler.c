@@ -111,6 +111,7 @@ void ptp_handler(int sig, siginfo_t *si, void *ucv) {
   /* The thread runs the profiler's own code (a dump, a table build): that
    * CPU is the profiler's, counted, never a sample of the program. */
   if (ptp_own_work_active()) {
+    ptp_own_work_hit(weight);
     ptp_drop(sh, PTP_DROP_OWN_WORK, weight);
     goto out_rec;
   }

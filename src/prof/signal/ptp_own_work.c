@@ -8,4 +8,4 @@
  */
 #include "prof/signal/ptp_own_work.h"
 
-__thread _Atomic uint32_t ptp_t_own_work __attribute__((tls_model("initial-exec")));
+__thread ptp_own_work_tls ptp_t_own_work __attribute__((tls_model("initial-exec")));
