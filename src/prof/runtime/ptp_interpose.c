@@ -77,7 +77,6 @@
 #include "ptprof.h"
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_handler.h"
-#include "prof/signal/ptp_own_work.h"
 #include "prof/runtime/ptp_interpose.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/runtime/ptp_threads.h"
@@ -296,9 +295,10 @@ static void after_load(void) {
   if (in_refresh || !atomic_load_explicit(&ptp_g_shared, memory_order_acquire)) return;
   int saved = errno;
   in_refresh = 1;
-  ptp_own_work_enter();
+  ptp_own_section own;
+  ptp_threads_own_begin(&own);
   (void)ptp_cfi_refresh();   /* -ENOMEM: the consumer retries at its next pass */
-  ptp_own_work_leave();
+  ptp_threads_own_end(&own);
   in_refresh = 0;
   errno = saved;
 }

@@ -46,6 +46,8 @@
 #include "prof/runtime/ptp_procfs.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/output/ptp_window.h"
+#include "prof/signal/ptp_own_work.h"
+#include "prof/signal/ptp_producer.h"
 #include "prof/ptp_alloc.h"
 
 /* The registry. The tables are mapped once by init and never unmapped
@@ -464,6 +466,51 @@ void ptp_threads_get_stats(ptp_threads_stats *out) {
   out->registered = atomic_load(&reg.registered);
   out->live = atomic_load(&reg.live);
   out->records_used = atomic_load(&reg.hwm);
+}
+
+static int64_t self_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void ptp_threads_own_begin(ptp_own_section *s) {
+  s->timed = 0;
+  if (ptp_own_work_enter() != 1) return;     /* nested: the outermost one counts */
+  if (!ptp_perf_excludes_kernel() || !atomic_load(&ptp_g_shared)) return;
+  s->hits0 = ptp_own_work_hits();
+  s->cpu0 = self_cpu_ns();
+  s->timed = s->cpu0 >= 0;
+}
+
+void ptp_threads_own_end(ptp_own_section *s) {
+  if (s->timed) {
+    int64_t cpu1 = self_cpu_ns();
+    uint64_t hits = ptp_own_work_hits() - s->hits0;
+    uint64_t n = 0;
+    pthread_mutex_lock(&reg.mu);
+    ptp_thread_rec *r = rec_find(self_tid());
+    if (cpu1 >= 0 && r && r->has_perf && ptp_engine_active() && r->sig->armed_cpu_ns >= 0) {
+      /* the section's periods by the schedule the event follows (armed
+       * CPU, first period, period), minus those the handler saw */
+      int64_t armed = r->sig->armed_cpu_ns, from = s->cpu0 > armed ? s->cpu0 : armed;
+      int64_t period = ptp_engine_period();
+      uint64_t due = ptp_expirations_due(cpu1 - armed, r->sig->first_ns, period) -
+                     ptp_expirations_due(from - armed, r->sig->first_ns, period);
+      n = due > hits ? due - hits : 0;
+      uint64_t owed = ptp_engine_owed(r, cpu1);   /* never more than is owed */
+      if (n > owed) n = owed;
+      r->accounted += n;
+    }
+    pthread_mutex_unlock(&reg.mu);
+    if (n) {
+      atomic_fetch_add(&ptp_g_inside, 1);     /* the grace protocol: sh stays valid */
+      ptp_shared *sh = atomic_load(&ptp_g_shared);
+      if (sh) ptp_drop(sh, PTP_DROP_OWN_WORK, (uint32_t)(n > UINT32_MAX ? UINT32_MAX : n));
+      atomic_fetch_sub(&ptp_g_inside, 1);
+    }
+  }
+  ptp_own_work_leave();
 }
 
 void ptp_threads_names(ptp_thread *threads, size_t n) {

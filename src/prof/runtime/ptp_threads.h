@@ -134,6 +134,23 @@ typedef struct ptp_threads_stats {
 } ptp_threads_stats;
 void ptp_threads_get_stats(ptp_threads_stats *out);
 
+/* A section of the profiler's own work on the calling thread: begin sets
+ * the thread's own-work mark (signal/ptp_own_work.h; nestable), end clears
+ * it. The outermost section, under the perf engine with exclude_kernel,
+ * also notes the thread's CPU clock and own-work hits: at its end the
+ * periods of the section that ended in the kernel (due by the CPU clock,
+ * never signalled) are counted as the profiler's own (PTP_DROP_OWN_WORK)
+ * and marked accounted, so no dump and no exit accounting reports them as
+ * the program's "[lost: kernel mode]". Any thread but the handler; takes
+ * the registry mutex at the end of a timed section. */
+typedef struct ptp_own_section {
+  int timed;
+  int64_t cpu0;
+  uint64_t hits0;
+} ptp_own_section;
+void ptp_threads_own_begin(ptp_own_section *s);
+void ptp_threads_own_end(ptp_own_section *s);
+
 /* Thread names of threads[0..n) (their tids set), for a dump: a live
  * thread's /proc/self/task/<tid>/comm now, else the name remembered when
  * it exited (ptp_graveyard.h; all of a window's exits in one sorted pass),

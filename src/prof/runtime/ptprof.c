@@ -701,7 +701,8 @@ static void dump_resume(ptprof *p, const dump *d) {
 static int do_dump(ptprof *p, char *path_out, size_t cap) {
   if (path_out && cap) path_out[0] = 0;
   if (!p->store) return -EDESTADDRREQ;             /* the window keeps running */
-  ptp_own_work_enter();                            /* all of it, copies included */
+  ptp_own_section own;                             /* all of it, copies included */
+  ptp_threads_own_begin(&own);
   dump d;
   memset(&d, 0, sizeof d);
   dump_cut(p, &d);
@@ -717,7 +718,7 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
    * (still the profiler's work: the mark is set) */
   if (rc == 0) (void)ptp_symbolizer_make_debug_copies(p->sym);
   if (p->resume_hook) p->resume_hook(p->resume_hook_ctx);
-  ptp_own_work_leave();
+  ptp_threads_own_end(&own);
   return rc;
 }
 
@@ -754,7 +755,8 @@ static int new_shared(ptp_shared **out, int wake_fd) {
 int ptprof_start(ptprof *p) {
   if (!p) return -EINVAL;
   if (p->pid != getpid()) return PTPROF_E_FORKED;
-  ptp_own_work_enter();     /* the sweep after arming runs sampled: the profiler's */
+  ptp_own_section own;      /* the sweep after arming runs sampled: the profiler's */
+  ptp_threads_own_begin(&own);
   pthread_mutex_lock(&p->api_mu);
   int rc;
   if (p->running) { rc = -EALREADY; goto out; }
@@ -832,7 +834,7 @@ fail_global:
   atomic_store(&proc.running, NULL);
 out:
   pthread_mutex_unlock(&p->api_mu);
-  ptp_own_work_leave();
+  ptp_threads_own_end(&own);
   return rc;
 }
 
@@ -840,18 +842,20 @@ int ptprof_dump(ptprof *p, char *path_out, size_t cap) {
   if (!p) return -EINVAL;
   if (path_out && cap) path_out[0] = 0;
   if (p->pid != getpid()) return PTPROF_E_FORKED;
-  ptp_own_work_enter();      /* waiting for api_mu too: a periodic dump may hold it */
+  ptp_own_section own;       /* waiting for api_mu too: a periodic dump may hold it */
+  ptp_threads_own_begin(&own);
   pthread_mutex_lock(&p->api_mu);
   int rc = p->running ? do_dump(p, path_out, cap) : -ENOTCONN;
   pthread_mutex_unlock(&p->api_mu);
-  ptp_own_work_leave();
+  ptp_threads_own_end(&own);
   return rc;
 }
 
 int ptprof_set_dir(ptprof *p, const char *dir) {
   if (!p || !dir || !*dir) return -EINVAL;
   if (p->pid != getpid()) return PTPROF_E_FORKED;
-  ptp_own_work_enter();
+  ptp_own_section own;
+  ptp_threads_own_begin(&own);
   pthread_mutex_lock(&p->api_mu);
   int rc;
   char *copy = ptp_strdup(dir);
@@ -870,7 +874,7 @@ int ptprof_set_dir(ptprof *p, const char *dir) {
     free(copy);
   }
   pthread_mutex_unlock(&p->api_mu);
-  ptp_own_work_leave();
+  ptp_threads_own_end(&own);
   return rc;
 }
 
@@ -909,11 +913,12 @@ int ptprof_stop(ptprof *p, int final_dump, char *path_out, size_t cap) {
   if (!p) return -EINVAL;
   if (path_out && cap) path_out[0] = 0;
   if (p->pid != getpid()) return PTPROF_E_FORKED;
-  ptp_own_work_enter();
+  ptp_own_section own;
+  ptp_threads_own_begin(&own);
   pthread_mutex_lock(&p->api_mu);
   int rc = p->running ? stop_locked(p, final_dump, path_out, cap) : -ENOTCONN;
   pthread_mutex_unlock(&p->api_mu);
-  ptp_own_work_leave();
+  ptp_threads_own_end(&own);
   return rc;
 }
 
