@@ -117,7 +117,7 @@ static void *short_named(void *arg) {
   return NULL;
 }
 
-PT_TEST_T(prof_thread_names_many_exited, 120000) {
+PT_TEST_T(prof_sampler_names_many_exited, 120000) {
   char *dir = pt_tmpdir("thread-names");
   memset(&g_nc, 0, sizeof g_nc);
   ptprof_options o;
