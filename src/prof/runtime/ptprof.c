@@ -523,9 +523,10 @@ static void dump_cut(ptprof *p, dump *d) {
  * of the window into w.drops and the cumulative stats (the blind window's
  * and the own work's were taken at the cut), and the CPU of each drop that
  * is the program's under its cause's pseudo-frame (thread-exit and
- * unsignalled losses already are, per thread). Returns 0 or -ENOMEM (the counters are taken
- * anyway: the window is lost, its drops are still counted; periods that
- * found no room in the aggregation count as PTP_DROP_NO_MEMORY). */
+ * unsignalled losses already are, per thread). Returns 0 or -ENOMEM (the
+ * counters are taken anyway: the window is lost, its drops are still
+ * counted; periods that found no room in the aggregation count as
+ * PTP_DROP_NO_MEMORY). */
 static int dump_drops(ptprof *p, dump *d) {
   ptp_shared *sh = p->sh;
   int rc = 0;
