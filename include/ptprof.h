@@ -21,6 +21,9 @@
  *  - CPU whose stack is not known (expirations lost at a thread's exit, a
  *    full ring, ...) is shown under one "[lost: <cause>]" pseudo-frame per
  *    cause, never under a guessed stack;
+ *  - the profiler's own work (dumps, symbolization, unwind-table builds,
+ *    on whatever thread runs it) and the blind window of each dump are
+ *    never samples: each snapshot's comments count them;
  *  - the SIGPROF handler only walks the stack (frame pointers, plus unwind
  *    tables for libc/ld.so/libgcc/vdso prepared outside the handler) into a
  *    pre-allocated ring; a consumer thread aggregates; dumps encode one
@@ -163,12 +166,18 @@ typedef struct ptprof_options {
 PTPROF_API int ptprof_engine_from_name(const char *name);
 
 /* Why expirations were not recorded with their stack: the index of
- * ptprof_stats.drops. Each cause's expirations also appear in a snapshot,
- * under the pseudo-frame named beside it, and in its "dropped samples:"
- * comment under ptprof_drop_name's name (docs/sampler.md, "Pseudo-frames").
- * Numbers are stable; a cause added later gets the next one. */
+ * ptprof_stats.drops. Each cause's expirations are counted in a snapshot's
+ * "dropped samples:" comment under ptprof_drop_name's name and, being the
+ * program's CPU, also appear as samples under the pseudo-frame named
+ * beside the cause (docs/sampler.md, "Pseudo-frames"); the blind window
+ * (DUMPING) and the profiler's own work (OWN_WORK) are counted in the
+ * comments only, never as samples. Numbers are stable; a cause added later
+ * gets the next one. */
 #define PTPROF_DROP_RING_FULL   0  /* "[lost: ring full]": no free ring slot */
-#define PTPROF_DROP_DUMPING     1  /* "[lost: during dump]": the blind period */
+#define PTPROF_DROP_DUMPING     1  /* no sample: arrived while the previous
+                                      dump was encoded and written (the blind
+                                      window; counted in the next snapshot;
+                                      older snapshots show "[lost: during dump]") */
 #define PTPROF_DROP_NO_STACK    2  /* "[lost: no stack]": nothing readable at the PC */
 #define PTPROF_DROP_REENTRANT   3  /* "[lost: reentrant signal]" */
 #define PTPROF_DROP_THREAD_EXIT 4  /* "[lost: thread exit]": due at a thread's exit,
@@ -179,11 +188,15 @@ PTPROF_API int ptprof_engine_from_name(const char *name);
                                       signals merged while one was pending */
 #define PTPROF_DROP_NO_MEMORY   7  /* "[lost: out of memory]": the aggregation had
                                       no memory for a new stack */
-#define PTPROF_DROP_CAUSES      8  /* causes this version knows */
+#define PTPROF_DROP_OWN_WORK    8  /* no sample: the thread was inside the
+                                      profiler's own work (a dump, symbols,
+                                      an unwind-table build) */
+#define PTPROF_DROP_CAUSES      9  /* causes this version knows */
 #define PTPROF_DROPS_MAX        16 /* size of ptprof_stats.drops (room for more) */
 
 /* The short name of a drop cause ("ring_full", "dumping", "no_stack",
- * "reentrant", "thread_exit", "kernel_mode", "undelivered", "no_memory"),
+ * "reentrant", "thread_exit", "kernel_mode", "undelivered", "no_memory",
+ * "own_work"),
  * as in a snapshot's comment; NULL for a number this version does not
  * know. Any thread. */
 PTPROF_API const char *ptprof_drop_name(int cause);
@@ -210,6 +223,10 @@ typedef struct ptprof_stats {
   uint64_t expirations_no_cpu; /* perf engine: expirations ignored because the
                               thread's CPU clock did not back them (a VM's
                               steal time; see docs/sampler.md) */
+  int64_t  own_thread_cpu_ns; /* CPU of the profiler's own threads, which are
+                              never sampled (the consumer thread), up to the
+                              last dump's cut or the stop; its work on other
+                              threads is drops[PTPROF_DROP_OWN_WORK] */
 } ptprof_stats;
 
 /* Zero-fills *opt: every field 0 or NULL, which ptprof_new reads as its
@@ -237,9 +254,10 @@ PTPROF_API int ptprof_start(ptprof *p);
 
 /* Manual dump: closes the current window, writes it as a snapshot, starts a
  * fresh window. Samples arriving while the snapshot is encoded and written
- * are dropped (counted as "dumping" in the next window), never rolled into
- * the next window. path_out (may be NULL) receives the file's path,
- * truncated to cap bytes (NUL-terminated). Blocks for the encode and write
+ * are dropped (counted as "dumping" in the next snapshot's comments), never
+ * rolled into the next window; the calling thread's own CPU for the dump is
+ * the profiler's (counted as "own_work", never sampled). path_out (may be
+ * NULL) receives the file's path, truncated to cap bytes (NUL-terminated). Blocks for the encode and write
  * (typically a few ms). Returns 0, -ENOTCONN (not started), -EDESTADDRREQ (no
  * directory; the window keeps running), PTPROF_E_FORKED, or the encoder's or
  * store's error (the window is then lost, older snapshots stay, and the

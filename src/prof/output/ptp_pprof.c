@@ -419,26 +419,48 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
     ptp_pb_end(b, m);
   }
 
-  /* comments: drop counts (every cause, also 0), blind window, rate, bounds */
+  /* comments, in the order a reader wants them (docs/profiling.md, "What
+   * the comments say"): what the file covers, the rate, every drop cause
+   * (also 0), the blind window before this one, the profiler's own work,
+   * symbolization; then the sampler's own lines (w->comments: engine,
+   * unwind tables). */
   int64_t cidx[8];
   size_t nc = 0;
   {
+    char t0[64], t1[64];
+    fmt_time(t0, sizeof t0, w->start_ns);
+    fmt_time(t1, sizeof t1, w->start_ns + w->duration_ns);
+    cidx[nc++] = intern_owned(&e, fmt("window: %s .. %s (%lld ns)", t0, t1,
+                                      (long long)w->duration_ns));
+    cidx[nc++] = intern_owned(&e, fmt("sampler: %d Hz, period %lld ns", w->hz,
+                                      (long long)w->period_ns));
     ptp_strbuf drops = {0};
     ptp_strbuf_printf(&drops, "dropped samples:");
     for (int c = 0; c < PTP_DROP__COUNT; c++)
       ptp_strbuf_printf(&drops, " %s=%llu", ptp_pprof_drop_name(c), (unsigned long long)w->drops[c]);
-    char t0[64], t1[64];
-    fmt_time(t0, sizeof t0, w->start_ns);
-    fmt_time(t1, sizeof t1, w->start_ns + w->duration_ns);
     int derr;
     cidx[nc++] = intern_owned(&e, ptp_strbuf_take(&drops, &derr));
-    cidx[nc++] = intern_owned(&e, fmt("blind window before this one: %lld ns (previous dump's "
-                                      "encode and write; its samples are counted as dropped)",
-                                      (long long)w->blind_ns));
-    cidx[nc++] = intern_owned(&e, fmt("sampler: %d Hz, period %lld ns", w->hz,
-                                      (long long)w->period_ns));
-    cidx[nc++] = intern_owned(&e, fmt("window: %s .. %s (%lld ns)", t0, t1,
-                                      (long long)w->duration_ns));
+    /* The blind window and the profiler's own work are never samples
+     * (ptp_drop_is_sampled): these two lines are where that CPU is told. */
+    double period_ms = (double)w->period_ns / 1e6;
+    uint64_t nb = w->drops[PTP_DROP_DUMPING], no = w->drops[PTP_DROP_OWN_WORK];
+    if (w->blind_ns == 0 && nb == 0)
+      cidx[nc++] = intern_owned(&e, ptp_strdup("blind window before this one: none (no dump "
+                                               "before this window)"));
+    else
+      cidx[nc++] = intern_owned(&e, fmt("blind window before this one: %.1f ms (%lld ns, the "
+                                        "previous dump's encode and write): %llu sample%s (%.1f ms "
+                                        "CPU) of application threads dropped, not in this profile",
+                                        (double)w->blind_ns / 1e6, (long long)w->blind_ns,
+                                        (unsigned long long)nb, nb == 1 ? "" : "s",
+                                        (double)nb * period_ms));
+    double own_thr_ms = (double)w->own_thread_cpu_ns / 1e6;
+    cidx[nc++] = intern_owned(&e, fmt("profiler's own work in this window and the blind window "
+                                      "before it: %.1f ms CPU (%llu sample%s (%.1f ms) dropped on "
+                                      "application threads, %.1f ms on the sampler's own thread); "
+                                      "not in the samples above",
+                                      (double)no * period_ms + own_thr_ms, (unsigned long long)no,
+                                      no == 1 ? "" : "s", (double)no * period_ms, own_thr_ms));
     if (s) {
       const char *cd = ptp_symbolizer_cache_dir(s);
       cidx[nc++] = intern_owned(&e, fmt("symbols: %llu new addresses, %llu from the symbol cache "

@@ -13,8 +13,10 @@
  * deduplicated by (name, system_name, file, start_line), a "[truncated]"
  * root frame for PTP_SAMPLE_TRUNCATED samples, one "[lost: <cause>]"
  * pseudo-frame (no address) per cause for PTP_SAMPLE_LOST samples (CPU
- * whose stack is unknown, ptp_lost_frame_name), and comments with the drop
- * counts by cause, the blind window, the sampler rate and the window bounds.
+ * whose stack is unknown, ptp_lost_frame_name), and comments: the window
+ * bounds, the sampler rate, the drop counts by cause, the blind window
+ * before this one and the profiler's own work (both counted only, never
+ * samples), symbolization, then the window's own comment lines.
  *
  * Threads: reentrant for distinct symbolizers; the symbolizer is used
  * without locking (the caller serializes). Allocates freely: never call from

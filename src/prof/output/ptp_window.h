@@ -15,10 +15,16 @@
 #include <stdint.h>
 
 /* Why a sample was not recorded; each count ends up in the profile's
- * comments ("dropped samples: ring_full=3 ..."), none is silently lost. */
+ * comments ("dropped samples: ring_full=3 ..."), none is silently lost.
+ * The program's CPU whose stack is unknown is also shown as a sample
+ * under its cause's pseudo-frame (ptp_lost_frame_name); the two causes
+ * that are not the program's CPU of the window are counted only
+ * (ptp_drop_is_sampled): the blind window and the profiler's own work. */
 enum ptp_drop_cause {
   PTP_DROP_RING_FULL = 0,   /* handler found no free slot */
-  PTP_DROP_DUMPING,         /* arrived while a dump was encoded and written */
+  PTP_DROP_DUMPING,         /* arrived while the previous dump was encoded and
+                               written (the blind window before a window);
+                               counted in the next snapshot, never a sample */
   PTP_DROP_NO_STACK,        /* thread's stack bounds unknown, PC unreadable */
   PTP_DROP_REENTRANT,       /* signal nested inside the handler */
   PTP_DROP_THREAD_EXIT,     /* due by a thread's CPU time at its exit but never
@@ -34,17 +40,31 @@ enum ptp_drop_cause {
                                each dump */
   PTP_DROP_NO_MEMORY,       /* taken, but the aggregation had no memory for
                                a new stack (ptp_agg_add: -ENOMEM) */
+  PTP_DROP_OWN_WORK,        /* the thread was inside profiler work (a dump,
+                               symbolization, a table build:
+                               signal/ptp_own_work.h): the profiler's CPU,
+                               counted, never a sample */
   PTP_DROP__COUNT
 };
 
-/* The pseudo-frame under which the expirations of each drop cause appear in
- * a profile (a PTP_SAMPLE_LOST sample): CPU that was spent but whose stack
- * is unknown is shown as such, never under a guessed stack. Documented in
- * docs/sampler.md and docs/profiling.md. */
+/* Whether a cause's expirations are shown as samples under its
+ * pseudo-frame: every cause but the blind window's and the profiler's own
+ * work, which are counted in the comments only (that CPU is not the
+ * program's in this window). */
+static inline int ptp_drop_is_sampled(int cause) {
+  return cause >= 0 && cause < PTP_DROP__COUNT && cause != PTP_DROP_DUMPING &&
+         cause != PTP_DROP_OWN_WORK;
+}
+
+/* The pseudo-frame under which the expirations of each sampled drop cause
+ * appear in a profile (a PTP_SAMPLE_LOST sample): CPU that was spent but
+ * whose stack is unknown is shown as such, never under a guessed stack.
+ * Documented in docs/sampler.md and docs/profiling.md. The blind window and
+ * the profiler's own work have none (ptp_drop_is_sampled); snapshots
+ * written before that showed the blind window as "[lost: during dump]". */
 static inline const char *ptp_lost_frame_name(int cause) {
   switch (cause) {
   case PTP_DROP_RING_FULL: return "[lost: ring full]";
-  case PTP_DROP_DUMPING: return "[lost: during dump]";
   case PTP_DROP_NO_STACK: return "[lost: no stack]";
   case PTP_DROP_REENTRANT: return "[lost: reentrant signal]";
   case PTP_DROP_THREAD_EXIT: return "[lost: thread exit]";
@@ -67,6 +87,7 @@ static inline const char *ptp_drop_name(int cause) {
   case PTP_DROP_KERNEL: return "kernel_mode";
   case PTP_DROP_UNDELIVERED: return "undelivered";
   case PTP_DROP_NO_MEMORY: return "no_memory";
+  case PTP_DROP_OWN_WORK: return "own_work";
   default: return NULL;
   }
 }
@@ -130,9 +151,14 @@ typedef struct ptp_window {
   size_t nsamples;
   const ptp_thread *threads;  /* names for the tids seen in samples */
   size_t nthreads;
-  uint64_t drops[PTP_DROP__COUNT];
+  uint64_t drops[PTP_DROP__COUNT]; /* by cause; drops[PTP_DROP_DUMPING] are
+                              the expirations of the blind window before
+                              this one, drops[PTP_DROP_OWN_WORK] those taken
+                              inside profiler work since the previous cut */
   int64_t blind_ns;        /* length of the blind period (previous dump's
                               encode + write) just before start_ns; 0 if none */
+  int64_t own_thread_cpu_ns; /* CPU of the profiler's own unsampled threads
+                              (the consumer) since the previous cut */
   const char *const *comments;  /* extra comment lines, may be NULL */
   size_t ncomments;
 } ptp_window;

@@ -288,12 +288,17 @@ static dlmopen_fn get_real_dlmopen(void) { return (dlmopen_fn)real_fn(&libc.dlmo
 static __thread int in_refresh;
 
 /* After a successful load, in the calling thread: publish the tables of
- * what was loaded. errno is kept as the real call left it. */
+ * what was loaded. errno is kept as the real call left it. The build is
+ * the profiler's work, not the caller's: its expirations are counted as
+ * such, never sampled (signal/ptp_own_work.h). */
 static void after_load(void) {
   if (in_refresh || !atomic_load_explicit(&ptp_g_shared, memory_order_acquire)) return;
   int saved = errno;
   in_refresh = 1;
+  ptp_own_section own;
+  ptp_threads_own_begin(&own);
   (void)ptp_cfi_refresh();   /* -ENOMEM: the consumer retries at its next pass */
+  ptp_threads_own_end(&own);
   in_refresh = 0;
   errno = saved;
 }

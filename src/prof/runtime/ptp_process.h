@@ -19,10 +19,12 @@
  *   signal/ptp_unwind.c           ptp_g_cfi                    atomic; written by unwind/ptp_cfi.c
  *   signal/ptp_thread_sig.c       ptp_g_thread_sigs, _tidmap   publication rule (ptp_thread_sig.h)
  *   signal/ptp_label_set.c        ptp_t_labels (TLS)           its own thread
+ *   signal/ptp_own_work.c         ptp_t_own_work (TLS)         its own thread
  *   runtime/ptp_threads.c (reg)   records, free list, tables   reg.mu, reg.sweep_mu
  *   runtime/ptp_engine.c (eng)    running sampler's settings   reg.mu; counters atomic
  *   runtime/ptp_exitacct.c (acct) exit counters                atomics
- *   runtime/ptp_graveyard.c (grave) names of exited threads    grave.mu
+ *   runtime/ptp_graveyard.c (grave) names of exited threads,   grave.mu
+ *                                 kept by dump epoch
  *   runtime/ptp_labels.c (lab)    interned strings, ended tasks lab.mu; per-thread cache TLS
  *   runtime/ptprof.c (proc)       the started sampler; whether proc.sig_mu; atomic
  *                                 our SIGPROF handler is installed

@@ -46,6 +46,9 @@
 #include "prof/runtime/ptp_procfs.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/output/ptp_window.h"
+#include "prof/signal/ptp_own_work.h"
+#include "prof/signal/ptp_producer.h"
+#include "prof/ptp_alloc.h"
 
 /* The registry. The tables are mapped once by init and never unmapped
  * (threads and signals may come at any time until the process exits).
@@ -107,6 +110,7 @@ static ptp_thread_rec *rec_insert(uint32_t tid, uintptr_t lo, uintptr_t hi) {
   r->exec_paused = 0;
   r->accounted = 0;
   r->start_ticks = 0;
+  r->name[0] = 0;
   atomic_store_explicit(&r->sig->perf_fd, -1, memory_order_relaxed);
   atomic_store_explicit(&r->sig->perf_first, 0, memory_order_relaxed);
   r->entry = NULL;
@@ -387,22 +391,35 @@ int ptp_threads_sweep(void) {
     } else if (ptp_engine_source_stale(r, tids[i])) {
       ptp_engine_disarm(r);     /* the dead thread's; the live one gets its own */
     }
+    /* A foreign thread has no exit destructor to say its name when it
+     * ends: keep the name it has now (few such threads: raw clone, libc
+     * helpers), remembered below when a sweep finds it gone. */
+    if (!r->self_registered) (void)ptp_procfs_comm(tids[i], r->name);
     ptp_engine_arm(r);
   }
   /* Forget foreign records whose thread is gone. Self-registered records
    * remove themselves at thread exit (a thread that registered after our
-   * readdir must not be removed here). */
+   * readdir must not be removed here). Their names go to the graveyard
+   * after reg.mu is released (it has its own lock). */
+  enum { GONE_MAX = 64 };
+  struct { uint32_t tid; char name[16]; } gone[GONE_MAX];
+  size_t ngone = 0;
   for (uint32_t i = 0; i < reg.hwm; i++) {
     ptp_thread_rec *r = &reg.recs[i];
     uint32_t tid = rec_tid(r);
     if (!tid || r->self_registered) continue;
     if (bsearch(&tid, tids, n, sizeof *tids, cmp_u32)) continue;
+    if (r->name[0] && ngone < GONE_MAX) {
+      gone[ngone].tid = tid;
+      memcpy(gone[ngone++].name, r->name, sizeof r->name);
+    }
     ptp_engine_disarm(r);
     rec_remove(r);
   }
   pthread_mutex_unlock(&reg.mu);
   pthread_mutex_unlock(&reg.sweep_mu);
   free(tids);
+  for (size_t i = 0; i < ngone; i++) ptp_graveyard_put(gone[i].tid, gone[i].name);
   return 0;
 }
 
@@ -451,7 +468,74 @@ void ptp_threads_get_stats(ptp_threads_stats *out) {
   out->records_used = atomic_load(&reg.hwm);
 }
 
-void ptp_threads_name(uint32_t tid, char name[16]) {
-  if (ptp_procfs_comm(tid, name) == 0) return;
-  (void)ptp_graveyard_get(tid, name);
+static int64_t self_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void ptp_threads_own_begin(ptp_own_section *s) {
+  s->timed = 0;
+  if (ptp_own_work_enter() != 1) return;     /* nested: the outermost one counts */
+  if (!ptp_perf_excludes_kernel() || !atomic_load(&ptp_g_shared)) return;
+  s->hits0 = ptp_own_work_hits();
+  s->cpu0 = self_cpu_ns();
+  s->timed = s->cpu0 >= 0;
+}
+
+void ptp_threads_own_end(ptp_own_section *s) {
+  if (s->timed) {
+    int64_t cpu1 = self_cpu_ns();
+    uint64_t hits = ptp_own_work_hits() - s->hits0;
+    uint64_t n = 0;
+    pthread_mutex_lock(&reg.mu);
+    ptp_thread_rec *r = rec_find(self_tid());
+    if (cpu1 >= 0 && r && r->has_perf && ptp_engine_active() && r->sig->armed_cpu_ns >= 0) {
+      /* the section's periods by the schedule the event follows (armed
+       * CPU, first period, period), minus those the handler saw */
+      int64_t armed = r->sig->armed_cpu_ns, from = s->cpu0 > armed ? s->cpu0 : armed;
+      int64_t period = ptp_engine_period();
+      uint64_t due = ptp_expirations_due(cpu1 - armed, r->sig->first_ns, period) -
+                     ptp_expirations_due(from - armed, r->sig->first_ns, period);
+      n = due > hits ? due - hits : 0;
+      uint64_t owed = ptp_engine_owed(r, cpu1);   /* never more than is owed */
+      if (n > owed) n = owed;
+      r->accounted += n;
+    }
+    pthread_mutex_unlock(&reg.mu);
+    if (n) {
+      atomic_fetch_add(&ptp_g_inside, 1);     /* the grace protocol: sh stays valid */
+      ptp_shared *sh = atomic_load(&ptp_g_shared);
+      if (sh) ptp_drop(sh, PTP_DROP_OWN_WORK, (uint32_t)(n > UINT32_MAX ? UINT32_MAX : n));
+      atomic_fetch_sub(&ptp_g_inside, 1);
+    }
+  }
+  ptp_own_work_leave();
+}
+
+void ptp_threads_names(ptp_thread *threads, size_t n) {
+  if (n == 0) return;
+  int missing = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ptp_procfs_comm(threads[i].tid, threads[i].name) != 0) missing = 1;
+  if (!missing) return;
+  /* exited threads: one sorted pass over the graveyard (a window of a
+   * program that churns threads has thousands) */
+  uint32_t *tids = ptp_malloc(n * sizeof *tids);
+  char (*names)[16] = ptp_malloc(n * sizeof *names);
+  if (!tids || !names) {
+    free(tids);
+    free(names);
+    for (size_t i = 0; i < n; i++)
+      if (!threads[i].name[0]) (void)ptp_graveyard_get(threads[i].tid, threads[i].name);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    tids[i] = threads[i].tid;
+    memcpy(names[i], threads[i].name, 16);
+  }
+  ptp_graveyard_get_many(tids, n, names);
+  for (size_t i = 0; i < n; i++) memcpy(threads[i].name, names[i], 16);
+  free(tids);
+  free(names);
 }

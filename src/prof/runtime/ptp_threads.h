@@ -38,6 +38,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "prof/output/ptp_window.h"
 #include "prof/signal/ptp_expiry.h"
 #include "prof/signal/ptp_thread_sig.h"
 
@@ -59,6 +60,8 @@ typedef struct ptp_thread_rec {
   uint64_t accounted;         /* perf: periods already reported unsignalled */
   uint64_t start_ticks;       /* foreign perf record: the thread's start time
                                  (/proc stat field 22), to detect tid reuse */
+  char name[16];              /* foreign record: its comm at the last sweep,
+                                 remembered when a sweep finds it gone */
   void *entry;                /* start routine */
 } ptp_thread_rec;
 
@@ -131,9 +134,28 @@ typedef struct ptp_threads_stats {
 } ptp_threads_stats;
 void ptp_threads_get_stats(ptp_threads_stats *out);
 
-/* Thread name of tid: /proc/self/task/<tid>/comm, else the name remembered
- * when the thread exited, else "". name has 16 bytes. */
-void ptp_threads_name(uint32_t tid, char name[16]);
+/* A section of the profiler's own work on the calling thread: begin sets
+ * the thread's own-work mark (signal/ptp_own_work.h; nestable), end clears
+ * it. The outermost section, under the perf engine with exclude_kernel,
+ * also notes the thread's CPU clock and own-work hits: at its end the
+ * periods of the section that ended in the kernel (due by the CPU clock,
+ * never signalled) are counted as the profiler's own (PTP_DROP_OWN_WORK)
+ * and marked accounted, so no dump and no exit accounting reports them as
+ * the program's "[lost: kernel mode]". Any thread but the handler; takes
+ * the registry mutex at the end of a timed section. */
+typedef struct ptp_own_section {
+  int timed;
+  int64_t cpu0;
+  uint64_t hits0;
+} ptp_own_section;
+void ptp_threads_own_begin(ptp_own_section *s);
+void ptp_threads_own_end(ptp_own_section *s);
+
+/* Thread names of threads[0..n) (their tids set), for a dump: a live
+ * thread's /proc/self/task/<tid>/comm now, else the name remembered when
+ * it exited (ptp_graveyard.h; all of a window's exits in one sorted pass),
+ * else "". */
+void ptp_threads_names(ptp_thread *threads, size_t n);
 
 /* CPU-time clock of a thread by tid (what pthread_getcpuclockid returns). */
 static inline clockid_t ptp_tid_cpuclock(uint32_t tid) {

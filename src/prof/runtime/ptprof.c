@@ -28,9 +28,21 @@
  * now counts PTP_DROP_DUMPING), note the cut time, wait until no handler is
  * inside, drain the ring, swap the aggregation for an empty one, take the
  * drop counters, encode and write (the blind period), then start the next
- * window (new start times, blind_ns = now - cut) and clear sh->dumping.
- * A sample still in the ring from before the new window's start is counted
- * as a "dumping" drop, never added to the new window.
+ * window (new start times, blind_ns = now - cut), clear sh->dumping, wait
+ * for the handlers inside, and take the blind period's PTP_DROP_DUMPING
+ * count for the NEXT snapshot (p->blind_drops): the blind window is
+ * reported after it, never as samples. A sample drained while a dump runs,
+ * or still in the ring from before the new window's start, is counted the
+ * same way, never added to a window.
+ *
+ * The profiler's own work: every API entry point, the consumer thread and
+ * the whole dump (its debug-file copies after sampling resumed included)
+ * run with the calling thread's own-work mark set (signal/ptp_own_work.h),
+ * so the handler counts their expirations as PTP_DROP_OWN_WORK instead of
+ * sampling them. The consumer thread is never sampled at all; its CPU
+ * clock is read at each cut. Each snapshot reports both, for the period
+ * from the previous cut to its own (this window and the blind window
+ * before it), in a comment (output/ptp_pprof.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,8 +60,10 @@
 #include "ptprof.h"
 #include "prof/runtime/ptp_agg.h"
 #include "prof/runtime/ptp_grace.h"
+#include "prof/runtime/ptp_graveyard.h"
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_handler.h"
+#include "prof/signal/ptp_own_work.h"
 #include "prof/runtime/ptp_interpose.h"
 #include "prof/runtime/ptp_labels.h"
 #include "prof/runtime/ptp_perf.h"
@@ -98,13 +112,28 @@ struct ptprof {
   pthread_mutex_t agg_mu;
   ptp_agg *agg, *agg_spare;
   int64_t win_start_mono, win_start_real, blind_ns;
+  int in_dump;                 /* between a dump's cut and its resume */
+  uint64_t blind_drops;        /* expirations dropped in the blind window
+                                  before the current window (agg_mu) */
+
+  /* The consumer thread's CPU clock (it is never sampled): read at each cut
+   * while it runs, and its last value stored by the thread as it ends
+   * (a stop joins it before the final dump). */
+  clockid_t consumer_clk;
+  int consumer_clk_ok;
+  _Atomic int consumer_ended;
+  _Atomic int64_t consumer_cpu_end;
+  int64_t consumer_cpu_at_cut; /* its CPU at the previous cut (api_mu) */
 
   ptp_window_hook_fn hook;     /* tests: sees each window before encoding */
   void *hook_ctx;
+  ptp_resume_hook_fn resume_hook;   /* tests: runs after sampling resumed */
+  void *resume_hook_ctx;
 
   _Atomic uint64_t st_samples, st_signals, st_truncated, st_dumps, st_dump_errors;
   _Atomic uint64_t st_drops[PTP_DROP__COUNT];
   _Atomic uint64_t st_no_cpu;  /* perf expirations ignored: no CPU behind them */
+  _Atomic int64_t st_own_cpu;  /* the consumer's CPU up to the last cut */
   _Atomic int64_t st_last_window, st_last_blind;
 };
 
@@ -148,7 +177,8 @@ _Static_assert(PTP_DROP_RING_FULL == PTPROF_DROP_RING_FULL && PTP_DROP_DUMPING =
                PTP_DROP_NO_STACK == PTPROF_DROP_NO_STACK && PTP_DROP_REENTRANT == PTPROF_DROP_REENTRANT &&
                PTP_DROP_THREAD_EXIT == PTPROF_DROP_THREAD_EXIT && PTP_DROP_KERNEL == PTPROF_DROP_KERNEL &&
                PTP_DROP_UNDELIVERED == PTPROF_DROP_UNDELIVERED &&
-               PTP_DROP_NO_MEMORY == PTPROF_DROP_NO_MEMORY && PTP_DROP__COUNT == PTPROF_DROP_CAUSES,
+               PTP_DROP_NO_MEMORY == PTPROF_DROP_NO_MEMORY && PTP_DROP_OWN_WORK == PTPROF_DROP_OWN_WORK &&
+               PTP_DROP__COUNT == PTPROF_DROP_CAUSES,
                "the public drop causes are the sampler's");
 _Static_assert(PTPROF_DROP_CAUSES <= PTPROF_DROPS_MAX, "ptprof_stats.drops holds every cause");
 
@@ -295,10 +325,12 @@ static size_t drain_locked(ptprof *p) {
   while ((s = ptp_ring_peek(&sh->ring))) {
     n++;
     if (s->nframes > 0) {
-      if (s->ts < p->win_start_mono) {
-        /* Taken before this window began (a handler that outlived the
-         * dump's grace wait): part of the blind period. */
-        atomic_fetch_add(&sh->drops[PTP_DROP_DUMPING], s->weight);
+      if (!(s->flags & PTP_SLOT_FLUSH) && (p->in_dump || s->ts < p->win_start_mono)) {
+        /* Taken before this window began or drained while a dump runs (a
+         * handler that outlived the dump's grace wait): part of the blind
+         * period, reported with the next snapshot, never a sample. */
+        p->blind_drops += s->weight;
+        atomic_fetch_add(&p->st_drops[PTP_DROP_DUMPING], s->weight);
       } else if (s->flags & PTP_SLOT_FLUSH) {
         /* A thread's exit accounting: CPU it had, stack unknown. Under its
          * own "[lost: thread exit]" pseudo-frame, and counted as a drop. */
@@ -339,8 +371,20 @@ static void consumer_sweep(ptprof *p, uint64_t *timer_errors_seen) {
   }
 }
 
+/* The consumer thread's CPU time (its clock read from any thread). */
+static int64_t consumer_cpu_ns(ptprof *p) {
+  if (atomic_load(&p->consumer_ended)) return atomic_load(&p->consumer_cpu_end);
+  struct timespec ts;
+  if (!p->consumer_clk_ok || clock_gettime(p->consumer_clk, &ts) != 0) return p->consumer_cpu_at_cut;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void *consumer_main(void *arg) {
   ptprof *p = arg;
+  /* Everything this thread does is the profiler's (it has no sampling
+   * source either: excluded below; its CPU is reported from its clock). */
+  ptp_own_work_enter();
+  (void)pthread_setname_np(pthread_self(), "ptprof-consumer");
   ptp_threads_exclude_self();
   sem_post(&p->consumer_ready);
   int64_t next_sweep = ptp_now_mono() + SWEEP_NS;
@@ -405,6 +449,11 @@ static void *consumer_main(void *arg) {
     }
   }
   ptp_threads_forget_self();
+  struct timespec ts = {0, 0};
+  (void)clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);   /* cannot fail for the own thread */
+  atomic_store(&p->consumer_cpu_end, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+  atomic_store(&p->consumer_ended, 1);
+  ptp_own_work_leave();
   return NULL;
 }
 
@@ -416,6 +465,7 @@ typedef struct dump {
   ptp_agg *full;                  /* the closed window's aggregation */
   int64_t cut_mono;
   uint64_t label_epoch;           /* label names kept until encoded */
+  uint64_t grave_token;           /* exited threads' names kept until named */
   uint64_t no_cpu;                /* perf expirations ignored in this window */
   ptp_window w;
   char *comments[2];              /* the sampler's own comment lines (owned) */
@@ -429,14 +479,18 @@ typedef struct dump {
 } dump;
 
 /* Step 1, the cut: the handler now counts PTP_DROP_DUMPING; wait until no
- * handler is inside (50 ms at most: a late sample is filtered by its time
- * stamp), drain the ring into the window and swap in the empty spare.
+ * handler is inside (50 ms at most: a late sample is counted as the blind
+ * period's, see drain_locked), drain the ring into the window and swap in
+ * the empty spare; take the blind window before this one (counted at the
+ * previous resume and by the drains since) and the profiler's own work
+ * since the previous cut (own-work expirations, the consumer's CPU).
  * Cannot fail. */
 static void dump_cut(ptprof *p, dump *d) {
   ptp_shared *sh = p->sh;
   atomic_store(&sh->dumping, 1);
   d->cut_mono = ptp_now_mono();
   d->label_epoch = ptp_labels_cut();
+  d->grave_token = ptp_graveyard_cut();
   ptp_grace_wait(50);
 
   pthread_mutex_lock(&p->agg_mu);
@@ -445,7 +499,17 @@ static void dump_cut(ptprof *p, dump *d) {
   p->agg = p->agg_spare;
   p->agg_spare = d->full;
   int64_t start_real = p->win_start_real, start_mono = p->win_start_mono, blind = p->blind_ns;
+  d->w.drops[PTP_DROP_DUMPING] = p->blind_drops;
+  p->blind_drops = 0;
+  p->in_dump = 1;
   pthread_mutex_unlock(&p->agg_mu);
+
+  d->w.drops[PTP_DROP_OWN_WORK] = atomic_exchange(&sh->drops[PTP_DROP_OWN_WORK], 0);
+  atomic_fetch_add(&p->st_drops[PTP_DROP_OWN_WORK], d->w.drops[PTP_DROP_OWN_WORK]);
+  int64_t ccpu = consumer_cpu_ns(p);
+  d->w.own_thread_cpu_ns = ccpu > p->consumer_cpu_at_cut ? ccpu - p->consumer_cpu_at_cut : 0;
+  p->consumer_cpu_at_cut = ccpu;
+  atomic_fetch_add(&p->st_own_cpu, d->w.own_thread_cpu_ns);
 
   d->w.start_ns = start_real;
   d->w.duration_ns = d->cut_mono - start_mono;
@@ -455,12 +519,14 @@ static void dump_cut(ptprof *p, dump *d) {
 }
 
 /* Step 2, drop accounting: the perf engine's unsignalled periods of live
- * threads (CPU we know of, stack unknown), then every cause's counter of
- * the window into w.drops and the cumulative stats, and the CPU of each
- * drop under its cause's pseudo-frame (thread-exit and unsignalled losses
- * already are, per thread). Returns 0 or -ENOMEM (the counters are taken
- * anyway: the window is lost, its drops are still counted; periods that
- * found no room in the aggregation count as PTP_DROP_NO_MEMORY). */
+ * threads (CPU we know of, stack unknown), then every other cause's counter
+ * of the window into w.drops and the cumulative stats (the blind window's
+ * and the own work's were taken at the cut), and the CPU of each drop that
+ * is the program's under its cause's pseudo-frame (thread-exit and
+ * unsignalled losses already are, per thread). Returns 0 or -ENOMEM (the
+ * counters are taken anyway: the window is lost, its drops are still
+ * counted; periods that found no room in the aggregation count as
+ * PTP_DROP_NO_MEMORY). */
 static int dump_drops(ptprof *p, dump *d) {
   ptp_shared *sh = p->sh;
   int rc = 0;
@@ -479,6 +545,7 @@ static int dump_drops(ptprof *p, dump *d) {
     free(u);
   }
   for (int i = 0; i < PTP_DROP__COUNT; i++) {
+    if (!ptp_drop_is_sampled(i)) continue;   /* taken at the cut, never samples */
     d->w.drops[i] = atomic_exchange(&sh->drops[i], 0);
     atomic_fetch_add(&p->st_drops[i], d->w.drops[i]);
     uintptr_t cause = (uintptr_t)i;
@@ -553,10 +620,9 @@ static int dump_resolve(dump *d) {
   if (rc == 0) rc = ptp_agg_tids(d->full, &d->tids, &ntids);
   if (rc == 0 && ntids && !(d->threads = ptp_calloc(ntids, sizeof *d->threads))) rc = -ENOMEM;
   if (rc) return rc;
-  for (size_t i = 0; i < ntids; i++) {
-    d->threads[i].tid = d->tids[i];
-    ptp_threads_name(d->tids[i], d->threads[i].name);
-  }
+  /* names now: a live thread's current one, an exited thread's at its exit */
+  for (size_t i = 0; i < ntids; i++) d->threads[i].tid = d->tids[i];
+  ptp_threads_names(d->threads, ntids);
   d->w.samples = d->samples;
   d->w.nsamples = nsamples;
   d->w.threads = d->threads;
@@ -580,6 +646,7 @@ static void dump_free(dump *d) {
   free(d->buf);
   ptp_labels_res_free(d->lres);
   ptp_labels_release(d->label_epoch);
+  ptp_graveyard_release(d->grave_token);
   free(d->samples);
   free(d->threads);
   free(d->tids);
@@ -607,15 +674,26 @@ static void dump_latch(ptprof *p, const dump *d, int rc) {
   atomic_store(&p->st_last_window, d->w.duration_ns);
 }
 
-/* Step 7: the next window starts when sampling resumes. */
+/* Step 7: the next window starts when sampling resumes. The expirations
+ * the handler dropped meanwhile are the blind window before it: taken once
+ * no handler that saw `dumping` set is still inside (50 ms at most; one
+ * later still is counted with the next blind window), and reported by the
+ * next snapshot. */
 static void dump_resume(ptprof *p, const dump *d) {
   pthread_mutex_lock(&p->agg_mu);
   p->win_start_mono = ptp_now_mono();
   p->win_start_real = ptp_now_real();
   p->blind_ns = p->win_start_mono - d->cut_mono;
+  p->in_dump = 0;
   atomic_store(&p->st_last_blind, p->blind_ns);
   pthread_mutex_unlock(&p->agg_mu);
   atomic_store(&p->sh->dumping, 0);
+  ptp_grace_wait(50);
+  uint64_t blind = atomic_exchange(&p->sh->drops[PTP_DROP_DUMPING], 0);
+  atomic_fetch_add(&p->st_drops[PTP_DROP_DUMPING], blind);
+  pthread_mutex_lock(&p->agg_mu);
+  p->blind_drops += blind;
+  pthread_mutex_unlock(&p->agg_mu);
 }
 
 /* The dump cycle (see the top of the file): the steps above in order; the
@@ -624,6 +702,8 @@ static void dump_resume(ptprof *p, const dump *d) {
 static int do_dump(ptprof *p, char *path_out, size_t cap) {
   if (path_out && cap) path_out[0] = 0;
   if (!p->store) return -EDESTADDRREQ;             /* the window keeps running */
+  ptp_own_section own;                             /* all of it, copies included */
+  ptp_threads_own_begin(&own);
   dump d;
   memset(&d, 0, sizeof d);
   dump_cut(p, &d);
@@ -635,8 +715,11 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   dump_free(&d);
   dump_latch(p, &d, rc);
   dump_resume(p, &d);
-  /* snapshot on disk, sampling resumed: the debug-file copies it asked for */
+  /* snapshot on disk, sampling resumed: the debug-file copies it asked for
+   * (still the profiler's work: the mark is set) */
   if (rc == 0) (void)ptp_symbolizer_make_debug_copies(p->sym);
+  if (p->resume_hook) p->resume_hook(p->resume_hook_ctx);
+  ptp_threads_own_end(&own);
   return rc;
 }
 
@@ -673,6 +756,8 @@ static int new_shared(ptp_shared **out, int wake_fd) {
 int ptprof_start(ptprof *p) {
   if (!p) return -EINVAL;
   if (p->pid != getpid()) return PTPROF_E_FORKED;
+  ptp_own_section own;      /* the sweep after arming runs sampled: the profiler's */
+  ptp_threads_own_begin(&own);
   pthread_mutex_lock(&p->api_mu);
   int rc;
   if (p->running) { rc = -EALREADY; goto out; }
@@ -685,6 +770,7 @@ int ptprof_start(ptprof *p) {
     goto out;
   }
   if ((rc = ptp_cfi_refresh()) < 0) goto fail_global;
+  ptp_graveyard_keep(1);   /* every exited thread's name until its window is written */
   /* The engine, chosen once per start (see ptprof.h): perf when asked for
    * (its error is ours) or when AUTO's probe event opens, else timers. */
   int engine = PTP_ENGINE_TIMER;
@@ -708,8 +794,11 @@ int ptprof_start(ptprof *p) {
   ptp_agg_reset(p->agg);
   ptp_agg_reset(p->agg_spare);
   atomic_store(&p->consumer_stop, 0);
+  atomic_store(&p->consumer_ended, 0);
+  p->consumer_cpu_at_cut = 0;
   int prc = ptp_real_pthread_create(&p->consumer, NULL, consumer_main, p);
   if (prc != 0) { rc = -prc; goto fail_shared; }
+  p->consumer_clk_ok = pthread_getcpuclockid(p->consumer, &p->consumer_clk) == 0;
   while (sem_wait(&p->consumer_ready) != 0 && errno == EINTR) {}
   ptp_threads_stats ts;
   ptp_threads_get_stats(&ts);
@@ -718,6 +807,8 @@ int ptprof_start(ptprof *p) {
   p->win_start_mono = ptp_now_mono();
   p->win_start_real = ptp_now_real();
   p->blind_ns = 0;
+  p->blind_drops = 0;
+  p->in_dump = 0;
   pthread_mutex_unlock(&p->agg_mu);
   atomic_store(&ptp_g_shared, p->sh);
   if ((rc = ptp_threads_activate(p->sh->magic, p->period_ns, engine)) < 0) goto fail_consumer;
@@ -740,9 +831,11 @@ fail_pipe:
   close(p->wake_wr);
   p->wake_rd = p->wake_wr = -1;
 fail_global:
+  ptp_graveyard_keep(0);
   atomic_store(&proc.running, NULL);
 out:
   pthread_mutex_unlock(&p->api_mu);
+  ptp_threads_own_end(&own);
   return rc;
 }
 
@@ -750,15 +843,20 @@ int ptprof_dump(ptprof *p, char *path_out, size_t cap) {
   if (!p) return -EINVAL;
   if (path_out && cap) path_out[0] = 0;
   if (p->pid != getpid()) return PTPROF_E_FORKED;
+  ptp_own_section own;       /* waiting for api_mu too: a periodic dump may hold it */
+  ptp_threads_own_begin(&own);
   pthread_mutex_lock(&p->api_mu);
   int rc = p->running ? do_dump(p, path_out, cap) : -ENOTCONN;
   pthread_mutex_unlock(&p->api_mu);
+  ptp_threads_own_end(&own);
   return rc;
 }
 
 int ptprof_set_dir(ptprof *p, const char *dir) {
   if (!p || !dir || !*dir) return -EINVAL;
   if (p->pid != getpid()) return PTPROF_E_FORKED;
+  ptp_own_section own;
+  ptp_threads_own_begin(&own);
   pthread_mutex_lock(&p->api_mu);
   int rc;
   char *copy = ptp_strdup(dir);
@@ -777,6 +875,7 @@ int ptprof_set_dir(ptprof *p, const char *dir) {
     free(copy);
   }
   pthread_mutex_unlock(&p->api_mu);
+  ptp_threads_own_end(&own);
   return rc;
 }
 
@@ -789,9 +888,15 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   ptp_cfi_save_pending();
   int rc = 0;
   if (final_dump) rc = do_dump(p, path_out, cap);
+  /* the consumer's CPU since the last cut, for the stats (it has ended) */
+  int64_t ccpu = consumer_cpu_ns(p);
+  if (ccpu > p->consumer_cpu_at_cut) atomic_fetch_add(&p->st_own_cpu, ccpu - p->consumer_cpu_at_cut);
+  p->consumer_cpu_at_cut = ccpu;
   atomic_store(&ptp_g_shared, NULL);
   ptp_grace_wait(0);
   ptp_labels_release(UINT64_MAX);   /* no sample left to name */
+  ptp_graveyard_release(UINT64_MAX);
+  ptp_graveyard_keep(0);
   for (int i = 0; i < PTP_DROP__COUNT; i++)
     atomic_fetch_add(&p->st_drops[i], atomic_load(&p->sh->drops[i]));
   atomic_fetch_add(&p->st_no_cpu, atomic_load(&p->sh->no_cpu));
@@ -809,9 +914,12 @@ int ptprof_stop(ptprof *p, int final_dump, char *path_out, size_t cap) {
   if (!p) return -EINVAL;
   if (path_out && cap) path_out[0] = 0;
   if (p->pid != getpid()) return PTPROF_E_FORKED;
+  ptp_own_section own;
+  ptp_threads_own_begin(&own);
   pthread_mutex_lock(&p->api_mu);
   int rc = p->running ? stop_locked(p, final_dump, path_out, cap) : -ENOTCONN;
   pthread_mutex_unlock(&p->api_mu);
+  ptp_threads_own_end(&own);
   return rc;
 }
 
@@ -862,6 +970,7 @@ void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
     if (mine) out->drops[i] += atomic_load(&sh->drops[i]);
   }
   out->expirations_no_cpu = atomic_load(&q->st_no_cpu) + (mine ? atomic_load(&sh->no_cpu) : 0);
+  out->own_thread_cpu_ns = atomic_load(&q->st_own_cpu);
   atomic_fetch_sub(&ptp_g_inside, 1);
   out->dumps = atomic_load(&q->st_dumps);
   out->dump_errors = atomic_load(&q->st_dump_errors);
@@ -881,6 +990,13 @@ void ptp_set_window_hook(ptprof *p, ptp_window_hook_fn fn, void *ctx) {
   pthread_mutex_lock(&p->api_mu);
   p->hook = fn;
   p->hook_ctx = ctx;
+  pthread_mutex_unlock(&p->api_mu);
+}
+
+void ptp_set_resume_hook(ptprof *p, ptp_resume_hook_fn fn, void *ctx) {
+  pthread_mutex_lock(&p->api_mu);
+  p->resume_hook = fn;
+  p->resume_hook_ctx = ctx;
   pthread_mutex_unlock(&p->api_mu);
 }
 

@@ -15,6 +15,13 @@
 typedef void (*ptp_window_hook_fn)(const ptp_window *w, void *ctx);
 void ptp_set_window_hook(ptprof *p, ptp_window_hook_fn fn, void *ctx);
 
+/* Called at the end of every dump of p, after sampling resumed, where the
+ * dump's debug-file copies are made (on the dumping thread, api_mu held):
+ * work there is the profiler's own, with sampling on. fn NULL removes it.
+ * Call while p is not started. */
+typedef void (*ptp_resume_hook_fn)(void *ctx);
+void ptp_set_resume_hook(ptprof *p, ptp_resume_hook_fn fn, void *ctx);
+
 /* Signals (not expirations) recorded since ptprof_new: samples minus this is
  * how many expirations the kernel merged (si_overrun). */
 uint64_t ptp_signals_recorded(const ptprof *p);

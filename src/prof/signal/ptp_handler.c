@@ -7,12 +7,14 @@
  * calls), the producer (ptp_producer.c: vDSO
  * clock_gettime, write(2) on a non-blocking pipe), ptp_unwind
  * (ptp_unwind.c, equally restricted) and atomic loads of the thread's own
- * initial-exec TLS label block (ptp_label_set.h). No malloc, no locks, no stdio, no
+ * initial-exec TLS label block (ptp_label_set.h) and own-work mark
+ * (ptp_own_work.h). No malloc, no locks, no stdio, no
  * dl_iterate_phdr/dladdr, no /proc, no libc or libgcc unwinder. errno is
  * saved and restored.
  *
  * Per signal: find the running sampler (ptp_g_shared), check the signal is
- * one of its engine's, claim a ring slot, walk the interrupted stack into it,
+ * one of its engine's, count it as the profiler's own when the thread is
+ * inside profiler work (ptp_own_work.h: no sample), claim a ring slot, walk the interrupted stack into it,
  * copy the thread's labels (the polled console task and the user labels, as
  * ids) into it, publish it, and wake the consumer if the ring is filling up or the walk
  * asked for a new unwind table (ptp_unwind.h).
@@ -40,6 +42,7 @@
 #include "prof/signal/ptp_expiry.h"
 #include "prof/signal/ptp_handler.h"
 #include "prof/signal/ptp_label_set.h"
+#include "prof/signal/ptp_own_work.h"
 #include "prof/signal/ptp_thread_sig.h"
 
 /* Which thread this signal samples, or 0 when it records nothing: not
@@ -104,6 +107,13 @@ void ptp_handler(int sig, siginfo_t *si, void *ucv) {
       ptp_drop(sh, PTP_DROP_REENTRANT, weight);
       goto out;
     }
+  }
+  /* The thread runs the profiler's own code (a dump, a table build): that
+   * CPU is the profiler's, counted, never a sample of the program. */
+  if (ptp_own_work_active()) {
+    ptp_own_work_hit(weight);
+    ptp_drop(sh, PTP_DROP_OWN_WORK, weight);
+    goto out_rec;
   }
   if (atomic_load_explicit(&sh->dumping, memory_order_acquire)) {
     ptp_drop(sh, PTP_DROP_DUMPING, weight);

@@ -14,6 +14,8 @@
  *    unwind/ptp_cfi.c;
  *  - ptp_t_labels (ptp_label_set.h): the calling thread's own labels,
  *    written by that thread;
+ *  - ptp_t_own_work (ptp_own_work.h): whether the calling thread is inside
+ *    profiler work, written by that thread;
  *  - the interrupted context (ucontext) and the interrupted thread's stack,
  *    read within its bounds.
  * It calls only the functions of signal/ and async-signal-safe system

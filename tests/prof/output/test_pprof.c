@@ -115,7 +115,9 @@ static void fixture_init(fixture *f) {
   f->w.nthreads = 2;
   f->w.drops[PTP_DROP_RING_FULL] = 3;
   f->w.drops[PTP_DROP_DUMPING] = 7;
+  f->w.drops[PTP_DROP_OWN_WORK] = 4;
   f->w.blind_ns = 1234567;
+  f->w.own_thread_cpu_ns = 5000000;
 }
 
 static char *go_bin(void) {
@@ -217,12 +219,29 @@ PT_TEST_T(prof_pprof_read_back_by_go_pprof, 120000) {
   PT_ASSERT_MSG(strstr(raw, "Duration: 2s"), "duration:\n%s", raw);
   PT_ASSERT_MSG(strstr(raw, "samples/count cpu/nanoseconds"), "sample types:\n%s", raw);
   PT_ASSERT_MSG(strstr(raw, "dropped samples: ring_full=3 dumping=7 no_stack=0 reentrant=0 "
-                            "thread_exit=0 kernel_mode=0 undelivered=0 no_memory=0"),
+                            "thread_exit=0 kernel_mode=0 undelivered=0 no_memory=0 own_work=4"),
                 "drop comment:\n%s", raw);
-  PT_ASSERT_MSG(strstr(raw, "blind window before this one: 1234567 ns"), "blind comment:\n%s", raw);
+  /* The blind window and the profiler's own work: counted with their CPU
+   * (count x period: 7 and 4 x 10.1 ms), never samples. */
+  PT_ASSERT_MSG(strstr(raw, "blind window before this one: 1.2 ms (1234567 ns, the previous dump's "
+                            "encode and write): 7 samples (70.7 ms CPU) of application threads "
+                            "dropped, not in this profile"), "blind comment:\n%s", raw);
+  PT_ASSERT_MSG(strstr(raw, "profiler's own work in this window and the blind window before it: "
+                            "45.4 ms CPU (4 samples (40.4 ms) dropped on application threads, 5.0 "
+                            "ms on the sampler's own thread); not in the samples above"),
+                "own work comment:\n%s", raw);
+  PT_ASSERT_MSG(!strstr(raw, "[lost"), "a pseudo-frame for a count:\n%s", raw);
   PT_ASSERT_MSG(strstr(raw, "sampler: 99 Hz"), "hz comment:\n%s", raw);
-  PT_ASSERT_MSG(strstr(raw, "window: 2023-11-14T22:13:20.123456789Z .. 2023-11-14T22:13:22.123456789Z"),
-                "window comment:\n%s", raw);
+  /* the order docs/profiling.md gives: what the file covers first */
+  const char *cw = strstr(raw, "window: 2023-11-14T22:13:20.123456789Z .. 2023-11-14T22:13:22.123456789Z");
+  PT_ASSERT_MSG(cw, "window comment:\n%s", raw);
+  const char *order[] = {"sampler: 99 Hz", "dropped samples:", "blind window before this one:",
+                         "profiler's own work", NULL};
+  for (int i = 0; order[i]; i++) {
+    const char *next = strstr(cw, order[i]);
+    PT_ASSERT_MSG(next, "comment \"%s\" not after the previous one:\n%s", order[i], raw);
+    cw = next;
+  }
   PT_ASSERT_MSG(strstr(raw, "unit-tests"), "main mapping:\n%s", raw);
   PT_ASSERT_MSG(strstr(raw, "[FN][FL][LN][IN]"), "has_* flags:\n%s", raw);
   /* 30 samples of A: values [30, 30 * 10101010] */
@@ -357,8 +376,10 @@ PT_TEST_T(prof_pprof_many_stacks_valid, 120000) {
   free(file);
 }
 
-/* Every drop cause has its pseudo-frame in the string table, out of memory
- * included (it used to be counted as "ring full"). */
+/* Every drop cause that is shown as samples (ptp_drop_is_sampled: the
+ * program's CPU) has its pseudo-frame in the string table, out of memory
+ * included (it used to be counted as "ring full"); the profiler's own work
+ * has none. */
 PT_TEST(prof_pprof_lost_frames) {
   uintptr_t causes[PTP_DROP__COUNT];
   ptp_sample smp[PTP_DROP__COUNT];
@@ -376,11 +397,16 @@ PT_TEST(prof_pprof_lost_frames) {
   uint8_t *out;
   size_t len;
   PT_ASSERT_INT_EQ(ptp_pprof_encode_raw(&w, NULL, &out, &len), 0);
+  PT_ASSERT(!ptp_drop_is_sampled(PTP_DROP_OWN_WORK));
   for (int i = 0; i < PTP_DROP__COUNT; i++) {
+    if (!ptp_drop_is_sampled(i)) continue;
     const char *name = ptp_lost_frame_name(i);
     PT_ASSERT_MSG(strcmp(name, "[lost]") != 0, "cause %d has no pseudo-frame of its own", i);
     PT_ASSERT_MSG(memmem(out, len, name, strlen(name)), "%s not in the profile", name);
   }
   PT_ASSERT_STR_EQ(ptp_lost_frame_name(PTP_DROP_NO_MEMORY), "[lost: out of memory]");
+  /* a window with no dump before it says so rather than "0.0 ms" */
+  const char *none = "blind window before this one: none (no dump before this window)";
+  PT_ASSERT_MSG(memmem(out, len, none, strlen(none)), "no \"%s\"", none);
   free(out);
 }

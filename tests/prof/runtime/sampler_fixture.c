@@ -118,11 +118,16 @@ void ptt_cap_hook(const ptp_window *w, void *ctx) {
     PT_ASSERT(s->nframes >= 1 && s->nframes <= 64);
     memcpy(d->frames, s->frames, s->nframes * sizeof *s->frames);
   }
+  c->dump_tid[wi] = (uint32_t)gettid();
   c->nw++;
   int has_clk = c->has_clk;
   clockid_t clk = c->clk;
   int64_t want = c->blind_cpu_ns;
+  int64_t burn = c->hook_burn_ns;
   pthread_mutex_unlock(&c->mu);
+  /* Work of the profiler on the dumping thread (as a cold symbolization
+   * is): never a sample of the program, counted as the profiler's own. */
+  if (burn) ptt_fn_hot_c(burn);
   if (has_clk) {
     /* A slow "encode" that lasts until the watched thread has run for
      * `want` of CPU: the blind period then holds that much of its CPU,
@@ -132,6 +137,14 @@ void ptt_cap_hook(const ptp_window *w, void *ctx) {
     c->cpu_in[wi] = in;
     c->cpu_out[wi] = ptt_clock_ns(clk);
   }
+}
+
+void ptt_cap_resume_hook(void *ctx) {
+  capture *c = ctx;
+  pthread_mutex_lock(&c->mu);
+  int64_t burn = c->resume_burn_ns;
+  pthread_mutex_unlock(&c->mu);
+  if (burn) ptt_fn_hot_c(burn);
 }
 
 void ptt_cap_init(capture *c) {
@@ -163,6 +176,14 @@ uint64_t ptt_count_lost_tid(const capture *c, uint32_t tid) {
   return n;
 }
 
+/* Expirations under the pseudo-frame of `cause`, any thread. */
+uint64_t ptt_count_lost_cause(const capture *c, int cause) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < c->n; i++)
+    if ((c->s[i].flags & PTP_SAMPLE_LOST) && c->s[i].frames[0] == (uintptr_t)cause) n += c->s[i].count;
+  return n;
+}
+
 /* The CPU bands of the short-thread tests. "real" is what the worker
  * measured around its function; the sampler also sees the thread's CPU
  * before and after it (start-up, exit, and under ASan the runtime's
@@ -187,7 +208,10 @@ ptprof *ptt_start_sampler_engine(const char *dir, int hz, capture *c, int engine
   ptprof *p = NULL;
   int rc = ptprof_new(&p, &o);
   PT_ASSERT_MSG(rc == 0, "ptprof_new: %s", ptprof_strerror(rc));
-  if (c) ptp_set_window_hook(p, ptt_cap_hook, c);
+  if (c) {
+    ptp_set_window_hook(p, ptt_cap_hook, c);
+    ptp_set_resume_hook(p, ptt_cap_resume_hook, c);
+  }
   rc = ptprof_start(p);
   PT_ASSERT_MSG(rc == 0, "ptprof_start: %s", ptprof_strerror(rc));
   return p;

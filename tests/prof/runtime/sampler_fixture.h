@@ -70,6 +70,13 @@ typedef struct capture {
   int64_t cpu_in[CAP_MAXW], cpu_out[CAP_MAXW];
   char comments[8][1024];        /* the first window's extra comments */
   int ncomments;
+  /* The own-work tests: CPU each dump's hook burns in ptt_fn_hot_c on the
+   * dumping thread (0: none; the profiler's own work, as symbolization
+   * is), and which thread dumped each window. */
+  int64_t hook_burn_ns;
+  int64_t resume_burn_ns;        /* the same after sampling resumed (where the
+                                    debug-file copies run): ptt_cap_resume_hook */
+  uint32_t dump_tid[CAP_MAXW];
 } capture;
 
 typedef struct worker {
@@ -109,6 +116,9 @@ int ptt_frame_in(const uintptr_t *f, int i, const char *lo, const char *hi);
 
 /* The window hook (ptp_set_window_hook) that fills a capture. */
 void ptt_cap_hook(const ptp_window *w, void *ctx);
+/* The resume hook (ptp_set_resume_hook): burns c->resume_burn_ns in
+ * ptt_fn_hot_c on the dumping thread, sampling on. */
+void ptt_cap_resume_hook(void *ctx);
 void ptt_cap_init(capture *c);
 void ptt_cap_free(capture *c);
 /* Expirations of tid in the captured windows (optionally only samples with
@@ -116,6 +126,9 @@ void ptt_cap_free(capture *c);
 uint64_t ptt_count_tid(const capture *c, uint32_t tid, const char *lo, const char *hi);
 /* Expirations of tid under a "[lost: ...]" pseudo-frame. */
 uint64_t ptt_count_lost_tid(const capture *c, uint32_t tid);
+/* Expirations under the pseudo-frame of `cause` in the captured windows,
+ * any thread. */
+uint64_t ptt_count_lost_cause(const capture *c, int cause);
 /* The CPU bands of the short-thread tests (see the definition). */
 void ptt_check_bands(uint64_t all, uint64_t lost, int64_t real_ns, int hz);
 

@@ -82,6 +82,17 @@ PT_TEST_T(prof_sampler_dump_drops, 60000) {
                 (long long)c.w[1].blind_ns, (long long)blind_cpu);
   PT_ASSERT_MSG(c.w[1].drops[PTP_DROP_DUMPING] > 30, "dumping drops %llu",
                 (unsigned long long)c.w[1].drops[PTP_DROP_DUMPING]);
+  /* Counted where the page says: in the NEXT snapshot, all of them (the
+   * first window had no blind window before it; the burner's 300 ms are
+   * ~300 expirations, the tick merges some into si_overrun weight), and
+   * never as samples: no "[lost: during dump]" any more. */
+  PT_ASSERT_UINT_EQ(c.w[0].drops[PTP_DROP_DUMPING], 0);
+  PT_ASSERT_UINT_EQ(ptt_count_lost_cause(&c, PTP_DROP_DUMPING), 0);
+#ifndef __SANITIZE_THREAD__
+  PT_ASSERT_MSG(c.w[1].drops[PTP_DROP_DUMPING] >= 0.7 * blind_cpu / period,
+                "the next snapshot counts %llu of the blind window's ~%.0f expirations",
+                (unsigned long long)c.w[1].drops[PTP_DROP_DUMPING], blind_cpu / period);
+#endif
   PT_ASSERT(c.w[1].start_ns >= c.w[0].start_ns + c.w[0].duration_ns + c.w[1].blind_ns - 1000000);
   /* Nothing from the blind period was rolled into window 2: the burner's
    * samples under real stacks there fit the CPU it used from the end of the
@@ -121,6 +132,108 @@ PT_TEST_T(prof_sampler_dump_drops, 60000) {
   ptprof_get_stats(p, &st);
   PT_ASSERT(st.drops[PTP_DROP_DUMPING] >= c.w[1].drops[PTP_DROP_DUMPING]);
   PT_ASSERT_INT_EQ(st.dumps, 2);
+  ptprof_del(p);
+  ptt_cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* The profiler's own work on the thread that calls ptprof_dump (the
+ * daemon's libuv worker, an atexit handler): each dump burns 100 ms of that
+ * thread's CPU in ptt_fn_hot_c while it encodes (blind window) and 100 ms
+ * after sampling resumed (where the debug-file copies run, sampled), as a
+ * cold symbolization and a debug copy would. None of it is a sample (no
+ * stack through ptt_fn_hot_c, no pseudo-frame); the next snapshot counts
+ * it as the profiler's own (own-work expirations since the previous cut),
+ * and the thread's other CPU is sampled as usual. */
+PT_TEST_T(prof_sampler_dump_own_work, 60000) {
+  char *dir = pt_tmpdir("sampler-own");
+  capture c;
+  ptt_cap_init(&c);
+  ptprof *p = ptt_start_sampler(dir, 999, &c);
+  pthread_mutex_lock(&c.mu);
+  c.hook_burn_ns = 100000000;
+  c.resume_burn_ns = 100000000;
+  pthread_mutex_unlock(&c.mu);
+  ptt_fn_hot_a(100000000);                 /* the program's own CPU */
+  int64_t t0 = ptt_thread_cpu_ns();
+  PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), 0);
+  int64_t dump_cpu = ptt_thread_cpu_ns() - t0;   /* >= the burn */
+  ptt_fn_hot_a(100000000);
+  PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(c.nw, 2);
+  double period = 1e9 / 999;
+  uint32_t me = (uint32_t)gettid();
+  PT_ASSERT_UINT_EQ(c.dump_tid[0], me);
+  uint64_t leaked = ptt_count_tid(&c, me, __start_ptt_hot_c, __stop_ptt_hot_c);
+  uint64_t mine = ptt_count_tid(&c, me, __start_ptt_hot_a, __stop_ptt_hot_a);
+  printf("# own work: dump took %.0f ms of the caller's CPU; %llu own-work expirations in "
+         "snapshot 2, %llu in snapshot 1; %llu samples through the burn; %llu of the "
+         "program's own\n", dump_cpu / 1e6, (unsigned long long)c.w[1].drops[PTP_DROP_OWN_WORK],
+         (unsigned long long)c.w[0].drops[PTP_DROP_OWN_WORK], (unsigned long long)leaked,
+         (unsigned long long)mine);
+  PT_ASSERT_MSG(leaked == 0, "%llu samples of the profiler's own work in the program's profile",
+                (unsigned long long)leaked);
+  PT_ASSERT_UINT_EQ(ptt_count_lost_cause(&c, PTP_DROP_OWN_WORK), 0);
+  PT_ASSERT_MSG(mine > 0, "the caller's own CPU was not sampled");
+#ifndef __SANITIZE_THREAD__
+  PT_ASSERT_MSG(c.w[1].drops[PTP_DROP_OWN_WORK] >= 0.7 * 2e8 / period,
+                "%llu own-work expirations for 200 ms of the profiler's CPU",
+                (unsigned long long)c.w[1].drops[PTP_DROP_OWN_WORK]);
+  PT_ASSERT_MSG(c.w[1].drops[PTP_DROP_OWN_WORK] <= dump_cpu / period * 1.1 + 10,
+                "%llu own-work expirations for %.0f ms of the dump's CPU",
+                (unsigned long long)c.w[1].drops[PTP_DROP_OWN_WORK], dump_cpu / 1e6);
+#else
+  (void)period;   /* ThreadSanitizer defers signals: counts are not bounded there */
+#endif
+  ptprof_stats st;
+  ptprof_get_stats(p, &st);
+  PT_ASSERT(st.drops[PTPROF_DROP_OWN_WORK] >= c.w[1].drops[PTP_DROP_OWN_WORK]);
+  ptprof_del(p);
+  ptt_cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* The sampler's own thread (the consumer) is never sampled; its CPU is
+ * counted from its clock: periodic dumps whose hook burns 100 ms each on
+ * the consumer show up in the next snapshot's own_thread_cpu_ns, and no
+ * sample carries the consumer's tid. */
+PT_TEST_T(prof_sampler_consumer_own_cpu, 60000) {
+  char *dir = pt_tmpdir("sampler-owncons");
+  capture c;
+  ptt_cap_init(&c);
+  c.hook_burn_ns = 100000000;
+  ptprof_options o;
+  ptprof_options_init(&o);
+  o.hz = 999;
+  o.dir = dir;
+  o.prefix = "ptt-";
+  o.interval_ms = 100;
+  ptprof *p;
+  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
+  ptp_set_window_hook(p, ptt_cap_hook, &c);
+  PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  ptprof_stats st;
+  for (int i = 0; i < 800; i++) {        /* two periodic dumps, far below the time-out */
+    ptt_fn_hot_a(10000000);
+    ptprof_get_stats(p, &st);
+    if (st.dumps >= 2) break;
+  }
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 0, NULL, 0), 0);
+  pthread_mutex_lock(&c.mu);
+  PT_ASSERT(c.nw >= 2);
+  uint32_t consumer = c.dump_tid[0];
+  PT_ASSERT(consumer != (uint32_t)gettid());
+  printf("# consumer %u: own CPU %.0f ms in snapshot 2, %.0f ms in all; %llu samples of it\n",
+         consumer, c.w[1].own_thread_cpu_ns / 1e6, st.own_thread_cpu_ns / 1e6,
+         (unsigned long long)ptt_count_tid(&c, consumer, NULL, NULL));
+  PT_ASSERT_UINT_EQ(ptt_count_tid(&c, consumer, NULL, NULL), 0);
+  PT_ASSERT_MSG(c.w[1].own_thread_cpu_ns >= 100000000, "consumer CPU %lld ns after a 100 ms burn",
+                (long long)c.w[1].own_thread_cpu_ns);
+  pthread_mutex_unlock(&c.mu);
+  ptprof_get_stats(p, &st);
+  PT_ASSERT(st.own_thread_cpu_ns >= 200000000);
   ptprof_del(p);
   ptt_cap_free(&c);
   pt_rm_rf(dir);

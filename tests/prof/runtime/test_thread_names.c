@@ -1,0 +1,147 @@
+/*
+ * test_thread_names.c - the thread_name of a window's samples: the
+ * graveyard of exited threads' names (runtime/ptp_graveyard.c: kept by dump
+ * epoch, every exit of a window until it is written), and a sampler whose
+ * window holds more exited threads than the old fixed ring of 256 kept.
+ * Renamed threads and names across windows are checked whole-program by
+ * tests/prof/own_work_test.sh. Helpers: sampler_fixture.h.
+ */
+#include "pt_test.h"
+#include "ptprof.h"
+#include "prof/runtime/ptp_graveyard.h"
+#include "prof/runtime/ptprof_internal.h"
+#include "sampler_fixture.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static void put_named(uint32_t tid, const char *fmtname, unsigned i) {
+  char nm[16];
+  snprintf(nm, sizeof nm, fmtname, i);
+  ptp_graveyard_put(tid, nm);
+}
+
+/* Kept by epoch while a sampler runs: 1000 exits of one window all found
+ * (a fixed ring would hold 256), released by the dump that took the cut,
+ * while exits after the cut stay for the next dump; the newest name of a
+ * reused tid wins; the bound drops the oldest, counted. */
+PT_TEST(prof_graveyard_epochs) {
+  ptp_graveyard_keep(1);
+  for (unsigned i = 0; i < 1000; i++) put_named(10000 + i, "w1-%u", i);
+  uint64_t t1 = ptp_graveyard_cut();
+  for (unsigned i = 0; i < 10; i++) put_named(20000 + i, "w2-%u", i);
+  put_named(10003, "reused-%u", 3);          /* tid 10003 again, after the cut */
+  uint32_t tids[1012];
+  char names[1012][16];
+  for (unsigned i = 0; i < 1000; i++) tids[i] = 10000 + i;
+  tids[1000] = 20009;
+  tids[1001] = 99999;                        /* never seen */
+  memset(names, 0, sizeof names);
+  strcpy(names[5], "alive");                 /* already named: left alone */
+  ptp_graveyard_get_many(tids, 1002, names);
+  char want[16];
+  for (unsigned i = 0; i < 1000; i++) {
+    if (i == 5) { PT_ASSERT_STR_EQ(names[i], "alive"); continue; }
+    snprintf(want, sizeof want, i == 3 ? "reused-%u" : "w1-%u", i);
+    PT_ASSERT_STR_EQ(names[i], want);
+  }
+  PT_ASSERT_STR_EQ(names[1000], "w2-9");
+  PT_ASSERT_STR_EQ(names[1001], "");
+  /* the dump of window 1 is done: its exits go, window 2's stay */
+  ptp_graveyard_release(t1);
+  char one[16];
+  PT_ASSERT_INT_EQ(ptp_graveyard_get(10000, one), -ENOENT);
+  PT_ASSERT_INT_EQ(ptp_graveyard_get(20000, one), 0);
+  PT_ASSERT_STR_EQ(one, "w2-0");
+  PT_ASSERT_INT_EQ(ptp_graveyard_get(10003, one), 0);
+  PT_ASSERT_STR_EQ(one, "reused-3");
+  PT_ASSERT_UINT_EQ(ptp_graveyard_dropped(), 0);
+  /* at the bound the oldest goes, counted */
+  for (unsigned i = 0; i < PTP_GRAVEYARD_MAX; i++) put_named(30000 + i, "b-%u", i);
+  PT_ASSERT_UINT_EQ(ptp_graveyard_dropped(), 11);    /* the 11 left of window 2 */
+  PT_ASSERT_INT_EQ(ptp_graveyard_get(20000, one), -ENOENT);
+  PT_ASSERT_INT_EQ(ptp_graveyard_get(30000, one), 0);
+  /* a stop: everything released; without a sampler only the 256 newest */
+  ptp_graveyard_release(UINT64_MAX);
+  ptp_graveyard_keep(0);
+  PT_ASSERT_INT_EQ(ptp_graveyard_get(30000 + PTP_GRAVEYARD_MAX - 1, one), -ENOENT);
+  for (unsigned i = 0; i < 300; i++) put_named(40000 + i, "n-%u", i);
+  PT_ASSERT_INT_EQ(ptp_graveyard_get(40000 + 43, one), -ENOENT);
+  PT_ASSERT_INT_EQ(ptp_graveyard_get(40000 + 44, one), 0);
+  PT_ASSERT_STR_EQ(one, "n-44");
+  PT_ASSERT_UINT_EQ(ptp_graveyard_dropped(), 11);    /* not counted while none runs */
+}
+
+/* A window in which 320 short threads, each named at its start
+ * ("xn-<i>"), burn ~3 ms of CPU and exit: every one that has samples is
+ * named right in the dump (with the old ring of 256 the oldest ~64 had
+ * no name). Checked inside the window hook, which sees every thread. */
+#define NX 320
+typedef struct names_check {
+  _Atomic uint32_t tid[NX];
+  int checked, right, wrong;
+  char first_wrong[64];
+} names_check;
+
+static names_check g_nc;
+
+static void names_hook(const ptp_window *w, void *ctx) {
+  names_check *nc = ctx;
+  for (size_t t = 0; t < w->nthreads; t++) {
+    for (unsigned i = 0; i < NX; i++) {
+      if (atomic_load(&nc->tid[i]) != w->threads[t].tid) continue;
+      char want[16];
+      snprintf(want, sizeof want, "xn-%u", i);
+      nc->checked++;
+      if (strcmp(w->threads[t].name, want) == 0) {
+        nc->right++;
+      } else if (nc->wrong++ == 0) {
+        snprintf(nc->first_wrong, sizeof nc->first_wrong, "tid %u: \"%s\", not %s",
+                 w->threads[t].tid, w->threads[t].name, want);
+      }
+    }
+  }
+}
+
+static void *short_named(void *arg) {
+  unsigned i = (unsigned)(uintptr_t)arg;
+  char nm[16];
+  snprintf(nm, sizeof nm, "xn-%u", i);
+  pthread_setname_np(pthread_self(), nm);
+  atomic_store(&g_nc.tid[i], (uint32_t)gettid());
+  ptt_fn_hot_a(3000000);
+  return NULL;
+}
+
+PT_TEST_T(prof_sampler_names_many_exited, 120000) {
+  char *dir = pt_tmpdir("thread-names");
+  memset(&g_nc, 0, sizeof g_nc);
+  ptprof_options o;
+  ptprof_options_init(&o);
+  o.hz = 999;
+  o.dir = dir;
+  o.prefix = "ptt-";
+  ptprof *p;
+  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
+  ptp_set_window_hook(p, names_hook, &g_nc);
+  PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  for (unsigned i = 0; i < NX; i += 4) {     /* four alive at a time */
+    pthread_t th[4];
+    for (unsigned k = 0; k < 4; k++)
+      PT_ASSERT_INT_EQ(pthread_create(&th[k], NULL, short_named, (void *)(uintptr_t)(i + k)), 0);
+    for (unsigned k = 0; k < 4; k++) PT_ASSERT_INT_EQ(pthread_join(th[k], NULL), 0);
+  }
+  PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), 0);
+  printf("# %d exited threads with samples in the window: %d named right, %d wrong\n",
+         g_nc.checked, g_nc.right, g_nc.wrong);
+  PT_ASSERT_MSG(g_nc.wrong == 0, "%d of %d exited threads misnamed (first: %s)", g_nc.wrong,
+                g_nc.checked, g_nc.first_wrong);
+  PT_ASSERT_MSG(g_nc.checked > 270, "only %d of %d short threads had samples", g_nc.checked, NX);
+  ptprof_del(p);
+  pt_rm_rf(dir);
+  free(dir);
+}
