@@ -714,16 +714,17 @@ int pt_pprof_merge_result(pt_pprof_merge *m, const pt_pprof **out, char *err, si
   char span[64];
   fmt_time(t0, span, sizeof span);
   m->res_texts[m->n_res_texts++] =
-      textf("merged profile: %zu window%s, %" PRId64 " samples; samples with the same stack and "
+      textf("merged profile: %zu window%s, %" PRId64 " sample%s; samples with the same stack and "
             "labels are summed (polytoken profile merge)",
-            m->n_wins, m->n_wins == 1 ? "" : "s", samples);
+            m->n_wins, m->n_wins == 1 ? "" : "s", samples, samples == 1 ? "" : "s");
   for (size_t i = 0; i < m->n_wins; i++) {
     const window *w = &m->wins[i];
     char when[64];
     fmt_time(w->time_nanos, when, sizeof when);
     m->res_texts[m->n_res_texts++] =
-        textf("merged window %zu of %zu: %s, start %s, length %.3f s, %" PRId64 " samples", i + 1,
-              m->n_wins, w->name, when, (double)w->duration_nanos / 1e9, w->samples);
+        textf("merged window %zu of %zu: %s, start %s, length %.3f s, %" PRId64 " sample%s",
+              i + 1, m->n_wins, w->name, when, (double)w->duration_nanos / 1e9, w->samples,
+              w->samples == 1 ? "" : "s");
   }
   if (m->periods_differ)
     m->res_texts[m->n_res_texts++] =
