@@ -39,6 +39,7 @@
 #include "common/pt_file.h"
 #include "common/pt_profile_engine.h"
 #include "common/pt_snapshot_names.h"
+#include "common/pt_thread_name.h"
 #include "daemon/pd_ipc.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_loop.h"
@@ -98,6 +99,7 @@ static void log_from_lib(int level, const char *msg, void *user_data) {
 /* ---- snapshot writer (uv threadpool) ---- */
 
 static void writer_work(uv_work_t *w) {
+  pt_thread_name_once(PT_THREAD_DAEMON_WORKER);
   pd_writer_job *job = w->data;
   PD_POLL(&job->task);
   job->rc = ptprof_dump(g.prof, job->path, sizeof job->path);

@@ -6,6 +6,7 @@
 #include "common/pt_feedback_outbox.h"
 #include "common/pt_feedback_upload.h"
 #include "common/pt_fmt.h"
+#include "common/pt_thread_name.h"
 #include "tui/tui_review.h"
 #include "tui/tui_editkey.h"
 #include "tui/tui_lineedit.h"
@@ -239,6 +240,7 @@ static int build_review(tui_feedback *f) {
 /* ---- sending ---- */
 
 static void upload_work(uv_work_t *req) {
+  pt_thread_name_once(PT_THREAD_TUI_WORKER);
   upload_job *j = req->data;
   j->rc = pt_feedback_upload(j->home, j->dir, &j->opts, &j->res, j->err, sizeof j->err);
 }
