@@ -82,12 +82,41 @@ static void print_json(json_t *j) {
 
 /* ---- daemon ---- */
 
+/* The profiling daemon's part of daemon.status ("profile", docs/ipc.md):
+ * where snapshots go, the engine and rate, the console's address, or why
+ * the console is off and which setting would let it listen. */
+static void print_profile_status(json_t *prof) {
+  if (!json_is_object(prof)) return;
+  const char *dir = json_string_value(json_object_get(prof, "dir"));
+  long long hz = json_integer_value(json_object_get(prof, "hz"));
+  long long ivl = json_integer_value(json_object_get(prof, "interval_ms"));
+  printf("profiling directory: %s\n", dir ? dir : "?");
+  printf("profiling: %s engine, %lld Hz, a snapshot every %.3g s, keeping %lld%s\n",
+         json_string_value(json_object_get(prof, "engine")) ?: "?", hz, (double)ivl / 1000.0,
+         json_integer_value(json_object_get(prof, "keep")),
+         json_is_false(json_object_get(prof, "running")) ? " (stopped)" : "");
+  json_t *con = json_object_get(prof, "console");
+  const char *bind = json_string_value(json_object_get(con, "bind"));
+  const char *setting = json_string_value(json_object_get(con, "setting"));
+  if (json_is_true(json_object_get(con, "listening")))
+    printf("console: %s (tokio-console http://%s)\n",
+           json_string_value(json_object_get(con, "address")) ?: "?",
+           json_string_value(json_object_get(con, "address")) ?: "?");
+  else if (con)
+    printf("console: not listening on %s: %s (%s)\n", bind ? bind : "?",
+           json_string_value(json_object_get(con, "error")) ?: "?",
+           json_string_value(json_object_get(con, "hint")) ?: setting ?: "");
+}
+
 static void daemon_usage(void) {
   printf("usage: polytoken daemon start|stop|status [--json]\n"
          "  start    start polytokend if it is not running\n"
          "  stop     ask polytokend to shut down and wait until it has\n"
-         "  status   show pid, version, uptime, sessions; exit 3 and print\n"
-         "           \"not running\" when it is not running\n");
+         "  status   show pid, version, uptime, sessions (and, for a profiling\n"
+         "           daemon, its profiling directory, engine, rate and console);\n"
+         "           exit 3 and print \"not running\" when it is not running\n"
+         "  A profiling daemon's start and status also say whether its task console\n"
+         "  listens, and if not, why.\n");
 }
 
 /* After daemon.stop: waits until the daemon is gone for good, i.e. it closed
@@ -145,6 +174,13 @@ static int cmd_daemon(int argc, char **argv) {
     }
     long long pid = json_integer_value(json_object_get(pt_client_hello_result(c), "pid"));
     printf(started ? "polytokend started (pid %lld)\n" : "polytokend already running (pid %lld)\n", pid);
+    /* A profiling daemon: where it writes and whether its console listens
+     * (a port in use is otherwise only in its log). */
+    json_t *st = NULL;
+    pt_client_error err;
+    if (pt_client_call(c, "daemon.status", NULL, CALL_TIMEOUT_MS, &st, &err) == 0)
+      print_profile_status(json_object_get(st, "profile"));
+    json_decref(st);
     pt_client_del(c);
     return 0;
   }
@@ -183,6 +219,7 @@ static int cmd_daemon(int argc, char **argv) {
       printf("running (pid %lld)\n", json_integer_value(json_object_get(st, "pid")));
       printf("version: %s\n", json_string_value(json_object_get(st, "version")) ?: "?");
       printf("profiling: %s\n", json_is_true(json_object_get(st, "profiling")) ? "yes" : "no");
+      print_profile_status(json_object_get(st, "profile"));
       printf("uptime: %.1f s\n", (double)json_integer_value(json_object_get(st, "uptime_ms")) / 1000.0);
       printf("sessions: %lld\n", json_integer_value(json_object_get(st, "sessions")));
       printf("active session: %s\n", json_is_string(active) ? json_string_value(active) : "none");
