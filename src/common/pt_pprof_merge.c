@@ -9,8 +9,11 @@
  *    (location indexes, labels and values in pools; a sample refers to its
  *    slices by offset, so pools may grow).
  *  - add maps an input's indexes to the merge's lazily, starting from its
- *    samples: a string, function, mapping or location is copied the first
- *    time a sample reaches it, so what no sample uses is not carried over.
+ *    samples: a string, function or location is copied the first time a
+ *    sample reaches it, so what no sample uses is not carried over.
+ *    Mappings are taken first, all of them, in the input's order: the
+ *    first is the main binary by convention, and pprof names a profile
+ *    after it.
  *    Per input, the maps are one temporary block (NONE = not mapped yet).
  *  - A sample's key is its mapped locations and its labels sorted; the
  *    labels are stored sorted, so equal keys compare element by element.
@@ -585,6 +588,12 @@ static int add_inner(pt_pprof_merge *m, const pt_pprof *p, in_map *im, const cha
     m->is_comment[c] = 1;
   }
 
+  /* Mappings in the input's order, so the main binary (the first mapping,
+   * by convention) stays first: pprof names the profile after it. */
+  for (size_t i = 0; i < p->n_mappings; i++) {
+    uint32_t ignored;
+    if ((r = map_map(m, im, (uint32_t)i, &ignored)) < 0) return r;
+  }
   uint32_t most_locs = 0, most_labs = 0;
   for (size_t i = 0; i < p->n_samples; i++) {
     if (p->samples[i].n_locations > most_locs) most_locs = p->samples[i].n_locations;

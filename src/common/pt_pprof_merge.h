@@ -21,7 +21,9 @@
  *    start line are equal; two mappings when range, offset, file and build
  *    id are (the has_* flags are kept only when every input says so); two
  *    locations when mapping, address, folding and lines are; ids are 1..n
- *    in order of first appearance;
+ *    in order of first appearance (mappings in the inputs' order, so the
+ *    first input's main binary stays first); functions, locations and
+ *    strings that no sample reaches are not carried over;
  *  - time_nanos is the earliest start among the inputs that have one, and
  *    duration_nanos reaches the latest end (start + duration): the span
  *    covering every window, gaps between windows included; with no start

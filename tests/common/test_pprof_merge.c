@@ -189,6 +189,10 @@ PT_TEST_T(common_pprof_merge_snapshots_sum, 60000) {
   PT_ASSERT_INT_EQ(r->time_nanos, t0);
   PT_ASSERT_INT_EQ(r->duration_nanos, end - t0);
   PT_ASSERT_UINT_EQ(pt_pprof_merge_count(m), 3);
+  /* the main binary (first mapping) stays first */
+  PT_ASSERT(r->n_mappings >= 1 && in[0]->n_mappings >= 1);
+  PT_ASSERT_STR_EQ(pt_pprof_string(r, r->mappings[0].filename),
+                   pt_pprof_string(in[0], in[0]->mappings[0].filename));
   free(want);
   free(got);
   pt_pprof_merge_del(m);
