@@ -443,12 +443,14 @@ void tui_feedback_draw(tui_feedback *f) {
     time_t now = time(NULL);
     for (int i = f->top; i < n && i - f->top < view; i++) {
       json_t *e = json_array_get(f->entries, (size_t)i);
-      char size[32], age[32], line[512];
+      char size[32], age[32], win[64], line[512];
       pt_fmt_size((uint64_t)json_integer_value(json_object_get(e, "size")), size, sizeof size);
       pt_fmt_age(json_integer_value(json_object_get(e, "created_unix")), (int64_t)now, age,
                  sizeof age);
-      snprintf(line, sizeof line, "%s %-50s %10s  %s", f->picked[i] ? "[x]" : "[ ]",
-               json_string_value(json_object_get(e, "label")), size, age);
+      /* profiles: their window and samples, so an empty one shows as such */
+      tui_review_window(e, win, sizeof win);
+      snprintf(line, sizeof line, "%s %-50s %10s  %-12s %s", f->picked[i] ? "[x]" : "[ ]",
+               json_string_value(json_object_get(e, "label")), size, age, win);
       if (i == f->sel) attron(A_REVERSE);
       put_s(2 + i - f->top, 1, line, COLS - 2);
       if (i == f->sel) attroff(A_REVERSE);
