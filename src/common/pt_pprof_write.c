@@ -361,11 +361,10 @@ int pt_pprof_write(const pt_pprof *p, uint8_t **out, size_t *outlen, char *err, 
     pt_errf(err, errlen, "out of memory for %zu bytes", n);
     return -ENOMEM;
   }
-  uint8_t *end = put_profile(buf, p);
-  if ((size_t)(end - buf) != n) {
+  size_t wrote = (size_t)(put_profile(buf, p) - buf);
+  if (wrote != n) {
     free(buf);
-    return bad(err, errlen, "internal error: encoded %zu bytes, measured %zu",
-               (size_t)(end - buf), n);
+    return bad(err, errlen, "internal error: encoded %zu bytes, measured %zu", wrote, n);
   }
   *out = buf;
   *outlen = n;

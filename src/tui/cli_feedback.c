@@ -93,8 +93,8 @@ int cli_artifacts_main(int argc, char **argv) {
       pt_fmt_size((uint64_t)json_integer_value(json_object_get(e, "size")), size, sizeof size);
       pt_fmt_age(json_integer_value(json_object_get(e, "created_unix")), now, age, sizeof age);
       tui_review_window(e, win, sizeof win);
-      printf("%s  %-22s %10s  %-12s %s%s%s%s\n", jstr(e, "id"), jstr(e, "kind"), size, age,
-             jstr(e, "label"), *win ? " (" : "", win, *win ? ")" : "");
+      printf("%s  %-22s %10s  %-12s %-22s %s\n", jstr(e, "id"), jstr(e, "kind"), size, age, win,
+             jstr(e, "label"));
     }
   }
   json_decref(res);

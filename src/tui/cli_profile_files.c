@@ -109,6 +109,15 @@ char *cli_prof_home(void) {
     tui_cli_fail("%s", why);
     return NULL;
   }
+  if (home[0] == '/') return home;
+  /* a relative POLYTOKEN_HOME: the paths printed are absolute all the same */
+  char abs[PATH_MAX];
+  int r = cli_prof_abspath(home, abs, sizeof abs);
+  free(home);
+  if (r < 0 || !(home = strdup(abs))) {
+    tui_cli_fail("cannot make the state root's path absolute: %s", strerror(r < 0 ? -r : ENOMEM));
+    return NULL;
+  }
   return home;
 }
 

@@ -23,7 +23,6 @@ mkprofile "$PDIR/daemon-profile-20261129T210100Z-2.pb.gz" --time-s 1796000060 ho
 PT_TMUX=catmg$$
 tmux -L "$PT_TMUX" -f /dev/null new-session -d -x 140 -y 40 \
   "env POLYTOKEN_HOME='$POLYTOKEN_HOME' POLYTOKEN_DAEMON='$POLYTOKEN_DAEMON' TERM=xterm-256color '$CLI' attach $SID; sleep 600"
-trap 'tmux -L "$PT_TMUX" kill-server 2>/dev/null; pt_cleanup' EXIT
 screen() { tmux -L "$PT_TMUX" capture-pane -p -t 0; }
 has() { screen | grep -cF -- "$1" >/dev/null; }
 expect() { wait_for 20 has "$1" || { screen >&2; fail "screen never showed: $1"; }; }
