@@ -9,13 +9,14 @@ one mapping, one location + function per name, samples leaf first.
 
 usage: mkprofile.py OUT.pb.gz [--duration-ms N] [--time-s T] [--raw]
                     [--label KEY=VALUE]... [--num-label KEY=N[:UNIT]]...
-                    [--inline FUNC] FUNC=COUNT ...
+                    [--inline FUNC] [--sample-type TYPE/UNIT] FUNC=COUNT ...
   e.g. mkprofile.py x.pb.gz hot_spin=30 parse_line=12 main=1
   Each FUNC=COUNT makes one stack (FUNC, then main as caller unless FUNC is
   main) with COUNT samples.
   --label, --num-label  a string / numeric label (with a unit) on every sample
   --inline FUNC         each stack's leaf location also holds FUNC, inlined
                         into the leaf function (two Lines, FUNC first)
+  --sample-type T/U     the second sample type instead of cpu/nanoseconds
   --raw                 write the encoded profile without gzip
 Without the options the bytes are the same as always (tests depend on them).
 """
@@ -45,7 +46,8 @@ def f_bytes(field, b):
 def f_packed(field, nums):
     return f_bytes(field, b"".join(varint(n) for n in nums))
 
-def build(stacks, duration_ns, time_ns, labels=(), num_labels=(), inline=None):
+def build(stacks, duration_ns, time_ns, labels=(), num_labels=(), inline=None,
+          second=("cpu", "nanoseconds")):
     strings = [""]
     def s(x):
         if x not in strings:
@@ -54,7 +56,7 @@ def build(stacks, duration_ns, time_ns, labels=(), num_labels=(), inline=None):
     period = 1000000000 // 99
     out = bytearray()
     out += f_bytes(1, f_varint(1, s("samples")) + f_varint(2, s("count")))
-    out += f_bytes(1, f_varint(1, s("cpu")) + f_varint(2, s("nanoseconds")))
+    out += f_bytes(1, f_varint(1, s(second[0])) + f_varint(2, s(second[1])))
     funcs = {}
     def fid(name):
         if name not in funcs:
@@ -103,6 +105,7 @@ def main(argv):
     time_s = int(time.time())
     stacks = []
     labels, num_labels, inline, raw = [], [], None, False
+    second = ("cpu", "nanoseconds")
     args = argv[2:]
     i = 0
     while i < len(args):
@@ -119,6 +122,8 @@ def main(argv):
             num_labels.append((k, int(n), unit)); i += 2; continue
         if a == "--inline":
             inline = args[i + 1]; i += 2; continue
+        if a == "--sample-type":
+            second = tuple(args[i + 1].split("/", 1)); i += 2; continue
         if a == "--raw":
             raw = True; i += 1; continue
         name, count = a.split("=")
@@ -126,7 +131,8 @@ def main(argv):
         i += 1
     if not stacks:
         stacks = [("hot_spin", 30), ("main", 1)]
-    data = build(stacks, duration_ms * 1000000, time_s * 1000000000, labels, num_labels, inline)
+    data = build(stacks, duration_ms * 1000000, time_s * 1000000000, labels, num_labels, inline,
+                 second)
     with open(out, "wb") as f:
         f.write(data if raw else gzip.compress(data, mtime=0))
     return 0

@@ -43,6 +43,29 @@ char *pd_cat_asprintf(const char *fmt, ...) {
 void pd_cat_entry_free(pd_catalog_entry *e) {
   free(e->label);
   free(e->path);
+  pd_cat_blob_unref(e->blob);
+}
+
+pd_catalog_entry *pd_cat_builder_add(builder *b) {
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 16;
+    pd_catalog_entry *v = realloc(b->v, cap * sizeof *v);
+    if (!v) return NULL;
+    b->v = v;
+    b->cap = cap;
+  }
+  pd_catalog_entry *e = &b->v[b->n++];
+  memset(e, 0, sizeof *e);
+  return e;
+}
+
+pd_cat_blob *pd_cat_blob_ref(pd_cat_blob *b) {
+  if (b) atomic_fetch_add(&b->refs, 1);
+  return b;
+}
+
+void pd_cat_blob_unref(pd_cat_blob *b) {
+  if (b && atomic_fetch_sub(&b->refs, 1) == 1) free(b);
 }
 
 void pd_cat_entries_free(pd_catalog_entry *v, size_t n) {
@@ -121,6 +144,9 @@ void pd_catalog_del(pd_catalog *c) {
   bmaps_free(c);
   free(c->bmaps);
   free(c->session_dir);
+  free(c->sums);
+  for (int i = 0; i < PD_CAT_MERGED_KINDS; i++) pd_cat_blob_unref(c->merged[i]);
+  free(c->listed_srel);
   free(c->home);
   free(c);
 }
@@ -169,6 +195,9 @@ int pd_catalog_refresh_begin(pd_catalog *c, pd_catalog_job **out) {
   j->n_cache = c->n_cache;
   j->incs = c->incs;
   j->n_incs = c->n_incs;
+  j->sums = c->sums;
+  j->n_sums = c->n_sums;
+  for (int i = 0; i < PD_CAT_MERGED_KINDS; i++) j->old_merged[i] = c->merged[i];
   c->refreshing = 1;
   c->stats.refreshes++;
   *out = j;
@@ -184,8 +213,18 @@ int pd_catalog_refresh_end(pd_catalog *c, pd_catalog_job *j) {
   free(j->hook_sdir);
   if (r < 0) {
     pd_cat_incs_free(j->new_incs, j->n_new_incs);
+    free(j->srel);
     free(j);
     return r;
+  }
+  free(c->listed_srel);
+  c->listed_srel = j->srel;
+  free(c->sums);
+  c->sums = j->b.sums;
+  c->n_sums = j->b.n_sums;
+  for (int i = 0; i < PD_CAT_MERGED_KINDS; i++) {
+    pd_cat_blob_unref(c->merged[i]);
+    c->merged[i] = j->b.merged[i]; /* the builder's refs, taken over */
   }
   pd_cat_incs_free(c->incs, c->n_incs);
   c->incs = j->new_incs;

@@ -11,7 +11,12 @@
  * (the profiling daemon writes there until a session is attached). The
  * newest daemon snapshot is labelled exactly "CPU profile (pprof)", the
  * newest TUI snapshot "TUI CPU profile (pprof)"; older snapshots carry their
- * time in the label.
+ * time in the label. Each profile entry carries its window (start, length)
+ * and sample count. With two or more snapshots of a kind, the catalog also
+ * offers them merged into one profile (kind "cpu-profile-merged" /
+ * "tui-cpu-profile-merged", label "CPU profile (pprof), N kept snapshots
+ * merged"): built by the refresh from exactly the listed bytes
+ * (common/pt_pprof_merge.h), kept in memory, served like a file.
  *
  * Generation: a counter that increases whenever the catalog's content (the
  * ordered list of entries with their hashes) changes. It is persisted with a
@@ -76,7 +81,8 @@ typedef enum pd_catalog_root {
 /* One entry. Owned by the catalog; valid until the next refresh or del. */
 typedef struct pd_catalog_entry {
   char id[17];            /* 16 lowercase hex chars, stable for the same file */
-  const char *kind;       /* "cpu-profile", "tui-cpu-profile", "daemon-log", "telemetry" */
+  const char *kind;       /* "cpu-profile", "tui-cpu-profile", "cpu-profile-merged",
+                             "tui-cpu-profile-merged", "daemon-log", "telemetry" */
   const char *source;     /* "daemon" or "tui" */
   char *label;
   char *path;             /* relative to root; never absolute, never ".." */
@@ -90,6 +96,11 @@ typedef struct pd_catalog_entry {
   ino_t ino;
   int64_t mtime_ns;
   int64_t ctime_ns;       /* hash-cache key with mtime: an edit that resets mtime is re-hashed */
+  int has_profile;        /* a decoded profile: the three below are set */
+  int64_t samples;        /* pt_pprof_sample_total */
+  int64_t time_ns, duration_ns; /* its window */
+  struct pd_cat_blob *blob; /* a built artifact (the merged profiles): its bytes;
+                               path is then a name, not a file */
 } pd_catalog_entry;
 
 /* Counters for tests and the log. */
@@ -186,8 +197,12 @@ int pd_catalog_read_end(pd_catalog_read_job *j, uint8_t **data, size_t *len);
  * failure returns a negative code, *result = NULL, and *code / msg describe
  * the IPC error (code is a static string; msg gets a one-line message).
  *   artifacts.list {since_generation?} ->
- *     {schema, generation, changed, entries?:[{id, kind, label, source, size,
- *      created, created_unix, sha256, path, root:"session"|"state"}]}
+ *     {schema, generation, changed, home, session:{id, dir}|null,
+ *      entries?:[{id, kind, label, source, size, created, created_unix,
+ *      sha256, path, root:"session"|"state", file?, built?, samples?,
+ *      time_ns?, duration_ns?}]}
+ *     (file: the absolute path of a file entry; built: true for the merged
+ *     profiles, which are no file; samples and the window: profiles)
  *     (refreshes first; entries omitted when since_generation == generation)
  *   artifacts.fetch {id, offset?, length?} ->
  *     {id, size, sha256, offset, length, eof, data_base64} */

@@ -7,7 +7,9 @@
  *    the worker runs) and opens the entry's base directory on the loop
  *    thread; pd_catalog_read_work (any one thread) checks the open file is
  *    the one listed, before and after reading.
- *  - Every served byte comes from a PD_CATALOG_BLOCK block whose SHA-256 was
+ *  - A built artifact (the merged profiles) has no file: its job holds a
+ *    reference to the immutable bytes, hashed when they were built.
+ *  - Every served byte of a file comes from a PD_CATALOG_BLOCK block whose SHA-256 was
  *    checked after reading it into memory: the first fetch re-hashes the
  *    whole served range against the listed hash and learns the block
  *    digests; pd_catalog_read_keep stores them (loop thread, at most
@@ -66,6 +68,12 @@ int pd_catalog_read_begin(pd_catalog *c, const char *id, uint64_t offset, size_t
   j->append_only = e->append_only;
   j->offset = offset;
   j->max_len = max_len;
+  if (e->blob) {
+    /* built bytes (the merged profiles): no file to open or check */
+    j->blob = pd_cat_blob_ref(e->blob);
+    *out = j;
+    return 0;
+  }
   struct block_map *m = bmap_find(c, e->id, e->sha256, e->size);
   if (m && m->n) {
     j->blocks = malloc(m->n * sizeof *j->blocks);
@@ -124,7 +132,25 @@ static int check_listed(const pd_catalog_read_job *j, int fd) {
   return 0;
 }
 
+/* A built artifact's chunk: its immutable bytes, hashed when built. */
+static void read_blob(pd_catalog_read_job *j) {
+  size_t want = j->max_len < PD_CATALOG_CHUNK_MAX ? j->max_len : PD_CATALOG_CHUNK_MAX;
+  if (want > j->blob->len - j->offset) want = (size_t)(j->blob->len - j->offset);
+  j->data = malloc(want ? want : 1);
+  if (!j->data) {
+    j->r = -ENOMEM;
+    return;
+  }
+  memcpy(j->data, j->blob->data + j->offset, want);
+  j->len = want;
+  j->r = 0;
+}
+
 void pd_catalog_read_work(pd_catalog_read_job *j) {
+  if (j->blob) {
+    read_blob(j);
+    return;
+  }
   int fd = pt_open_beneath(j->bfd, j->path, O_RDONLY | O_NONBLOCK);
   if (fd < 0) { j->r = fd == -EXDEV ? -ELOOP : fd; return; }
   int r = check_listed(j, fd);
@@ -214,6 +240,7 @@ void pd_catalog_read_keep(pd_catalog *c, pd_catalog_read_job *j) {
 static void read_job_free(pd_catalog_read_job *j) {
   if (!j) return;
   if (j->bfd >= 0) close(j->bfd);
+  pd_cat_blob_unref(j->blob);
   free(j->path);
   free(j->data);
   free(j->blocks);

@@ -8,6 +8,9 @@
  *   pd_catalog.c       model (entries, generation), persistence of the
  *                      generation, lifecycle, refresh begin/end (the swap),
  *                      paths beneath the state root
+ *   pd_catalog_profile.c  profile entries: each snapshot's window and
+ *                      samples (cached by content), the merged artifact of
+ *                      a kind's snapshots (built bytes, cached by inputs)
  *   pd_catalog_scan.c  refresh work: directory scans, snapshot names, ids,
  *                      fingerprint
  *   pd_catalog_fetch.c chunked, verified reads (block digests)
@@ -21,6 +24,7 @@
 #include "daemon/pd_catalog.h"
 #include "common/pt_sha256.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -61,6 +65,30 @@ typedef struct inc_hash {
   unsigned char tail[INC_TAIL]; /* bytes [len - tail_len, len) */
 } inc_hash;
 
+/* The bytes of a built artifact (the merged profiles), immutable once
+ * made, shared by the catalog's entries and fetch jobs on any thread:
+ * refcounted. key: the SHA-256 of its inputs' digests (same inputs, same
+ * bytes: no rebuild). */
+typedef struct pd_cat_blob {
+  atomic_int refs;
+  char key[65];
+  char sha256[65];
+  int64_t samples, time_ns, duration_ns;
+  size_t len;
+  uint8_t data[];
+} pd_cat_blob;
+pd_cat_blob *pd_cat_blob_ref(pd_cat_blob *b);  /* NULL ok; returns b */
+void pd_cat_blob_unref(pd_cat_blob *b);        /* NULL ok; any thread */
+
+/* A snapshot's decoded window and samples, by content (sha256). */
+typedef struct prof_sum {
+  char sha256[65];
+  int64_t samples, time_ns, duration_ns;
+} prof_sum;
+
+/* The kinds of merged artifacts (index of pd_catalog.merged). */
+#define PD_CAT_MERGED_KINDS 2
+
 /* Block digests of one listed artifact (pd_catalog_fetch.c). */
 typedef char block_hex[PT_SHA256_HEX];
 struct block_map {
@@ -88,6 +116,10 @@ struct pd_catalog {
   struct block_map *bmaps; /* BMAP_MAX slots: block digests learned by fetches */
   size_t n_bmaps;
   uint64_t bmap_clock;
+  prof_sum *sums;          /* profiles decoded by the last refresh */
+  size_t n_sums;
+  pd_cat_blob *merged[PD_CAT_MERGED_KINDS]; /* the last merged artifacts (refs) */
+  char *listed_srel;       /* the session the list is of ("sessions/<id>"), or NULL */
 };
 
 typedef struct builder {
@@ -95,6 +127,9 @@ typedef struct builder {
   size_t n, cap;
   hash_cache_ent *cache;
   size_t n_cache, cap_cache;
+  prof_sum *sums;
+  size_t n_sums, cap_sums;
+  pd_cat_blob *merged[PD_CAT_MERGED_KINDS]; /* refs */
 } builder;
 
 /* One refresh's work. Filled by begin (loop thread), then read and written
@@ -109,6 +144,10 @@ struct pd_catalog_job {
   size_t n_cache;
   const inc_hash *incs;        /* borrowed, frozen while the job runs */
   size_t n_incs;
+  const prof_sum *sums;        /* borrowed, frozen while the job runs */
+  size_t n_sums;
+  pd_cat_blob *old_merged[PD_CAT_MERGED_KINDS]; /* borrowed (the catalog's refs) */
+  char *srel;                  /* the session listed, set by the worker */
   inc_hash *new_incs;          /* built by the worker, swapped in by end */
   size_t n_new_incs, cap_new_incs;
   uint64_t bytes_hashed;
@@ -134,6 +173,7 @@ struct pd_catalog_read_job {
   int append_only;
   uint64_t offset;
   size_t max_len;
+  pd_cat_blob *blob; /* a built artifact's bytes (ref), or NULL: a file */
   block_hex *blocks; /* known digests (copy), or NULL: verify the whole range */
   block_hex *learned; /* digests computed by a whole-range pass, for keep */
   uint8_t *data;
@@ -155,12 +195,27 @@ static inline int64_t pd_cat_mtime_ns(const struct stat *st) {
 char *pd_cat_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pd_cat_entry_free(pd_catalog_entry *e);     /* any thread, e owned by caller */
 void pd_cat_entries_free(pd_catalog_entry *v, size_t n);
+/* A zeroed entry appended to b, or NULL (out of memory). Any thread (the
+ * builder is the job's). */
+pd_catalog_entry *pd_cat_builder_add(builder *b);
 /* Writes <home>/catalog.json atomically. 0 or -errno. */
 int pd_cat_persist(pd_catalog *c);
 /* See the comments at the definitions (pd_catalog.c). Any thread: they read
  * only their arguments and the file system. */
 int pd_cat_session_rel(const char *home, const char *hook_sdir, char **rel);
 int pd_cat_open_base(int hfd, const char *rel);
+
+/* pd_catalog_profile.c (refresh worker). Fills the profile fields of the
+ * entries b->v[first..b->n) (snapshots of one kind, newest first, in the
+ * directory fd profdir) from their content, and, with two or more, adds
+ * the merged artifact (kind merged_kind, label "<label>, N kept snapshots
+ * merged", slot `slot` of the merged cache). A file that cannot be read or
+ * decoded just has no profile fields (and no merged artifact is made).
+ * 0 or -ENOMEM. */
+int pd_cat_profiles(pd_catalog_job *j, builder *b, int profdir, size_t first, int slot,
+                    const char *merged_kind, const char *label);
+/* Frees a builder's profile parts (sums, merged refs). */
+void pd_cat_builder_profiles_free(builder *b);
 
 /* pd_catalog_hash.c. The lookups read the frozen cache (any thread during a
  * refresh job); *_free on the loop thread. */

@@ -54,12 +54,33 @@ static char *base64(const uint8_t *d, size_t n) {
   return out;
 }
 
-static json_t *entry_json(const pd_catalog_entry *e) {
-  return json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:I, s:s, s:s, s:s}", "id", e->id, "kind",
-                   e->kind, "label", e->label, "source", e->source, "size", (json_int_t)e->size,
-                   "created", e->created, "created_unix", (json_int_t)e->created_unix, "sha256",
-                   e->sha256, "path", e->path, "root",
-                   e->root == PD_CATALOG_ROOT_SESSION ? "session" : "state");
+/* An entry; `base` is the absolute directory its path is relative to
+ * (the session's or the state root), or NULL when unknown. */
+static json_t *entry_json(const pd_catalog_entry *e, const char *base) {
+  json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:I, s:s, s:s, s:s}", "id", e->id, "kind",
+                        e->kind, "label", e->label, "source", e->source, "size",
+                        (json_int_t)e->size, "created", e->created, "created_unix",
+                        (json_int_t)e->created_unix, "sha256", e->sha256, "path", e->path,
+                        "root", e->root == PD_CATALOG_ROOT_SESSION ? "session" : "state");
+  if (!o) return NULL;
+  int r = 0;
+  if (e->blob) {
+    r |= json_object_set_new(o, "built", json_true());
+  } else if (base) {
+    char *file = pd_cat_asprintf("%s/%s", base, e->path);
+    r |= file ? json_object_set_new(o, "file", json_string(file)) : -1;
+    free(file);
+  }
+  if (e->has_profile) {
+    r |= json_object_set_new(o, "samples", json_integer((json_int_t)e->samples));
+    r |= json_object_set_new(o, "time_ns", json_integer((json_int_t)e->time_ns));
+    r |= json_object_set_new(o, "duration_ns", json_integer((json_int_t)e->duration_ns));
+  }
+  if (r) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
 }
 
 static int fail(int r, const char **code, char *msg, size_t msglen, const char *fmt, ...)
@@ -107,20 +128,35 @@ int pd_catalog_list_result(pd_catalog *c, int64_t since, int refresh_err, json_t
     return fail(refresh_err, code, msg, msglen, "catalog refresh failed: %s",
                 strerror(-refresh_err));
   int changed = since < 0 || (uint64_t)since != c->generation;
-  json_t *o = json_pack("{s:i, s:I, s:b}", "schema", PD_CATALOG_SCHEMA, "generation",
-                        (json_int_t)c->generation, "changed", changed);
-  if (!o) return fail(-ENOMEM, code, msg, msglen, "out of memory");
+  /* Paths are relative to a directory the reply names: the session's
+   * (absolute) or the state root; each file entry also has its absolute
+   * path. */
+  char *sdir = c->listed_srel ? pd_cat_asprintf("%s/%s", c->home, c->listed_srel) : NULL;
+  const char *sid = c->listed_srel ? strrchr(c->listed_srel, '/') : NULL;
+  json_t *o = json_pack("{s:i, s:I, s:b, s:s, s:o}", "schema", PD_CATALOG_SCHEMA, "generation",
+                        (json_int_t)c->generation, "changed", changed, "home", c->home, "session",
+                        sdir ? json_pack("{s:s, s:s}", "id", sid ? sid + 1 : c->listed_srel,
+                                         "dir", sdir)
+                             : json_null());
+  if (!o || (c->listed_srel && !sdir)) {
+    json_decref(o);
+    free(sdir);
+    return fail(-ENOMEM, code, msg, msglen, "out of memory");
+  }
   if (changed) {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < c->n_entries; i++) {
-      json_t *ej = entry_json(&c->entries[i]);
+      const pd_catalog_entry *e = &c->entries[i];
+      json_t *ej = entry_json(e, e->root == PD_CATALOG_ROOT_SESSION ? sdir : c->home);
       if (!ej || json_array_append_new(arr, ej) != 0) { json_decref(arr); arr = NULL; }
     }
     if (!arr || json_object_set_new(o, "entries", arr) != 0) {
       json_decref(o);
+      free(sdir);
       return fail(-ENOMEM, code, msg, msglen, "out of memory");
     }
   }
+  free(sdir);
   *result = o;
   return 0;
 }

@@ -9,7 +9,8 @@
  *    job->b, which pd_catalog_refresh_end swaps in on the loop thread.
  *  - Snapshots are named "<prefix>yyyymmddThhmmssZ-<seq>.pb.gz" with the
  *    prefixes of common/pt_snapshot_names.h; at most MAX_SNAPSHOTS per kind,
- *    newest first (name time, then seq, then mtime).
+ *    newest first (name time, then seq, then mtime); then each kind's
+ *    windows and merged artifact (pd_catalog_profile.c).
  *  - Ids hash what identifies a file, not its content (make_id); contents
  *    are hashed through pd_catalog_hash.c.
  *  - Only regular files of ours with one link, opened beneath the state root
@@ -66,19 +67,6 @@ static int parse_snapshot_name(const char *rest, int64_t *t, uint64_t *seq) {
   return 1;
 }
 
-static pd_catalog_entry *builder_add(builder *b) {
-  if (b->n == b->cap) {
-    size_t cap = b->cap ? b->cap * 2 : 16;
-    pd_catalog_entry *v = realloc(b->v, cap * sizeof *v);
-    if (!v) return NULL;
-    b->v = v;
-    b->cap = cap;
-  }
-  pd_catalog_entry *e = &b->v[b->n++];
-  memset(e, 0, sizeof *e);
-  return e;
-}
-
 /* Stable id: hash of what identifies this file (not its content, so that
  * listing needs no hash to name it): kind, root, path, device, inode, and for
  * immutable files their size and mtime (a rewritten snapshot is a new id). */
@@ -115,7 +103,7 @@ static int add_file(pd_catalog_job *j, builder *b, int dirfd, const char *name, 
     free(label);
     return 0;
   }
-  pd_catalog_entry *e = builder_add(b);
+  pd_catalog_entry *e = pd_cat_builder_add(b);
   if (!e) { close(fd); free(label); return -ENOMEM; }
   e->kind = kind;
   e->source = source;
@@ -174,7 +162,7 @@ static void fmt_label_time(int64_t t, char *out, size_t cap) {
 static int scan_profiles(pd_catalog_job *j, builder *b, int profdir, pd_catalog_root root,
                          const char *prefix,
                          const char *kind, const char *source, const char *newest_label,
-                         const char *older_label) {
+                         const char *older_label, int slot, const char *merged_kind) {
   int dfd = dup(profdir);
   if (dfd < 0) return 0;
   DIR *d = fdopendir(dfd);
@@ -231,6 +219,9 @@ static int scan_profiles(pd_catalog_job *j, builder *b, int profdir, pd_catalog_
       if (!l) r = -ENOMEM;
       else { free(b->v[first].label); b->v[first].label = l; }
     }
+    /* windows and samples; the merged artifact of two or more */
+    if (r == 0 && b->n > first)
+      r = pd_cat_profiles(j, b, profdir, first, slot, merged_kind, older_label);
   }
   free(snaps);
   return r;
@@ -272,21 +263,22 @@ void pd_catalog_refresh_work(pd_catalog_job *j) {
     int pfd = sfd >= 0 ? pt_open_beneath(sfd, "profiling", O_RDONLY | O_DIRECTORY) : -1;
     if (pfd >= 0) {
       r = scan_profiles(j, &b, pfd, proot, PT_SNAPSHOT_DAEMON_PREFIX, "cpu-profile", "daemon",
-                        "CPU profile (pprof)", "CPU profile (pprof)");
+                        "CPU profile (pprof)", "CPU profile (pprof)", 0, "cpu-profile-merged");
 #if PT_PROFILING
       /* TUI snapshots only in a profiling daemon: a normal build refreshes no
        * TUI profile artifacts (brief: restart the daemon with the profiling
        * build to see the TUI dump). */
       if (r == 0)
         r = scan_profiles(j, &b, pfd, proot, PT_SNAPSHOT_TUI_PREFIX, "tui-cpu-profile", "tui",
-                          "TUI CPU profile (pprof)", "TUI CPU profile (pprof)");
+                          "TUI CPU profile (pprof)", "TUI CPU profile (pprof)", 1,
+                          "tui-cpu-profile-merged");
 #endif
       close(pfd);
     }
     if (sfd >= 0) close(sfd);
     close(hfd0);
   }
-  free(srel);
+  j->srel = srel; /* the session listed (the list result names it) */
 
   /* Daemon log and telemetry below the state root. */
   int hfd = open(j->home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -343,6 +335,7 @@ void pd_catalog_refresh_work(pd_catalog_job *j) {
   if (r < 0) {
     pd_cat_entries_free(b.v, b.n);
     free(b.cache);
+    pd_cat_builder_profiles_free(&b);
     memset(&b, 0, sizeof b);
   }
   j->b = b;

@@ -61,6 +61,7 @@ static struct {
 uv_loop_t *pd_daemon_loop(void) { return d.loop; }
 pd_sessions *pd_daemon_sessions(void) { return d.sessions; }
 pd_ipc *pd_daemon_ipc(void) { return d.ipc; }
+pd_methods_ctx *pd_daemon_methods(void) { return &d.methods; }
 const char *pd_daemon_home(void) { return d.home; }
 int pd_daemon_stopping(void) { return d.stop_requested; }
 uint64_t pd_daemon_uptime_ms(void) { return uv_now(d.loop) - d.start_ms; }
@@ -422,8 +423,12 @@ int pd_daemon_init(uv_loop_t *loop, const char *home, char *err, size_t errlen) 
                        pd_responder_pick(&d.settings.responder),
                        d.settings.responder};
   pd_turn_configure(&tc);
-  d.methods = (pd_methods_ctx){loop, d.ipc, d.sessions, pd_daemon_request_stop,
-                               pd_daemon_stopping, pd_daemon_uptime_ms};
+  d.methods = (pd_methods_ctx){.loop = loop,
+                               .ipc = d.ipc,
+                               .sessions = d.sessions,
+                               .request_stop = pd_daemon_request_stop,
+                               .stopping = pd_daemon_stopping,
+                               .uptime_ms = pd_daemon_uptime_ms};
   r = pd_methods_register(&d.methods);
   if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_STATE, "close session store", step_state, NULL);
   if (r == 0) r = pd_shutdown_register(PD_SHUTDOWN_TELEMETRY, "close telemetry", step_telemetry, NULL);

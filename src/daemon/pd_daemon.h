@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "daemon/pd_ipc.h"
+#include "daemon/pd_methods.h"
 #include "daemon/pd_sessions.h"
 
 /* Checks the state root and creates it (pt_home_prepare: a root that
@@ -45,5 +46,8 @@ pd_sessions *pd_daemon_sessions(void); /* the session store */
 pd_ipc *pd_daemon_ipc(void);           /* the IPC core (method registry) */
 const char *pd_daemon_home(void);       /* absolute; the daemon's cwd */
 uint64_t pd_daemon_uptime_ms(void);
+/* The built-in methods' context, for a part that adds to daemon.status
+ * (pd_methods_set_status_section; the profiling build). */
+pd_methods_ctx *pd_daemon_methods(void);
 
 #endif

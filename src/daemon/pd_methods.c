@@ -47,17 +47,28 @@ static void reply_session(pd_call *call, int r, const pd_session *s, const char 
     pd_call_reply(call, json_pack("{s:o}", "session", pd_session_json(s)));
 }
 
+void pd_methods_set_status_section(pd_methods_ctx *ctx, const char *key,
+                                   json_t *(*fn)(void *ud), void *ud) {
+  ctx->status_key = key;
+  ctx->status_section = fn;
+  ctx->status_section_ud = ud;
+}
+
 static void m_status(pd_call *call, json_t *params, void *ctx) {
   (void)params;
   const pd_methods_ctx *mc = ctx;
   pd_session *a = mc->sessions ? pd_sessions_active(mc->sessions) : NULL;
-  pd_call_reply(call, json_pack("{s:i, s:s, s:b, s:I, s:I, s:o, s:I, s:b}", "pid", (int)getpid(),
-                                "version", pt_version(), "profiling", pt_is_profiling_build(),
-                                "uptime_ms", (json_int_t)mc->uptime_ms(), "sessions",
-                                (json_int_t)(mc->sessions ? pd_sessions_count(mc->sessions) : 0),
-                                "active_session", a ? json_string(a->id) : json_null(), "clients",
-                                (json_int_t)pd_ipc_client_count(mc->ipc), "stopping",
-                                mc->stopping()));
+  json_t *r = json_pack("{s:i, s:s, s:b, s:I, s:I, s:o, s:I, s:b}", "pid", (int)getpid(),
+                        "version", pt_version(), "profiling", pt_is_profiling_build(),
+                        "uptime_ms", (json_int_t)mc->uptime_ms(), "sessions",
+                        (json_int_t)(mc->sessions ? pd_sessions_count(mc->sessions) : 0),
+                        "active_session", a ? json_string(a->id) : json_null(), "clients",
+                        (json_int_t)pd_ipc_client_count(mc->ipc), "stopping", mc->stopping());
+  if (r && mc->status_section && mc->status_key) {
+    json_t *extra = mc->status_section(mc->status_section_ud);
+    if (extra) json_object_set_new(r, mc->status_key, extra);
+  }
+  pd_call_reply(call, r);
 }
 
 static void m_stop(pd_call *call, json_t *params, void *ctx) {

@@ -19,8 +19,12 @@
  *    close; it stops the sampler and logs the file it wrote.
  *  - The task console server (127.0.0.1:6669 or POLYTOKEN_CONSOLE_DAEMON_BIND)
  *    runs on its own thread; if it cannot start (port taken, bad address)
- *    the daemon logs one line and runs on without it. It is torn down in
- *    PD_SHUTDOWN_STATE, after the final profile.
+ *    the daemon logs one line and runs on without it, and says why in
+ *    daemon.status (below), which `polytoken daemon start|status` print.
+ *    It is torn down in PD_SHUTDOWN_STATE, after the final profile.
+ *  - daemon.status gets a "profile" object (pd_methods_set_status_section):
+ *    where snapshots go now (absolute), the engine, rate, interval and
+ *    keep, and the console's address or why it is off.
  *
  * Threads: everything here runs on the loop thread except writer_work (uv
  * threadpool) and log_from_lib (sampler's consumer thread or the caller of
@@ -35,10 +39,13 @@
 #include <string.h>
 
 #include "common/pt_console_env.h"
+#include "common/pt_console_hint.h"
 #include "common/pt_env.h"
 #include "common/pt_file.h"
 #include "common/pt_profile_engine.h"
 #include "common/pt_snapshot_names.h"
+#include "common/pt_thread_name.h"
+#include "daemon/pd_daemon.h"
 #include "daemon/pd_ipc.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_loop.h"
@@ -73,9 +80,13 @@ static struct {
   uv_timer_t timer;
   pt_task timer_task;    /* "timer.profile_snapshot" */
   int64_t interval_ms;
+  int hz, keep;
   int writer_busy;       /* a pd_writer_job is queued or running */
   int stopped;           /* final dump done: no more writers */
   char fallback_dir[PATH_MAX];
+  char dir[PATH_MAX];    /* where snapshots go now */
+  char console_bind[256];
+  int console_rc;        /* pt_console_start's result (0: listening) */
 } g;
 
 static double env_num(const char *name, double def, double min, double max) {
@@ -98,6 +109,7 @@ static void log_from_lib(int level, const char *msg, void *user_data) {
 /* ---- snapshot writer (uv threadpool) ---- */
 
 static void writer_work(uv_work_t *w) {
+  pt_thread_name_once(PT_THREAD_DAEMON_WORKER);
   pd_writer_job *job = w->data;
   PD_POLL(&job->task);
   job->rc = ptprof_dump(g.prof, job->path, sizeof job->path);
@@ -186,11 +198,13 @@ static void on_active_session(const char *session_dir, void *ctx) {
     return;
   }
   int rc = ptprof_set_dir(g.prof, dir);
-  if (rc != 0)
+  if (rc != 0) {
     pd_error("profiling: cannot use %s for snapshots: %s (keeping the previous directory)",
              dir, ptprof_strerror(rc));
-  else
+  } else {
+    snprintf(g.dir, sizeof g.dir, "%s", dir);
     pd_info("profiling: snapshots now go to %s", dir);
+  }
 }
 
 /* ---- shutdown steps ---- */
@@ -242,9 +256,43 @@ static void release_step(void *ctx) {
  * line goes through log_from_lib and the daemon runs on without a
  * console. */
 static void console_start(void) {
-  if (pt_console_start(&g.console, "POLYTOKEN_CONSOLE_DAEMON_BIND",
-                       PD_CONSOLE_DEFAULT_BIND, log_from_lib, log_prefix_console) != 0)
-    g.console = NULL;
+  const char *b = getenv("POLYTOKEN_CONSOLE_DAEMON_BIND");
+  snprintf(g.console_bind, sizeof g.console_bind, "%s", b && *b ? b : PD_CONSOLE_DEFAULT_BIND);
+  g.console_rc = pt_console_start(&g.console, "POLYTOKEN_CONSOLE_DAEMON_BIND",
+                                  PD_CONSOLE_DEFAULT_BIND, log_from_lib, log_prefix_console);
+  if (g.console_rc != 0) g.console = NULL;
+}
+
+/* ---- daemon.status ---- */
+
+/* {dir, engine, hz, interval_ms, keep, running, console: {bind, listening,
+ * address | error and hint, setting}} (docs/ipc.md). */
+static json_t *status_section(void *ud) {
+  (void)ud;
+  ptprof_stats st;
+  ptprof_get_stats(g.prof, &st);
+  json_t *con;
+  if (g.console) {
+    /* the bind string with the port actually bound */
+    char addr[300];
+    const char *colon = strrchr(g.console_bind, ':');
+    int hl = colon ? (int)(colon - g.console_bind) : (int)strlen(g.console_bind);
+    snprintf(addr, sizeof addr, "%.*s:%u", hl, g.console_bind,
+             (unsigned)ptcon_server_port(g.console));
+    con = json_pack("{s:s, s:b, s:s, s:s}", "bind", g.console_bind, "listening", 1, "address", addr,
+                    "setting", "POLYTOKEN_CONSOLE_DAEMON_BIND");
+  } else {
+    char hint[256];
+    con = json_pack("{s:s, s:b, s:s, s:s, s:s}", "bind", g.console_bind, "listening", 0, "error",
+                    g.console_rc ? ptcon_strerror(g.console_rc) : "stopped", "setting",
+                    "POLYTOKEN_CONSOLE_DAEMON_BIND", "hint",
+                    pt_console_hint(g.console_rc, "POLYTOKEN_CONSOLE_DAEMON_BIND", hint,
+                                    sizeof hint));
+  }
+  return json_pack("{s:s, s:s, s:i, s:I, s:i, s:b, s:o*}", "dir", g.dir, "engine",
+                   pt_profile_engine_label(st.engine), "hz", g.hz, "interval_ms",
+                   (json_int_t)g.interval_ms, "keep", g.keep, "running", !g.stopped, "console",
+                   con);
 }
 
 int pd_profiling_init(uv_loop_t *loop, const char *home, pd_ipc *ipc, pd_sessions *sessions) {
@@ -270,6 +318,9 @@ int pd_profiling_init(uv_loop_t *loop, const char *home, pd_ipc *ipc, pd_session
   int mr = pt_mkdir_p(g.fallback_dir, 0700);
   if (mr < 0) pd_warn("profiling: cannot create %s: %s", g.fallback_dir, strerror(-mr));
   o.dir = g.fallback_dir;
+  snprintf(g.dir, sizeof g.dir, "%s", g.fallback_dir);
+  g.hz = o.hz;
+  g.keep = o.keep;
 
   int rc = ptprof_new(&g.prof, &o);
   if (rc != 0) {
@@ -307,6 +358,7 @@ int pd_profiling_init(uv_loop_t *loop, const char *home, pd_ipc *ipc, pd_session
     goto fail_timer;
 
   console_start();
+  pd_methods_set_status_section(pd_daemon_methods(), "profile", status_section, NULL);
   return 0;
 
 fail_timer:

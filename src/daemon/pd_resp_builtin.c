@@ -13,6 +13,7 @@
  * `cancelled` is an atomic flag it polls so a cancel stops generation early.
  */
 #include "daemon/pd_responder.h"
+#include "common/pt_thread_name.h"
 #include "daemon/pd_loop.h"
 #include "daemon/pd_log.h"
 #include "daemon/pd_ngram.h"
@@ -73,6 +74,7 @@ static void finish(builtin *b, pd_resp_status st, const char *err) {
 
 /* Work thread: the CPU part. */
 static void work_cb(uv_work_t *w) {
+  pt_thread_name_once(PT_THREAD_DAEMON_WORKER);
   builtin *b = w->data;
   /* the blocking task runs on this work thread: poll it here */
   PD_POLL(&b->model_task);

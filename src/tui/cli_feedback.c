@@ -58,8 +58,11 @@ static json_t *list_catalog(pt_client *c) {
 static void artifacts_usage(void) {
   printf("usage: polytoken artifacts [--json]\n"
          "  Lists what the daemon's artifact catalog offers as feedback attachments\n"
-         "  (CPU profile snapshots of the active session, daemon log, telemetry).\n"
-         "  --json  print the daemon's artifacts.list reply as JSON\n");
+         "  (CPU profile snapshots of the active session with their window and\n"
+         "  samples, those snapshots merged, daemon log, telemetry).\n"
+         "  --json  print the daemon's artifacts.list reply as JSON (paths relative to\n"
+         "          the session's directory or the state root, both named in the\n"
+         "          reply, and each file's absolute path)\n");
 }
 
 int cli_artifacts_main(int argc, char **argv) {
@@ -86,10 +89,11 @@ int cli_artifacts_main(int argc, char **argv) {
     json_t *e;
     int64_t now = (int64_t)time(NULL);
     json_array_foreach(entries, i, e) {
-      char size[32], age[32];
+      char size[32], age[32], win[64];
       pt_fmt_size((uint64_t)json_integer_value(json_object_get(e, "size")), size, sizeof size);
       pt_fmt_age(json_integer_value(json_object_get(e, "created_unix")), now, age, sizeof age);
-      printf("%s  %-16s %10s  %-12s %s\n", jstr(e, "id"), jstr(e, "kind"), size, age,
+      tui_review_window(e, win, sizeof win);
+      printf("%s  %-22s %10s  %-12s %-22s %s\n", jstr(e, "id"), jstr(e, "kind"), size, age, win,
              jstr(e, "label"));
     }
   }
@@ -106,8 +110,9 @@ static void feedback_usage(void) {
          "         the message and each attachment as the daemon's catalog serves it,\n"
          "         and POSTs it to $POLYTOKEN_FEEDBACK_URL when that is set.\n"
          "         KIND_OR_ID: an artifact id from `polytoken artifacts`, or a kind\n"
-         "         (cpu-profile, tui-cpu-profile, daemon-log, telemetry) meaning the\n"
-         "         newest artifact of that kind.\n"
+         "         (cpu-profile, tui-cpu-profile, cpu-profile-merged,\n"
+         "         tui-cpu-profile-merged, daemon-log, telemetry) meaning the newest\n"
+         "         artifact of that kind.\n"
          "  show   prints what an attachment contains (the review screen, as text).\n"
          "Attachments are sent raw and unsanitized: see docs/feedback.md.\n");
 }

@@ -50,6 +50,9 @@ static int run_tui(const char *attach_id) {
     pt_client_del(c);
     return 1;
   }
+#if PT_PROFILING
+  tui_profiling_daemon_status(c); /* its console's state, before the app owns c */
+#endif
   json_t *attached = NULL;
   if (attach_id) {
     if (pt_client_call(c, "sessions.attach", json_pack("{s:s}", "id", attach_id), 15000, &attached,
@@ -77,6 +80,11 @@ static int run_tui(const char *attach_id) {
 #if PT_PROFILING
   tui_app_set_hooks(app, on_reached, after_teardown, NULL);
   tui_profiling_init(tui_app_loop(app));
+  {
+    char notice[1024], short_notice[64];
+    if (tui_profiling_notice(notice, sizeof notice, short_notice, sizeof short_notice))
+      tui_app_set_notice(app, notice, short_notice);
+  }
 #endif
   char errbuf[256];
   int rc = tui_app_run(app, errbuf, sizeof errbuf);

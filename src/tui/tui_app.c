@@ -280,6 +280,13 @@ void tui_app_set_hooks(tui_app *app, tui_reached_fn on_reached, tui_teardown_fn 
   app->hook_ud = ud;
 }
 
+void tui_app_set_notice(tui_app *app, const char *text, const char *short_text) {
+  snprintf(app->notice, sizeof app->notice, "%s", text ? text : "");
+  snprintf(app->notice_short, sizeof app->notice_short, "%s", short_text ? short_text : "");
+  if (app->notice[0] && !app->message[0])
+    snprintf(app->message, sizeof app->message, "%s", app->notice);
+}
+
 int tui_app_start_attached(tui_app *app, json_t *attach_result) {
   if (!json_is_object(json_object_get(attach_result, "session"))) return -EINVAL;
   tui_conv_load(app, attach_result);

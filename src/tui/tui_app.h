@@ -37,6 +37,12 @@ uv_loop_t *tui_app_loop(tui_app *app);
 void tui_app_set_hooks(tui_app *app, tui_reached_fn on_reached, tui_teardown_fn after_teardown,
                        void *ud);
 
+/* A standing notice for the status bar of both screens (e.g. "TUI console
+ * off: ... set POLYTOKEN_CONSOLE_TUI_BIND ..."): text when the bar is wide
+ * enough, else short_text (e.g. "console off"); the picker's message line
+ * shows text at start. Both copied; NULL or "" clears. */
+void tui_app_set_notice(tui_app *app, const char *text, const char *short_text);
+
 /* Starts on the conversation screen of a session instead of the picker.
  * attach_result: the sessions.attach result (BORROWED; copied). Returns 0 or
  * -EINVAL if it lacks a session. */

@@ -111,6 +111,9 @@ struct tui_app {
                            was last empty: shown on screen, never silent */
 
   tui_feedback *feedback; /* F3 overlay (tui_feedback.h), created in run */
+
+  char notice[512];      /* standing status-bar notice (tui_app_set_notice) */
+  char notice_short[64];
 };
 
 /* What a screen's key handler asks the app to do (tui_app.c acts on it). */

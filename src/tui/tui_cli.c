@@ -1,6 +1,7 @@
 /* tui_cli.c - scriptable subcommands (see tui_cli.h). */
 #include "tui/tui_cli.h"
 #include "tui/cli_feedback.h"
+#include "tui/cli_profile.h"
 #include "tui/tui_cli_common.h"
 #include "tui/tui_text.h"
 #include "common/pt_client.h"
@@ -31,14 +32,16 @@ void tui_cli_usage(void) {
          "  sessions [--json]            list sessions\n"
          "  new [--name NAME]            create a session, print its id\n"
          "  send --session ID TEXT...    send a message, print the streamed reply\n"
-         "  profile dump                 ask the daemon for a profile snapshot (profiling build)\n"
+         "  profile list|dump|merge|view  CPU profile snapshots: list, dump now, merge,\n"
+         "                               flame graph page (see polytoken profile --help)\n"
          "  artifacts [--json]           list the daemon's diagnostic artifacts\n"
          "  feedback send|show ...       send feedback with attachments, or review one\n"
          "  --version                    print the version\n"
          "  --help                       this help; COMMAND --help for a command's help\n"
          "\n"
          "State root: $POLYTOKEN_HOME (default ${XDG_STATE_HOME:-~/.local/state}/polytoken).\n"
-         "The daemon is started on demand (except by `daemon stop` and `daemon status`).\n");
+         "The daemon is started on demand (except by `daemon stop`, `daemon status` and\n"
+         "`profile`, whose commands read files or need a running daemon).\n");
 }
 
 static int is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
@@ -79,12 +82,41 @@ static void print_json(json_t *j) {
 
 /* ---- daemon ---- */
 
+/* The profiling daemon's part of daemon.status ("profile", docs/ipc.md):
+ * where snapshots go, the engine and rate, the console's address, or why
+ * the console is off and which setting would let it listen. */
+static void print_profile_status(json_t *prof) {
+  if (!json_is_object(prof)) return;
+  const char *dir = json_string_value(json_object_get(prof, "dir"));
+  long long hz = json_integer_value(json_object_get(prof, "hz"));
+  long long ivl = json_integer_value(json_object_get(prof, "interval_ms"));
+  printf("profiling directory: %s\n", dir ? dir : "?");
+  printf("profiling: %s engine, %lld Hz, a snapshot every %.3g s, keeping %lld%s\n",
+         json_string_value(json_object_get(prof, "engine")) ?: "?", hz, (double)ivl / 1000.0,
+         json_integer_value(json_object_get(prof, "keep")),
+         json_is_false(json_object_get(prof, "running")) ? " (stopped)" : "");
+  json_t *con = json_object_get(prof, "console");
+  const char *bind = json_string_value(json_object_get(con, "bind"));
+  const char *setting = json_string_value(json_object_get(con, "setting"));
+  if (json_is_true(json_object_get(con, "listening")))
+    printf("console: %s (tokio-console http://%s)\n",
+           json_string_value(json_object_get(con, "address")) ?: "?",
+           json_string_value(json_object_get(con, "address")) ?: "?");
+  else if (con)
+    printf("console: not listening on %s: %s (%s)\n", bind ? bind : "?",
+           json_string_value(json_object_get(con, "error")) ?: "?",
+           json_string_value(json_object_get(con, "hint")) ?: setting ?: "");
+}
+
 static void daemon_usage(void) {
   printf("usage: polytoken daemon start|stop|status [--json]\n"
          "  start    start polytokend if it is not running\n"
          "  stop     ask polytokend to shut down and wait until it has\n"
-         "  status   show pid, version, uptime, sessions; exit 3 and print\n"
-         "           \"not running\" when it is not running\n");
+         "  status   show pid, version, uptime, sessions (and, for a profiling\n"
+         "           daemon, its profiling directory, engine, rate and console);\n"
+         "           exit 3 and print \"not running\" when it is not running\n"
+         "  A profiling daemon's start and status also say whether its task console\n"
+         "  listens, and if not, why.\n");
 }
 
 /* After daemon.stop: waits until the daemon is gone for good, i.e. it closed
@@ -142,6 +174,13 @@ static int cmd_daemon(int argc, char **argv) {
     }
     long long pid = json_integer_value(json_object_get(pt_client_hello_result(c), "pid"));
     printf(started ? "polytokend started (pid %lld)\n" : "polytokend already running (pid %lld)\n", pid);
+    /* A profiling daemon: where it writes and whether its console listens
+     * (a port in use is otherwise only in its log). */
+    json_t *st = NULL;
+    pt_client_error err;
+    if (pt_client_call(c, "daemon.status", NULL, CALL_TIMEOUT_MS, &st, &err) == 0)
+      print_profile_status(json_object_get(st, "profile"));
+    json_decref(st);
     pt_client_del(c);
     return 0;
   }
@@ -180,6 +219,7 @@ static int cmd_daemon(int argc, char **argv) {
       printf("running (pid %lld)\n", json_integer_value(json_object_get(st, "pid")));
       printf("version: %s\n", json_string_value(json_object_get(st, "version")) ?: "?");
       printf("profiling: %s\n", json_is_true(json_object_get(st, "profiling")) ? "yes" : "no");
+      print_profile_status(json_object_get(st, "profile"));
       printf("uptime: %.1f s\n", (double)json_integer_value(json_object_get(st, "uptime_ms")) / 1000.0);
       printf("sessions: %lld\n", json_integer_value(json_object_get(st, "sessions")));
       printf("active session: %s\n", json_is_string(active) ? json_string_value(active) : "none");
@@ -377,44 +417,6 @@ static int cmd_send(int argc, char **argv) {
   return rc;
 }
 
-/* ---- profile ---- */
-
-static int cmd_profile(int argc, char **argv) {
-  if (argc < 3 || is_help(argv[2]) || strcmp(argv[2], "dump") != 0) {
-    if (argc >= 3 && !is_help(argv[2])) {
-      tui_cli_fail("profile: unknown action '%s' (expected dump)", argv[2]);
-      return 2;
-    }
-    printf("usage: polytoken profile dump\n"
-           "  Asks the daemon to write a CPU profile snapshot now and prints its path.\n"
-           "  Only in the profiling build (meson -Dprofiling=true).\n");
-    return argc < 3 ? 2 : 0;
-  }
-  if (argc > 3 && is_help(argv[3])) {
-    printf("usage: polytoken profile dump\n");
-    return 0;
-  }
-#if PT_PROFILING
-  pt_client *c = connect_or_fail(1, NULL);
-  if (!c) return 1;
-  json_t *res = call_or_fail(c, "profile.dump", NULL);
-  pt_client_del(c);
-  if (!res) return 1;
-  const char *path = json_string_value(json_object_get(res, "path"));
-  if (!path) {
-    tui_cli_fail("the daemon's profile.dump reply has no path");
-    json_decref(res);
-    return 1;
-  }
-  printf("%s\n", path);
-  json_decref(res);
-  return 0;
-#else
-  tui_cli_fail("this build has no profiler (rebuild with meson -Dprofiling=true, e.g. just profile-build)");
-  return 1;
-#endif
-}
-
 int tui_cli_main(int argc, char **argv) {
   if (argc < 2) { tui_cli_usage(); return 2; }
   const char *cmd = argv[1];
@@ -427,7 +429,7 @@ int tui_cli_main(int argc, char **argv) {
   if (strcmp(cmd, "sessions") == 0) return cmd_sessions(argc, argv);
   if (strcmp(cmd, "new") == 0) return cmd_new(argc, argv);
   if (strcmp(cmd, "send") == 0) return cmd_send(argc, argv);
-  if (strcmp(cmd, "profile") == 0) return cmd_profile(argc, argv);
+  if (strcmp(cmd, "profile") == 0) return cli_profile_main(argc, argv);
   if (strcmp(cmd, "artifacts") == 0) return cli_artifacts_main(argc, argv);
   if (strcmp(cmd, "feedback") == 0) return cli_feedback_main(argc, argv);
   if (cmd[0] == '-') tui_cli_fail("unknown option '%s' (try polytoken --help)", cmd);

@@ -74,10 +74,23 @@ static void draw_bar(int y, const char *left, const char *right) {
   attroff(A_REVERSE);
 }
 
+/* The bar's right side: the daemon state, after the standing notice (the
+ * whole text when it fits beside `left`, else its short form). */
+static void bar_right(const tui_app *app, const char *left, char *right, size_t cap) {
+  const char *st = daemon_state(app);
+  int room = COLS - 4 - tui_str_width(left, strlen(left));
+  if (app->notice[0]) {
+    snprintf(right, cap, "[%s] [%s]", app->notice, st);
+    if (tui_str_width(right, strlen(right)) <= room) return;
+  }
+  if (app->notice_short[0]) snprintf(right, cap, "[%s] [%s]", app->notice_short, st);
+  else snprintf(right, cap, "[%s]", st);
+}
+
 static void draw_picker(tui_app *app) {
   int rows = LINES, cols = COLS;
-  char right[64];
-  snprintf(right, sizeof right, "[%s]", daemon_state(app));
+  char right[640];
+  bar_right(app, "Polytoken - sessions", right, sizeof right);
   draw_bar(0, "Polytoken - sessions", right);
   int list_y = 2, list_h = rows - 4;
   if (list_h < 1) list_h = 1;
@@ -212,9 +225,9 @@ int tui_draw_conv_height(void) {
 
 static void draw_conv(tui_app *app) {
   int rows = LINES, cols = COLS;
-  char left[512], right[64];
+  char left[512], right[640];
   snprintf(left, sizeof left, "%s (%s)", app->session_name, app->session_id);
-  snprintf(right, sizeof right, "[%s]", daemon_state(app));
+  bar_right(app, left, right, sizeof right);
   draw_bar(0, left, right);
   int view_h = tui_draw_conv_height();
   size_t n;

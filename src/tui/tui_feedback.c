@@ -6,6 +6,7 @@
 #include "common/pt_feedback_outbox.h"
 #include "common/pt_feedback_upload.h"
 #include "common/pt_fmt.h"
+#include "common/pt_thread_name.h"
 #include "tui/tui_review.h"
 #include "tui/tui_editkey.h"
 #include "tui/tui_lineedit.h"
@@ -239,6 +240,7 @@ static int build_review(tui_feedback *f) {
 /* ---- sending ---- */
 
 static void upload_work(uv_work_t *req) {
+  pt_thread_name_once(PT_THREAD_TUI_WORKER);
   upload_job *j = req->data;
   j->rc = pt_feedback_upload(j->home, j->dir, &j->opts, &j->res, j->err, sizeof j->err);
 }
@@ -441,12 +443,14 @@ void tui_feedback_draw(tui_feedback *f) {
     time_t now = time(NULL);
     for (int i = f->top; i < n && i - f->top < view; i++) {
       json_t *e = json_array_get(f->entries, (size_t)i);
-      char size[32], age[32], line[512];
+      char size[32], age[32], win[64], line[512];
       pt_fmt_size((uint64_t)json_integer_value(json_object_get(e, "size")), size, sizeof size);
       pt_fmt_age(json_integer_value(json_object_get(e, "created_unix")), (int64_t)now, age,
                  sizeof age);
-      snprintf(line, sizeof line, "%s %-50s %10s  %s", f->picked[i] ? "[x]" : "[ ]",
-               json_string_value(json_object_get(e, "label")), size, age);
+      /* profiles: their window and samples, so an empty one shows as such */
+      tui_review_window(e, win, sizeof win);
+      snprintf(line, sizeof line, "%s %-50s %10s  %-12s %s", f->picked[i] ? "[x]" : "[ ]",
+               json_string_value(json_object_get(e, "label")), size, age, win);
       if (i == f->sel) attron(A_REVERSE);
       put_s(2 + i - f->top, 1, line, COLS - 2);
       if (i == f->sel) attroff(A_REVERSE);

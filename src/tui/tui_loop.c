@@ -2,14 +2,20 @@
  * seam (see tui_loop.h). */
 #include "tui/tui_loop.h"
 
-void tui_unit_start(tui_unit *u, const char *name) {
+void tui_unit_start_at(tui_unit *u, const char *name, const char *file, int line) {
   if (u->live) {
     u->end_pending = 0;
     return;
   }
   u->name = name;
   u->live = 1;
+#if PT_PROFILING
+  pt_task_spawn_at(&u->task, name, "local", file, line);
+#else
+  (void)file;
+  (void)line;
   pt_task_spawn(&u->task, name, "local");
+#endif
 }
 
 static void really_end(tui_unit *u) {

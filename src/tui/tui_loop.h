@@ -31,8 +31,11 @@ typedef struct tui_unit {
 } tui_unit;
 
 /* Spawns the unit's task (kind "local"); idempotent while live (and it
- * revokes an end requested by the callback that is still running). */
-void tui_unit_start(tui_unit *u, const char *name);
+ * revokes an end requested by the callback that is still running). The
+ * task's location (the console's Location, the profiles' task_loc label)
+ * is the caller's file:line, as PD_TASK_START gives the daemon's tasks. */
+#define tui_unit_start(u, name) tui_unit_start_at((u), (name), __FILE__, __LINE__)
+void tui_unit_start_at(tui_unit *u, const char *name, const char *file, int line);
 /* Ends the task; idempotent. Called from inside one of the unit's own
  * callbacks, the end happens right after that callback's poll_end, so the
  * console never sees a task end in the middle of a poll. */

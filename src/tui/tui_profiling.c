@@ -11,7 +11,11 @@
  *    the daemon's; the sampler's own thread writes periodic ones
  *    (POLYTOKEN_PROFILE_INTERVAL, default 60 s).
  *  - After the terminal is torn down on quit, the final snapshot is written
- *    (so the dump never draws over the user's shell) and the console stops.
+ *    (so the dump never draws over the user's shell), its path is printed
+ *    on stdout, and the console stops.
+ *  - A console that cannot listen (the TUI's, or the daemon's as its
+ *    daemon.status says) is shown on the status bar (tui_profiling_notice),
+ *    with the setting that would let it listen.
  *  - The TUI owns the screen, so messages go to $POLYTOKEN_HOME/logs/tui.log,
  *    never to stderr while curses runs.
  *
@@ -33,6 +37,7 @@
 
 #include "common/pt_client.h"
 #include "common/pt_console_env.h"
+#include "common/pt_console_hint.h"
 #include "common/pt_env.h"
 #include "common/pt_profile_engine.h"
 #include "common/pt_file.h"
@@ -54,6 +59,9 @@ static struct {
   ptprof *prof;
   ptcon_server *console;
   int started;
+  char console_bind[256];
+  int console_rc;          /* pt_console_start's result (0: listening) */
+  char daemon_console[512]; /* why the daemon's console is off, or "" */
 } g = {.log_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void tui_prof_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -105,10 +113,41 @@ int tui_profiling_init(uv_loop_t *loop) {
   /* POLYTOKEN_CONSOLE_TUI_BIND and friends become options in
    * pt_console_env.h; on failure one line goes to tui.log and the TUI runs
    * on without a console: CPU profiling still works. */
-  if (pt_console_start(&g.console, "POLYTOKEN_CONSOLE_TUI_BIND", TUI_CONSOLE_DEFAULT_BIND,
-                       log_from_lib, log_prefix_console) != 0)
-    g.console = NULL;
+  const char *b = getenv("POLYTOKEN_CONSOLE_TUI_BIND");
+  snprintf(g.console_bind, sizeof g.console_bind, "%s", b && *b ? b : TUI_CONSOLE_DEFAULT_BIND);
+  g.console_rc = pt_console_start(&g.console, "POLYTOKEN_CONSOLE_TUI_BIND",
+                                  TUI_CONSOLE_DEFAULT_BIND, log_from_lib, log_prefix_console);
+  if (g.console_rc != 0) g.console = NULL;
   return 0;
+}
+
+void tui_profiling_daemon_status(pt_client *c) {
+  json_t *st = NULL;
+  pt_client_error err;
+  if (pt_client_call(c, "daemon.status", NULL, 5000, &st, &err) < 0) return;
+  json_t *con = json_object_get(json_object_get(st, "profile"), "console");
+  if (json_is_object(con) && json_is_false(json_object_get(con, "listening")))
+    snprintf(g.daemon_console, sizeof g.daemon_console, "daemon console off: %s: %s; %s",
+             json_string_value(json_object_get(con, "bind")) ?: "?",
+             json_string_value(json_object_get(con, "error")) ?: "?",
+             json_string_value(json_object_get(con, "hint")) ?: "see the daemon log");
+  json_decref(st);
+}
+
+int tui_profiling_notice(char *text, size_t textlen, char *short_text, size_t shortlen) {
+  char mine[1024] = "", hint[256];
+  if (g.console_rc != 0)
+    snprintf(mine, sizeof mine, "TUI console off: %s: %s; %s", g.console_bind,
+             ptcon_strerror(g.console_rc),
+             pt_console_hint(g.console_rc, "POLYTOKEN_CONSOLE_TUI_BIND", hint, sizeof hint));
+  if (!mine[0] && !g.daemon_console[0]) return 0;
+  snprintf(text, textlen, "%s%s%s", mine, mine[0] && g.daemon_console[0] ? " | " : "",
+           g.daemon_console);
+  snprintf(short_text, shortlen, "%s",
+           mine[0] && g.daemon_console[0] ? "consoles off (POLYTOKEN_CONSOLE_*_BIND)"
+           : mine[0]                      ? "TUI console off (POLYTOKEN_CONSOLE_TUI_BIND)"
+                                          : "daemon console off (POLYTOKEN_CONSOLE_DAEMON_BIND)");
+  return 1;
 }
 
 void tui_profiling_conversation_reached(const char *session_id, const char *session_dir) {
@@ -154,10 +193,16 @@ void tui_profiling_after_teardown(void) {
   if (g.prof) {
     char path[PATH_MAX];
     int rc = ptprof_stop(g.prof, 1, path, sizeof path);
-    if (rc == 0)
+    if (rc == 0) {
       tui_prof_log("INFO profiling: final snapshot %s", path);
-    else
+      /* the terminal is the shell's again: say where the profile is */
+      printf("TUI CPU profile: %s\n", path);
+      fflush(stdout);
+    } else {
       tui_prof_log("ERROR profiling: final snapshot failed: %s", ptprof_strerror(rc));
+      fprintf(stderr, "polytoken: the final TUI CPU profile could not be written: %s (see %s)\n",
+              ptprof_strerror(rc), g.log_path[0] ? g.log_path : "the TUI log");
+    }
     ptprof_del(g.prof);
     g.prof = NULL;
   }

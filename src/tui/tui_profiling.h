@@ -1,15 +1,29 @@
 /*
  * tui_profiling.h - what the profiling build does in the TUI process. Called
  * from main.c only inside `#if PT_PROFILING`; compiled only in the profiling
- * build (src/tui/meson.build). The implementation is the lead's
- * (tui_profiling.c).
+ * build (src/tui/meson.build).
  *
- * Threads: all three are called on the main (loop) thread.
+ * Threads: all are called on the main (loop) thread.
  */
 #ifndef TUI_PROFILING_H
 #define TUI_PROFILING_H
 
+#include <stddef.h>
 #include <uv.h>
+
+#include "common/pt_client.h"
+
+/* Called once after the client connected, before the app takes it: asks
+ * the daemon for daemon.status (blocking, bounded) to learn whether its
+ * task console listens (the daemon may have been started by this TUI, so
+ * its log is the only other place that would say). c is BORROWED. */
+void tui_profiling_daemon_status(pt_client *c);
+
+/* The status-bar notice (tui_app_set_notice) when a task console, the
+ * TUI's own or the daemon's, could not listen: why, and the setting that
+ * would let it. Returns 1 with text/short_text filled, 0 when both listen.
+ * Call after tui_profiling_init. */
+int tui_profiling_notice(char *text, size_t textlen, char *short_text, size_t shortlen);
 
 /* Called once before the TUI loop runs (e.g. start the task console server
  * on 127.0.0.1:6670). The sampler must NOT start here: time in the session
@@ -24,7 +38,9 @@ int tui_profiling_init(uv_loop_t *loop);
 void tui_profiling_conversation_reached(const char *session_id, const char *session_dir);
 
 /* The "final profile" slot: called after the terminal was torn down (endwin
- * done, terminal restored) when the TUI quits normally. */
+ * done, terminal restored) when the TUI quits normally. Writes the final
+ * snapshot and prints its path on stdout ("TUI CPU profile: PATH"), now
+ * that the terminal is the shell's again. */
 void tui_profiling_after_teardown(void);
 
 #endif

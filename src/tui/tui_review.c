@@ -50,6 +50,23 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
   b->s[b->n] = '\0';
 }
 
+int tui_review_is_profile(const char *kind) {
+  return strcmp(kind, "cpu-profile") == 0 || strcmp(kind, "tui-cpu-profile") == 0 ||
+         strcmp(kind, "cpu-profile-merged") == 0 || strcmp(kind, "tui-cpu-profile-merged") == 0;
+}
+
+const char *tui_review_window(json_t *entry, char *buf, size_t n) {
+  json_t *s = json_object_get(entry, "samples"), *d = json_object_get(entry, "duration_ns");
+  if (!json_is_integer(s) || !json_is_integer(d)) {
+    snprintf(buf, n, "%s", "");
+    return buf;
+  }
+  long long k = (long long)json_integer_value(s);
+  snprintf(buf, n, "%.1f s, %lld sample%s", (double)json_integer_value(d) / 1e9, k,
+           k == 1 ? "" : "s");
+  return buf;
+}
+
 char *tui_review_describe(json_t *entry, const uint8_t *data, size_t len) {
   sbuf b = {0};
   char size[32];
@@ -57,11 +74,15 @@ char *tui_review_describe(json_t *entry, const uint8_t *data, size_t len) {
   const char *kind = jstr(entry, "kind");
   sb_printf(&b, "%s\n", jstr(entry, "label"));
   sb_printf(&b, "  kind:    %s (from the %s)\n", kind, jstr(entry, "source"));
-  sb_printf(&b, "  file:    %s\n", jstr(entry, "path"));
+  if (json_is_true(json_object_get(entry, "built")))
+    sb_printf(&b, "  file:    %s (built by the daemon from the kept snapshots; no such file)\n",
+              jstr(entry, "path"));
+  else
+    sb_printf(&b, "  file:    %s\n", *jstr(entry, "file") ? jstr(entry, "file") : jstr(entry, "path"));
   sb_printf(&b, "  size:    %s (%zu bytes)\n", size, len);
   sb_printf(&b, "  created: %s\n", jstr(entry, "created"));
   sb_printf(&b, "  sha256:  %s\n", jstr(entry, "sha256"));
-  if (strcmp(kind, "cpu-profile") == 0 || strcmp(kind, "tui-cpu-profile") == 0) {
+  if (tui_review_is_profile(kind)) {
     pt_pprof_summary s;
     int r = pt_pprof_summarize(data, len, 5, &s);
     if (r == 0) {
@@ -70,6 +91,15 @@ char *tui_review_describe(json_t *entry, const uint8_t *data, size_t len) {
       sb_printf(&b, "  samples: %" PRId64 " (%.2f s of CPU) in %zu stacks\n", s.samples, cpu,
                 s.n_stacks);
       sb_printf(&b, "  duration: %.2f s\n", dur);
+      int snapshot = !strstr(kind, "-merged");
+      if (snapshot && (s.samples < TUI_REVIEW_FEW_SAMPLES || s.duration_ns < TUI_REVIEW_SHORT_NS))
+        sb_printf(&b,
+                  "  note: this snapshot is nearly empty (%" PRId64 " sample%s in %.2f s): a\n"
+                  "  snapshot covers only the time since the one before it. The picker also\n"
+                  "  offers the session's kept snapshots merged into one profile:\n"
+                  "  \"%s, N kept snapshots merged\".\n",
+                  s.samples, s.samples == 1 ? "" : "s", dur,
+                  strncmp(kind, "tui-", 4) == 0 ? "TUI CPU profile (pprof)" : "CPU profile (pprof)");
       sb_printf(&b, "  top functions (flat: samples in the function itself; cum: with callees):\n");
       sb_printf(&b, "      flat  flat%%     cum  function\n");
       for (size_t i = 0; i < s.n_top; i++) {
@@ -105,7 +135,7 @@ char *tui_review_describe(json_t *entry, const uint8_t *data, size_t len) {
       i = j + 1;
     }
   }
-  if (strcmp(kind, "cpu-profile") == 0 || strcmp(kind, "tui-cpu-profile") == 0)
+  if (tui_review_is_profile(kind))
     sb_printf(&b, "  Sent raw and unsanitized: can contain symbolized stack frames with\n"
                   "  build-machine paths and internal symbol names.\n");
   else

@@ -13,7 +13,11 @@
  * value per sample type, non-zero ids), the decoded size is within the cap,
  * and a second read gives the same memory size; the summary of a profile
  * read keeps its bounds. The last input byte picks a small memory cap now
- * and then, so the cap path is fuzzed too. Built and run by
+ * and then, so the cap path is fuzzed too. Every profile read is also
+ * written with pt_pprof_write and read back: the result must equal it
+ * field for field (pprof_equal.h); and merged with itself
+ * (pt_pprof_merge): the merge must be a profile the writer and the reader
+ * accept, with twice the samples (or -EOVERFLOW). Built and run by
  * tests/common/pprof_read_fuzz_test.sh.
  */
 #include <errno.h>
@@ -22,8 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pt_pprof_merge.h"
 #include "common/pt_pprof_read.h"
 #include "common/pt_pprof_summary.h"
+#include "common/pt_pprof_write.h"
+#include "pprof_equal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -100,6 +107,45 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (const char *c = s.top[i].name; *c; c++) CHECK((unsigned char)*c >= 0x20);
     }
     pt_pprof_summary_clear(&s);
+    /* write -> read: the same profile */
+    uint8_t *w = NULL;
+    size_t wn = 0;
+    int wr = pt_pprof_write(p, &w, &wn, err, sizeof err);
+    CHECK(wr == 0 || wr == -EFBIG || wr == -ENOMEM);
+    if (wr == 0) {
+      pt_pprof *back = NULL;
+      CHECK(pt_pprof_read(w, wn, NULL, &back, err, sizeof err) == 0);
+      char why[256] = "";
+      if (!ptt_pprof_equal(p, back, why, sizeof why)) {
+        fprintf(stderr, "round trip: %s\n", why);
+        abort();
+      }
+      pt_pprof_free(back);
+      free(w);
+    }
+    /* merged with itself: a valid profile with twice the samples */
+    pt_pprof_merge *m = NULL;
+    int mr = pt_pprof_merge_new(&m);
+    if (mr == 0) mr = pt_pprof_merge_add(m, p, "a", NULL, 0);
+    if (mr == 0) mr = pt_pprof_merge_add(m, p, "b", NULL, 0);
+    const pt_pprof *mp = NULL;
+    if (mr == 0) mr = pt_pprof_merge_result(m, &mp, NULL, 0);
+    CHECK(mr == 0 || mr == -EOVERFLOW || mr == -ENOMEM || mr == -EFBIG);
+    if (mr == 0) {
+      CHECK(mp->n_samples <= p->n_samples);
+      int64_t t = pt_pprof_sample_total(p);
+      if (t < INT64_MAX / 2 && t > INT64_MIN / 2) CHECK(pt_pprof_sample_total(mp) == 2 * t);
+      wr = pt_pprof_write(mp, &w, &wn, err, sizeof err);
+      CHECK(wr == 0 || wr == -EFBIG || wr == -ENOMEM);
+      if (wr == 0) {
+        pt_pprof *back = NULL;
+        CHECK(pt_pprof_read(w, wn, NULL, &back, err, sizeof err) == 0);
+        CHECK(back->n_samples == mp->n_samples);
+        pt_pprof_free(back);
+        free(w);
+      }
+    }
+    pt_pprof_merge_del(m);
     pt_pprof_free(p);
   } else {
     CHECK(r == -EINVAL || r == -EFBIG || r == -ENOMEM);

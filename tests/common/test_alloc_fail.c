@@ -1,6 +1,6 @@
 /* test_alloc_fail.c - every allocation of src/common's parsers of outside
  * input fails in turn (alloc_fail.h): the pprof reader, gunzip and the
- * review summary on real snapshots; the IPC line framer and its JSON
+ * review summary on real snapshots; the pprof writer, gzip and the merge; the IPC line framer and its JSON
  * helpers; base64; an artifact fetch from a fake daemon. No crash, no leak
  * (ASan variant), -ENOMEM every time, and the run that allocates freely
  * succeeds. */
@@ -11,8 +11,11 @@
 #include "common/pt_feedback_fetch.h"
 #include "common/pt_gunzip.h"
 #include "common/pt_jsonl.h"
+#include "common/pt_gzip.h"
+#include "common/pt_pprof_merge.h"
 #include "common/pt_pprof_read.h"
 #include "common/pt_pprof_summary.h"
+#include "common/pt_pprof_write.h"
 #include "common/pt_sha256.h"
 
 #include <pthread.h>
@@ -122,6 +125,61 @@ PT_TEST_T(common_alloc_fail_pprof_read_gunzip_summary, 120000) {
   free(tmp);
   free(inl.d);
   free(raw.d);
+}
+
+/* ---- the pprof writer, gzip and the merge ---- */
+
+typedef struct two {
+  pt_pprof *a, *b;
+} two;
+
+static int op_write(void *ctx) {
+  two *t = ctx;
+  uint8_t *out = NULL;
+  size_t n = 0;
+  int r = pt_pprof_write(t->a, &out, &n, NULL, 0);
+  if (r == 0 && n == 0) r = -EPROTO;
+  free(out);
+  return r;
+}
+
+static int op_gzip(void *ctx) {
+  buf *b = ctx;
+  uint8_t *out = NULL;
+  size_t n = 0;
+  int r = pt_gzip(b->d, b->n, &out, &n);
+  free(out);
+  return r;
+}
+
+static int op_merge(void *ctx) {
+  two *t = ctx;
+  pt_pprof_merge *m = NULL;
+  int r = pt_pprof_merge_new(&m);
+  if (r == 0) r = pt_pprof_merge_add(m, t->a, "a", NULL, 0);
+  if (r == 0) r = pt_pprof_merge_add(m, t->b, "b", NULL, 0);
+  if (r == 0) r = pt_pprof_merge_add(m, t->a, "a again", NULL, 0);
+  const pt_pprof *out = NULL;
+  if (r == 0) r = pt_pprof_merge_result(m, &out, NULL, 0);
+  if (r == 0 && out->n_comments < 4) r = -EPROTO;
+  pt_pprof_merge_del(m);
+  return r;
+}
+
+PT_TEST_T(common_alloc_fail_pprof_write_gzip_merge, 120000) {
+  PTT_NEED_FAULT_INJECTION();
+  buf ra = load("tests/common/fuzz_seeds/pprof_read/daemon-busy.pb");
+  buf rb = load("tests/common/fuzz_seeds/pprof_read/mkprofile.pb");
+  two t = {NULL, NULL};
+  PT_ASSERT_INT_EQ(pt_pprof_read(ra.d, ra.n, NULL, &t.a, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(pt_pprof_read(rb.d, rb.n, NULL, &t.b, NULL, 0), 0);
+  PT_ASSERT(ptt_alloc_fail_each("pt_pprof_write", op_write, &t, 0) >= 2);
+  PT_ASSERT(ptt_alloc_fail_each("pt_gzip", op_gzip, &ra, 0) >= 2);
+  PT_ASSERT(ptt_alloc_fail_each("pt_pprof_merge", op_merge, &t, 0) >= 20);
+  pt_pprof_free(t.a);
+  pt_pprof_free(t.b);
+  free(ra.d);
+  free(rb.d);
 }
 
 /* ---- the IPC line framer and its JSON helpers ---- */

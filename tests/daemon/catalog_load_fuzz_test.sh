@@ -11,7 +11,11 @@ fuzz_require
 fuzz_build fuzz_catalog_load "$PT_SRC/tests/daemon/fuzz_catalog_load.c" \
   "$PT_SRC/src/daemon/pd_catalog.c" "$PT_SRC/src/daemon/pd_catalog_fetch.c" \
   "$PT_SRC/src/daemon/pd_catalog_hash.c" "$PT_SRC/src/daemon/pd_catalog_json.c" \
-  "$PT_SRC/src/daemon/pd_catalog_scan.c" "$PT_SRC/src/common/pt_file.c" "$PT_SRC/src/common/pt_sha256.c" \
-  "$PT_SRC/src/common/pt_write_all.c" \
-  $(pkg-config --cflags --libs jansson libcrypto)
+  "$PT_SRC/src/daemon/pd_catalog_scan.c" "$PT_SRC/src/daemon/pd_catalog_profile.c" \
+  "$PT_SRC/src/common/pt_file.c" "$PT_SRC/src/common/pt_sha256.c" \
+  "$PT_SRC/src/common/pt_write_all.c" "$PT_SRC/src/common/pt_alloc.c" \
+  "$PT_SRC/src/common/pt_gunzip.c" "$PT_SRC/src/common/pt_gzip.c" \
+  "$PT_SRC/src/common/pt_pprof_read.c" "$PT_SRC/src/common/pt_pprof_write.c" \
+  "$PT_SRC/src/common/pt_pprof_merge.c" \
+  $(pkg-config --cflags --libs jansson libcrypto zlib)
 fuzz_run fuzz_catalog_load "$PT_SRC/tests/daemon/fuzz_seeds/catalog_json" -max_len=4096

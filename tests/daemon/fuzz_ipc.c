@@ -145,7 +145,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   o.outbuf_max = 65536;
   o.log = h_log;
   if (pd_ipc_new(&ipc, &o, &cb) < 0) abort();
-  methods = (pd_methods_ctx){&loop, ipc, sessions, request_stop, stopping, uptime_ms};
+  methods = (pd_methods_ctx){.loop = &loop, .ipc = ipc, .sessions = sessions,
+                             .request_stop = request_stop, .stopping = stopping,
+                             .uptime_ms = uptime_ms};
   if (pd_methods_register(&methods) < 0) abort();
   /* the built-in responder, tokens without delay */
   pd_turn_config tc = {turn_emit,       pd_conn_hold, pd_conn_release, NULL, ipc,

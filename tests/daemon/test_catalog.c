@@ -8,6 +8,9 @@
 #include "daemon/pd_catalog.h"
 #include "common/pt_base64.h"
 #include "common/pt_file.h"
+#include "common/pt_gunzip.h"
+#include "common/pt_pprof_merge.h"
+#include "common/pt_pprof_read.h"
 #include "common/pt_sha256.h"
 #include "common/pt_snapshot_names.h"
 
@@ -183,7 +186,7 @@ PT_TEST(daemon_catalog_generation_tracks_snapshots) {
   pt_write_file(other, "x", 1);
   PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
   PT_ASSERT_UINT_EQ(pd_catalog_generation(c), g2);
-  PT_ASSERT_UINT_EQ(pd_catalog_count(c), 2);
+  PT_ASSERT_UINT_EQ(pd_catalog_count(c), 3); /* two snapshots and their merge */
 
   /* Pruning the older one changes the content again. */
   PT_ASSERT(unlink(p1) == 0);
@@ -191,6 +194,7 @@ PT_TEST(daemon_catalog_generation_tracks_snapshots) {
   uint64_t g3 = pd_catalog_generation(c);
   PT_ASSERT(g3 > g2);
   PT_ASSERT_UINT_EQ(count_kind(c, "cpu-profile"), 1);
+  PT_ASSERT_UINT_EQ(count_kind(c, "cpu-profile-merged"), 0); /* one snapshot: no merge */
   PT_ASSERT(pd_catalog_find(c, id1) == NULL);
   pd_catalog_del(c);
 
@@ -608,5 +612,119 @@ PT_TEST(daemon_catalog_log_hash_incremental) {
   pd_catalog_del(c);
   free(log);
   free(logs);
+  fx_fini(&f);
+}
+
+static pt_pprof *decode_gz(const uint8_t *d, size_t n) {
+  uint8_t *raw = NULL;
+  size_t rawn = 0;
+  PT_ASSERT_INT_EQ(pt_gunzip(d, n, 0, &raw, &rawn), 0);
+  pt_pprof *p = NULL;
+  PT_ASSERT_INT_EQ(pt_pprof_read(raw, rawn, NULL, &p, NULL, 0), 0);
+  free(raw);
+  return p;
+}
+
+/* Each profile entry carries its window and samples; two or more snapshots
+ * are also offered merged: exact bytes (fetched and checked against the
+ * listed SHA-256), the sum of the snapshots, the same artifact (id,
+ * generation) while they are unchanged, a new one when one is added. */
+PT_TEST(daemon_catalog_merged_profiles) {
+  fixture f;
+  fx_init(&f);
+  char *p1 = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210000Z-1.pb.gz", "hot_spin");
+  char *p2 = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210100Z-2.pb.gz", "parse_line");
+  pd_catalog *c = NULL;
+  PT_ASSERT_INT_EQ(pd_catalog_new(&c, f.home), 0);
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  const pd_catalog_entry *e = find_label(c, "CPU profile (pprof)");
+  PT_ASSERT(e && e->has_profile);
+  PT_ASSERT_INT_EQ(e->samples, 27); /* parse_line=25 main=2 */
+  PT_ASSERT_INT_EQ(e->duration_ns, 10000000000LL);
+  const pd_catalog_entry *m = find_kind(c, "cpu-profile-merged");
+  PT_ASSERT(m);
+  PT_ASSERT_STR_EQ(m->label, "CPU profile (pprof), 2 kept snapshots merged");
+  PT_ASSERT_STR_EQ(m->path, "profiling/daemon-profiles-merged.pb.gz");
+  PT_ASSERT_STR_EQ(m->source, "daemon");
+  PT_ASSERT(m->blob && m->has_profile);
+  PT_ASSERT_INT_EQ(m->samples, 54);
+  uint64_t g1 = pd_catalog_generation(c);
+  char mid[17];
+  memcpy(mid, m->id, sizeof mid);
+  char msha[65];
+  memcpy(msha, m->sha256, sizeof msha);
+
+  /* fetched: the listed bytes, a profile summing both snapshots */
+  size_t n = 0;
+  const char *code = NULL;
+  uint8_t *d = fetch_all(c, mid, &n, &code);
+  PT_ASSERT_MSG(d, "fetch of the merged artifact: %s", code ? code : "?");
+  PT_ASSERT_UINT_EQ(n, m->size);
+  char hex[PT_SHA256_HEX];
+  PT_ASSERT_INT_EQ(pt_sha256_hex(d, n, hex), 0);
+  PT_ASSERT_STR_EQ(hex, msha);
+  pt_pprof *merged = decode_gz(d, n);
+  PT_ASSERT_INT_EQ(pt_pprof_sample_total(merged), 54);
+  int windows = 0;
+  for (size_t i = 0; i < merged->n_comments; i++)
+    windows += strncmp(pt_pprof_string(merged, merged->comments[i]), "merged window ", 14) == 0;
+  PT_ASSERT_INT_EQ(windows, 2);
+  pt_pprof_free(merged);
+  free(d);
+
+  /* the JSON: absolute paths beside the relative ones, the session named */
+  json_t *res = NULL;
+  char msg[256];
+  PT_ASSERT_INT_EQ(pd_catalog_call(c, "artifacts.list", NULL, &res, &code, msg, sizeof msg), 0);
+  PT_ASSERT_STR_EQ(json_string_value(json_object_get(res, "home")), f.home);
+  json_t *sess = json_object_get(res, "session");
+  PT_ASSERT_STR_EQ(json_string_value(json_object_get(sess, "id")), "0123456789ab");
+  PT_ASSERT_STR_EQ(json_string_value(json_object_get(sess, "dir")), f.sdir);
+  size_t i;
+  json_t *je;
+  int files = 0, built = 0;
+  json_array_foreach(json_object_get(res, "entries"), i, je) {
+    const char *kind = json_string_value(json_object_get(je, "kind"));
+    const char *file = json_string_value(json_object_get(je, "file"));
+    if (strcmp(kind, "cpu-profile") == 0) {
+      char *want = cat3(f.sdir, "/", json_string_value(json_object_get(je, "path")));
+      PT_ASSERT_STR_EQ(file, want);
+      PT_ASSERT(json_integer_value(json_object_get(je, "samples")) > 0);
+      PT_ASSERT(json_integer_value(json_object_get(je, "duration_ns")) == 10000000000LL);
+      free(want);
+      files++;
+    } else if (strcmp(kind, "cpu-profile-merged") == 0) {
+      PT_ASSERT(json_is_true(json_object_get(je, "built")) && !file);
+      PT_ASSERT_INT_EQ(json_integer_value(json_object_get(je, "samples")), 54);
+      built++;
+    }
+  }
+  PT_ASSERT(files == 2 && built == 1);
+  json_decref(res);
+
+  /* unchanged: the same artifact, no new generation */
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  PT_ASSERT_UINT_EQ(pd_catalog_generation(c), g1);
+  PT_ASSERT_STR_EQ(find_kind(c, "cpu-profile-merged")->id, mid);
+  /* a third snapshot: a new merged artifact of three */
+  char *p3 = write_profile(&f, PT_SNAPSHOT_DAEMON_PREFIX "20261129T210200Z-3.pb.gz", "hot_spin");
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  m = find_kind(c, "cpu-profile-merged");
+  PT_ASSERT(m && strcmp(m->id, mid) != 0);
+  PT_ASSERT_STR_EQ(m->label, "CPU profile (pprof), 3 kept snapshots merged");
+  PT_ASSERT_INT_EQ(m->samples, 81);
+  PT_ASSERT(pd_catalog_generation(c) > g1);
+  /* the old id is gone: fetching it says not_found */
+  d = fetch_all(c, mid, &n, &code);
+  PT_ASSERT(!d && strcmp(code, "not_found") == 0);
+  /* a snapshot that is not a profile: listed, no window, no merge */
+  pt_write_file(p3, "not a profile", 13);
+  PT_ASSERT_INT_EQ(pd_catalog_refresh(c), 0);
+  PT_ASSERT_UINT_EQ(count_kind(c, "cpu-profile"), 3);
+  PT_ASSERT_UINT_EQ(count_kind(c, "cpu-profile-merged"), 0);
+  pd_catalog_del(c);
+  free(p1);
+  free(p2);
+  free(p3);
   fx_fini(&f);
 }

@@ -75,6 +75,10 @@ one_line_failure "$PT" daemon restart
 one_line_failure "$PT" sessions --bogus
 one_line_failure "$PT" attach 000000000000
 one_line_failure "$PT" profile dump
+"$PT" profile dump 2>&1 | grep -q '^polytoken: this daemon is not a profiling build' ||
+  fail "profile dump on a normal daemon does not say it is not a profiling build"
+# The commands that read files work in every build, with no profiler.
+"$PT" profile list >/dev/null || fail "profile list in a normal build"
 # Text that is not UTF-8 cannot travel in JSON: a usage error (exit 2) that
 # says so, and no session created under the default name instead.
 before=$("$PT" sessions --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))')

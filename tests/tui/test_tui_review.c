@@ -3,7 +3,9 @@
  * feedback show` print: the exact text for a profile (summary from
  * src/common/pt_pprof_summary.c), for a profile with inlined frames (the
  * functions an inlined frame sits in count in cum, as go tool pprof counts
- * them), for a damaged one, and for a log. */
+ * them), for a damaged one, for a log, and the note on a nearly empty
+ * snapshot (not on a full one, nor on the merged profiles); the pickers'
+ * window text. */
 #include "pt_test.h"
 #include "tui/tui_review.h"
 
@@ -17,8 +19,9 @@ static json_t *entry(const char *kind, const char *label) {
   return e;
 }
 
-/* The review text of a tests/mkprofile.py profile made with args. */
-static char *describe_profile(char **args) {
+/* The review text of a tests/mkprofile.py profile made with args, as an
+ * entry of `kind`. */
+static char *describe_profile_as(const char *kind, char **args) {
   char *dir = pt_tmpdir("review");
   size_t n = strlen(dir) + 16;
   char *f = malloc(n);
@@ -35,7 +38,7 @@ static char *describe_profile(char **args) {
   size_t len = 0;
   char *d = pt_read_file(f, &len);
   PT_ASSERT(d);
-  json_t *e = entry("cpu-profile", "CPU profile (pprof)");
+  json_t *e = entry(kind, "CPU profile (pprof)");
   char *text = tui_review_describe(e, (const uint8_t *)d, len);
   PT_ASSERT(text);
   /* the size line depends on gzip's output: checked, then dropped */
@@ -51,6 +54,8 @@ static char *describe_profile(char **args) {
   free(dir);
   return text;
 }
+
+static char *describe_profile(char **args) { return describe_profile_as("cpu-profile", args); }
 
 PT_TEST(tui_review_text_of_a_profile) {
   char *a[] = {"--duration-ms", "7000", "hot_spin=30", "parse_line=12", "main=1", NULL};
@@ -98,5 +103,43 @@ PT_TEST(tui_review_text_of_damage_and_logs) {
                              "  Sent raw and unsanitized: everything the daemon recorded in it\n"),
                 "%s", text);
   free(text);
+  json_decref(e);
+}
+
+PT_TEST(tui_review_nearly_empty_snapshot) {
+  const char *note = "  note: this snapshot is nearly empty (3 samples in 10.00 s): a\n"
+                     "  snapshot covers only the time since the one before it. The picker also\n"
+                     "  offers the session's kept snapshots merged into one profile:\n"
+                     "  \"CPU profile (pprof), N kept snapshots merged\".\n";
+  char *few[] = {"hot_spin=3", NULL};
+  char *text = describe_profile(few);
+  PT_ASSERT_MSG(strstr(text, note), "%s", text);
+  free(text);
+  /* short: under a second, whatever the samples */
+  char *shortw[] = {"--duration-ms", "400", "hot_spin=50", NULL};
+  text = describe_profile(shortw);
+  PT_ASSERT_MSG(strstr(text, "  note: this snapshot is nearly empty (50 samples in 0.40 s): a\n"),
+                "%s", text);
+  free(text);
+  /* the merged profiles: no such note */
+  text = describe_profile_as("cpu-profile-merged", few);
+  PT_ASSERT_MSG(!strstr(text, "nearly empty") && strstr(text, "  samples: 3 "), "%s", text);
+  free(text);
+  /* TUI snapshots name the TUI's merge */
+  text = describe_profile_as("tui-cpu-profile", few);
+  PT_ASSERT_MSG(strstr(text, "  \"TUI CPU profile (pprof), N kept snapshots merged\".\n"), "%s", text);
+  free(text);
+}
+
+PT_TEST(tui_review_window_text) {
+  char buf[64];
+  json_t *e = json_pack("{s:s, s:I, s:I}", "kind", "cpu-profile", "samples", (json_int_t)1234,
+                        "duration_ns", (json_int_t)60012000000LL);
+  PT_ASSERT_STR_EQ(tui_review_window(e, buf, sizeof buf), "60.0 s, 1234 samples");
+  json_object_set_new(e, "samples", json_integer(1));
+  PT_ASSERT_STR_EQ(tui_review_window(e, buf, sizeof buf), "60.0 s, 1 sample");
+  json_decref(e);
+  e = json_pack("{s:s}", "kind", "daemon-log");
+  PT_ASSERT_STR_EQ(tui_review_window(e, buf, sizeof buf), "");
   json_decref(e);
 }
