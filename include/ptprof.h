@@ -179,11 +179,19 @@ PTPROF_API int ptprof_engine_from_name(const char *name);
                                       signals merged while one was pending */
 #define PTPROF_DROP_NO_MEMORY   7  /* "[lost: out of memory]": the aggregation had
                                       no memory for a new stack */
-#define PTPROF_DROP_CAUSES      8  /* causes this version knows */
+#define PTPROF_DROP_BLOCKED     8  /* "[lost: signal blocked]": due while the thread
+                                      kept SIGPROF blocked (sigprocmask,
+                                      pthread_sigmask, ...) */
+#define PTPROF_DROP_FD_CLOSED   9  /* "[lost: sampler descriptor closed]": perf
+                                      engine, due after the program closed the
+                                      thread's event descriptor, until it was
+                                      opened again */
+#define PTPROF_DROP_CAUSES      10 /* causes this version knows */
 #define PTPROF_DROPS_MAX        16 /* size of ptprof_stats.drops (room for more) */
 
 /* The short name of a drop cause ("ring_full", "dumping", "no_stack",
- * "reentrant", "thread_exit", "kernel_mode", "undelivered", "no_memory"),
+ * "reentrant", "thread_exit", "kernel_mode", "undelivered", "no_memory",
+ * "blocked", "fd_closed"),
  * as in a snapshot's comment; NULL for a number this version does not
  * know. Any thread. */
 PTPROF_API const char *ptprof_drop_name(int cause);

@@ -34,6 +34,12 @@ enum ptp_drop_cause {
                                each dump */
   PTP_DROP_NO_MEMORY,       /* taken, but the aggregation had no memory for
                                a new stack (ptp_agg_add: -ENOMEM) */
+  PTP_DROP_BLOCKED,         /* due while the thread kept SIGPROF blocked: the
+                               delivery at unblock would name the unblocking
+                               code's stack, not the one that used the CPU */
+  PTP_DROP_FD_CLOSED,       /* perf engine: due after the program closed the
+                               thread's event descriptor, until it was opened
+                               again */
   PTP_DROP__COUNT
 };
 
@@ -51,6 +57,8 @@ static inline const char *ptp_lost_frame_name(int cause) {
   case PTP_DROP_KERNEL: return "[lost: kernel mode]";
   case PTP_DROP_UNDELIVERED: return "[lost: signal not delivered]";
   case PTP_DROP_NO_MEMORY: return "[lost: out of memory]";
+  case PTP_DROP_BLOCKED: return "[lost: signal blocked]";
+  case PTP_DROP_FD_CLOSED: return "[lost: sampler descriptor closed]";
   default: return "[lost]";
   }
 }
@@ -67,6 +75,8 @@ static inline const char *ptp_drop_name(int cause) {
   case PTP_DROP_KERNEL: return "kernel_mode";
   case PTP_DROP_UNDELIVERED: return "undelivered";
   case PTP_DROP_NO_MEMORY: return "no_memory";
+  case PTP_DROP_BLOCKED: return "blocked";
+  case PTP_DROP_FD_CLOSED: return "fd_closed";
   default: return NULL;
   }
 }

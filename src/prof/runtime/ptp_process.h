@@ -35,6 +35,9 @@
  *                                 sets, lazy-table accounting,
  *                                 the table cache's pending saves
  *   cache/ptp_cachefile.c         a temp-name counter          atomic
+ *   cache/ptp_fd.c (marks)        our long-lived descriptor    atomics (async-signal-
+ *                                 numbers, "one was closed"    safe: the close-family
+ *                                                              interposers read them)
  *   ptp_alloc.c                   fault injection (test builds) atomic; per-thread TLS
  *
  * Lifetime: each is created at first use and never freed. Threads may be

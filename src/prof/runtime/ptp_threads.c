@@ -386,6 +386,9 @@ int ptp_threads_sweep(void) {
       atomic_fetch_add(&reg.registered, 1);
     } else if (ptp_engine_source_stale(r, tids[i])) {
       ptp_engine_disarm(r);     /* the dead thread's; the live one gets its own */
+    } else {
+      /* the program closed the event's descriptor: forgotten, re-opened */
+      (void)ptp_engine_check(r);
     }
     ptp_engine_arm(r);
   }
@@ -404,6 +407,20 @@ int ptp_threads_sweep(void) {
   pthread_mutex_unlock(&reg.sweep_mu);
   free(tids);
   return 0;
+}
+
+size_t ptp_threads_check_fds(void) {
+  if (ptp_threads_init() != 0) return 0;
+  size_t n = 0;
+  pthread_mutex_lock(&reg.mu);
+  for (uint32_t i = 0; i < reg.hwm; i++) {
+    ptp_thread_rec *r = &reg.recs[i];
+    if (!rec_tid(r) || !ptp_engine_check(r)) continue;
+    n++;
+    ptp_engine_arm(r);        /* a new event (or a timer), if a sampler runs */
+  }
+  pthread_mutex_unlock(&reg.mu);
+  return n;
 }
 
 size_t ptp_threads_collect_unsignalled(ptp_unsignalled *out, size_t cap) {
@@ -444,6 +461,8 @@ void ptp_threads_get_stats(ptp_threads_stats *out) {
   out->timer_errors = es.errors;
   out->last_errno = es.last_errno;
   out->perf_fallbacks = es.fallbacks;
+  out->perf_budget_fallbacks = es.budget_fallbacks;
+  out->fds_lost = es.fds_lost;
   out->flushed = xs.flushed;
   out->lost_at_exit = xs.lost_at_exit;
   out->registered = atomic_load(&reg.registered);

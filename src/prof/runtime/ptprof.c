@@ -8,8 +8,9 @@
  *  - agg_mu guards the aggregation table, the ring's consumer side and the
  *    window start times. Order: api_mu, then agg_mu.
  *  - The consumer thread wakes on work only: a producer finding the ring a
- *    quarter full or the walker asking for an unwind table writes to the
- *    wake pipe; a periodic dump that is due ends its poll timeout; and
+ *    quarter full or the walker asking for an unwind table wakes its futex
+ *    (ptp_shared.wake_seq: no descriptor, see ptp_producer.h); a periodic
+ *    dump that is due ends its wait's timeout; and
  *    while samples come in it also passes every 100 ms (so a table asked
  *    for or a dlopen'ed library is followed as before). A process that uses
  *    no CPU produces no samples, so its consumer sleeps (no wake-up at all
@@ -34,7 +35,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -42,11 +43,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ptprof.h"
+#include "prof/cache/ptp_fd.h"
 #include "prof/runtime/ptp_agg.h"
+#include "prof/runtime/ptp_engine.h"
 #include "prof/runtime/ptp_grace.h"
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_handler.h"
@@ -82,11 +86,11 @@ struct ptprof {
   int engine_opt;              /* PTPROF_ENGINE_* asked for */
   _Atomic int engine;          /* chosen at the last start (PTP_ENGINE_*) */
   int engine_why;              /* AUTO fell back to the timer: the probe's -errno */
+  uint64_t engine_nofile;      /* AUTO took the timer for RLIMIT_NOFILE: the soft limit */
 
   pthread_mutex_t api_mu;
   int running;
   ptp_shared *sh;
-  int wake_rd, wake_wr;
   pthread_t consumer;
   sem_t consumer_ready;
   _Atomic int consumer_stop;
@@ -148,7 +152,8 @@ _Static_assert(PTP_DROP_RING_FULL == PTPROF_DROP_RING_FULL && PTP_DROP_DUMPING =
                PTP_DROP_NO_STACK == PTPROF_DROP_NO_STACK && PTP_DROP_REENTRANT == PTPROF_DROP_REENTRANT &&
                PTP_DROP_THREAD_EXIT == PTPROF_DROP_THREAD_EXIT && PTP_DROP_KERNEL == PTPROF_DROP_KERNEL &&
                PTP_DROP_UNDELIVERED == PTPROF_DROP_UNDELIVERED &&
-               PTP_DROP_NO_MEMORY == PTPROF_DROP_NO_MEMORY && PTP_DROP__COUNT == PTPROF_DROP_CAUSES,
+               PTP_DROP_NO_MEMORY == PTPROF_DROP_NO_MEMORY && PTP_DROP_BLOCKED == PTPROF_DROP_BLOCKED &&
+               PTP_DROP_FD_CLOSED == PTPROF_DROP_FD_CLOSED && PTP_DROP__COUNT == PTPROF_DROP_CAUSES,
                "the public drop causes are the sampler's");
 _Static_assert(PTPROF_DROP_CAUSES <= PTPROF_DROPS_MAX, "ptprof_stats.drops holds every cause");
 
@@ -229,7 +234,6 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   p->log_user_data = opt->log_user_data;
   p->pid = getpid();
   p->engine_opt = opt->engine;
-  p->wake_rd = p->wake_wr = -1;
   rc = -ENOMEM;
   p->prefix = ptp_strdup(prefix);
   if (!p->prefix) goto fail_p;
@@ -339,6 +343,18 @@ static void consumer_sweep(ptprof *p, uint64_t *timer_errors_seen) {
   }
 }
 
+/* Sleeps until a producer or a stop wakes the futex, or timeout_ms passes
+ * (-1: no timeout). The word is read before wake_armed is set, so a wake
+ * that comes in between changes it and the wait returns at once. EINTR
+ * and spurious returns only cost a pass. */
+static void consumer_wait(ptp_shared *sh, int64_t timeout_ms) {
+  uint32_t seq = atomic_load_explicit(&sh->wake_seq, memory_order_acquire);
+  atomic_store(&sh->wake_armed, 1);
+  struct timespec ts = { (time_t)(timeout_ms / 1000), (long)(timeout_ms % 1000) * 1000000L };
+  (void)syscall(SYS_futex, &sh->wake_seq, FUTEX_WAIT_PRIVATE, seq, timeout_ms >= 0 ? &ts : NULL,
+                NULL, 0);
+}
+
 static void *consumer_main(void *arg) {
   ptprof *p = arg;
   ptp_threads_exclude_self();
@@ -354,9 +370,20 @@ static void *consumer_main(void *arg) {
    * whatever comes is held by the ring, which wakes us at its fill mark
    * long before it is full). */
   int busy = 1;
+  /* When one of our descriptors was closed by the program: the time its
+   * thread's event is opened again (0: none pending). Not at once: a
+   * program that just closed everything (close_range) opens its own files
+   * next and counts on getting the lowest numbers; any descriptor we open
+   * takes the lowest free one for a moment. */
+  int64_t reopen_at = 0;
   while (!atomic_load(&p->consumer_stop)) {
     int64_t now = ptp_now_mono();
     int64_t timeout = busy ? POLL_MS : -1;
+    if (reopen_at) {
+      int64_t t = (reopen_at - now) / 1000000 + 1;
+      if (t < 0) t = 0;
+      if (timeout < 0 || t < timeout) timeout = t;
+    }
     if (p->interval_ns) {
       pthread_mutex_lock(&p->agg_mu);
       int64_t due = p->win_start_mono + p->interval_ns;
@@ -368,11 +395,18 @@ static void *consumer_main(void *arg) {
     if (backoff == 1 && timeout >= 0 && timeout < 5) timeout = 5;
     if (backoff == 2 && timeout >= 0 && timeout < POLL_MS) timeout = POLL_MS;
     if (timeout > INT32_MAX) timeout = INT32_MAX;
-    atomic_store(&p->sh->wake_armed, 1);
-    struct pollfd pfd = { .fd = p->wake_rd, .events = POLLIN };
-    if (poll(&pfd, 1, (int)timeout) > 0) {
-      char buf[64];
-      while (read(p->wake_rd, buf, sizeof buf) > 0) {}
+    consumer_wait(p->sh, timeout);
+    /* The program closed one of our descriptors (a close-family call
+     * noticed it and woke us): nothing now (no descriptor of ours while the
+     * program reopens its own), the check POLL_MS later forgets it without
+     * touching the number and opens the event again. */
+    if (ptp_fd_take_lost() && !reopen_at) {
+      reopen_at = ptp_now_mono() + (int64_t)POLL_MS * 1000000;
+      continue;
+    }
+    if (reopen_at && ptp_now_mono() >= reopen_at) {
+      reopen_at = 0;
+      ptp_threads_check_fds();
     }
     pthread_mutex_lock(&p->agg_mu);
     busy = drain_locked(p) > 0;
@@ -482,8 +516,9 @@ static int dump_drops(ptprof *p, dump *d) {
     d->w.drops[i] = atomic_exchange(&sh->drops[i], 0);
     atomic_fetch_add(&p->st_drops[i], d->w.drops[i]);
     uintptr_t cause = (uintptr_t)i;
+    /* causes recorded per thread (PTP_SLOT_FLUSH records) already are */
     if (i != PTP_DROP_THREAD_EXIT && i != PTP_DROP_KERNEL && i != PTP_DROP_UNDELIVERED &&
-        d->w.drops[i] && rc == 0)
+        i != PTP_DROP_BLOCKED && i != PTP_DROP_FD_CLOSED && d->w.drops[i] && rc == 0)
       rc = ptp_agg_add(d->full, 0, PTP_SAMPLE_LOST, NULL, &cause, 1, d->w.drops[i]);
   }
   d->no_cpu = atomic_exchange(&sh->no_cpu, 0);
@@ -507,9 +542,21 @@ static int dump_comments(ptprof *p, dump *d) {
                     p->hz);
   if (p->engine_why)
     ptp_strbuf_printf(&b, " (perf_event unavailable: %s)", strerror(-p->engine_why));
+  if (p->engine_nofile)
+    ptp_strbuf_printf(&b, " (perf_event not used: it takes one descriptor per thread, and the "
+                      "soft RLIMIT_NOFILE %llu is below %d)",
+                      (unsigned long long)p->engine_nofile, PTP_PERF_NOFILE_MIN);
   if (engine == PTP_ENGINE_PERF && ts.perf_fallbacks)
-    ptp_strbuf_printf(&b, " (%llu threads on CPU-time timers: out of fds)",
-                      (unsigned long long)ts.perf_fallbacks);
+    ptp_strbuf_printf(&b, " (%llu threads on CPU-time timers: %llu beyond the descriptor budget "
+                      "of %llu, a quarter of the soft RLIMIT_NOFILE; %llu out of descriptors)",
+                      (unsigned long long)ts.perf_fallbacks,
+                      (unsigned long long)ts.perf_budget_fallbacks,
+                      (unsigned long long)ptp_engine_perf_budget(ptp_fd_soft_limit()),
+                      (unsigned long long)(ts.perf_fallbacks - ts.perf_budget_fallbacks));
+  if (ts.fds_lost)
+    ptp_strbuf_printf(&b, "; the program closed %llu of the sampler's perf event descriptors so "
+                      "far (those threads' events were opened again; no descriptor of the "
+                      "program was used or closed)", (unsigned long long)ts.fds_lost);
   ptp_strbuf_printf(&b, "; %llu exiting threads had expirations due but not delivered (under "
                     "[lost: thread exit] or [lost: kernel mode])",
                     (unsigned long long)(ts.flushed - p->flushed_at_cut));
@@ -648,7 +695,7 @@ static void free_shared(ptp_shared *sh) {
   free(sh);
 }
 
-static int new_shared(ptp_shared **out, int wake_fd) {
+static int new_shared(ptp_shared **out) {
   ptp_shared *sh = ptp_calloc(1, sizeof *sh);
   if (!sh) return -ENOMEM;
   /* zero-filled is the ring's initial state (ptp_ring.h): left untouched */
@@ -659,7 +706,6 @@ static int new_shared(ptp_shared **out, int wake_fd) {
   }
   sh->ring.cap = RING_SLOTS;
   sh->ring.mask = RING_SLOTS - 1;
-  sh->wake_fd = wake_fd;
   sh->wake_fill = RING_SLOTS / 4;
   /* magic: any nonzero value that differs between starts */
   uint64_t x = (uint64_t)ptp_now_mono() ^ ((uint64_t)getpid() << 20) ^
@@ -689,7 +735,13 @@ int ptprof_start(ptprof *p) {
    * (its error is ours) or when AUTO's probe event opens, else timers. */
   int engine = PTP_ENGINE_TIMER;
   p->engine_why = 0;
-  if (p->engine_opt != PTPROF_ENGINE_TIMER) {
+  p->engine_nofile = 0;
+  uint64_t soft = ptp_fd_soft_limit();
+  if (p->engine_opt == PTPROF_ENGINE_AUTO && ptp_engine_perf_budget(soft) == 0) {
+    /* One descriptor per thread would take what a program at this limit
+     * counts on: timers (no descriptor at all), said in the snapshot. */
+    p->engine_nofile = soft ? soft : 1;
+  } else if (p->engine_opt != PTPROF_ENGINE_TIMER) {
     int prc = ptp_perf_probe();
     if (prc == 0) engine = PTP_ENGINE_PERF;
     else if (p->engine_opt == PTPROF_ENGINE_PERF) { rc = prc; goto fail_global; }
@@ -697,11 +749,7 @@ int ptprof_start(ptprof *p) {
   }
   atomic_store(&p->engine, engine);
   if ((rc = install_handler()) < 0) goto fail_global;
-  int fds[2];
-  if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) { rc = -errno; goto fail_global; }
-  p->wake_rd = fds[0];
-  p->wake_wr = fds[1];
-  if ((rc = new_shared(&p->sh, p->wake_wr)) < 0) goto fail_pipe;
+  if ((rc = new_shared(&p->sh)) < 0) goto fail_global;
   p->sh->engine = engine;
   p->sh->period_ns = p->period_ns;
   if (!p->sym && (rc = ptp_symbolizer_new(&p->sym)) < 0) goto fail_shared;
@@ -729,16 +777,12 @@ fail_consumer:
   ptp_threads_deactivate();
   atomic_store(&ptp_g_shared, NULL);
   atomic_store(&p->consumer_stop, 1);
-  { char c = 1; ssize_t w = write(p->wake_wr, &c, 1); (void)w; }
+  ptp_wake_now(p->sh);
   pthread_join(p->consumer, NULL);
   ptp_grace_wait(0);
 fail_shared:
   free_shared(p->sh);
   p->sh = NULL;
-fail_pipe:
-  close(p->wake_rd);
-  close(p->wake_wr);
-  p->wake_rd = p->wake_wr = -1;
 fail_global:
   atomic_store(&proc.running, NULL);
 out:
@@ -783,7 +827,7 @@ int ptprof_set_dir(ptprof *p, const char *dir) {
 /* Stops everything; api_mu held, p->running. */
 static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   atomic_store(&p->consumer_stop, 1);
-  { char c = 1; ssize_t w = write(p->wake_wr, &c, 1); (void)w; }
+  ptp_wake_now(p->sh);
   pthread_join(p->consumer, NULL);
   ptp_threads_deactivate();
   ptp_cfi_save_pending();
@@ -797,9 +841,6 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   atomic_fetch_add(&p->st_no_cpu, atomic_load(&p->sh->no_cpu));
   free_shared(p->sh);
   p->sh = NULL;
-  close(p->wake_rd);
-  close(p->wake_wr);
-  p->wake_rd = p->wake_wr = -1;
   p->running = 0;
   atomic_store(&proc.running, NULL);
   return rc;

@@ -2,10 +2,10 @@
  * ptp_handler.c - the SIGPROF handler.
  *
  * ASYNC-SIGNAL-SAFE FILE: every function in this file may run inside a
- * signal handler and calls only: atomics, gettid(2), ioctl(2) on our own
- * perf event and clock_gettime(2) of the thread's CPU clock (plain system
- * calls), the producer (ptp_producer.c: vDSO
- * clock_gettime, write(2) on a non-blocking pipe), ptp_unwind
+ * signal handler and calls only: atomics, gettid(2), fstat(2) and ioctl(2)
+ * on our own perf event (after checking the number still names it) and
+ * clock_gettime(2) of the thread's CPU clock (plain system calls), the
+ * producer (ptp_producer.c: vDSO clock_gettime, a futex wake), ptp_unwind
  * (ptp_unwind.c, equally restricted) and atomic loads of the thread's own
  * initial-exec TLS label block (ptp_label_set.h). No malloc, no locks, no stdio, no
  * dl_iterate_phdr/dladdr, no /proc, no libc or libgcc unwinder. errno is
@@ -34,6 +34,7 @@
 #include <linux/perf_event.h>
 #include <time.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -41,6 +42,19 @@
 #include "prof/signal/ptp_handler.h"
 #include "prof/signal/ptp_label_set.h"
 #include "prof/signal/ptp_thread_sig.h"
+
+/* Whether fd, the number rec's event was published under, still names that
+ * event: the program may have closed it and opened a file of its own under
+ * the same number, which must never get our ioctl. fstat first (only the
+ * perf events' anonymous inode gets a perf ioctl), then the event's kernel
+ * id. Two system calls, only before the one ioctl per event. */
+static int perf_fd_ours(const ptp_thread_sig *rec, int fd) {
+  struct stat st;
+  uint64_t id;
+  return fstat(fd, &st) == 0 && (uint64_t)st.st_dev == rec->perf_dev &&
+         (uint64_t)st.st_ino == rec->perf_ino && ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 &&
+         id == rec->perf_id;
+}
 
 /* Which thread this signal samples, or 0 when it records nothing: not
  * ours, or a perf expiration with no CPU of the thread behind it (counted
@@ -64,7 +78,8 @@ static uint32_t signal_tid(ptp_shared *sh, const siginfo_t *si, uint32_t *weight
    * already reset to -1) or anyone else's F_SETSIG is ignored. */
   int fd = rec ? atomic_load_explicit(&rec->perf_fd, memory_order_acquire) : -1;
   if (fd < 0 || fd != si->si_fd) return 0;
-  if (atomic_exchange_explicit(&rec->perf_first, 0, memory_order_relaxed)) {
+  if (atomic_exchange_explicit(&rec->perf_first, 0, memory_order_relaxed) &&
+      perf_fd_ours(rec, fd)) {
     uint64_t period = (uint64_t)sh->period_ns;
     (void)ioctl(fd, PERF_EVENT_IOC_PERIOD, &period);
   }

@@ -27,9 +27,10 @@
  *     gone. The handler always looks up the thread it runs on (or the one a
  *     timer names), so an entry it accepted does not change identity under
  *     it.
- *  4. Perf events: armed_cpu_ns, first_ns, delivered = 0 and perf_first = 1
- *     are written before perf_fd (release); the handler loads perf_fd with
- *     acquire and reads them only when si_fd matches it. An event is
+ *  4. Perf events: armed_cpu_ns, first_ns, delivered = 0, perf_first = 1
+ *     and the event's identity (perf_dev, perf_ino, perf_id) are written
+ *     before perf_fd (release); the handler loads perf_fd with acquire and
+ *     reads them only when si_fd matches it. An event is
  *     unpublished (perf_fd exchanged for -1) before its fd is closed, and
  *     closed only when no handler can hold it: on the calling thread
  *     itself, for a thread that is gone, or after the handler grace
@@ -62,6 +63,12 @@ typedef struct ptp_thread_sig {
                                    handler accepts a perf signal only with
                                    this si_fd */
   _Atomic int perf_first;       /* 1 until the handler set the regular period */
+  /* The event's identity (rule 4): the (device, inode) of its file and its
+   * kernel id (PERF_EVENT_IOC_ID). perf_fd is a number in the program's
+   * descriptor table: before the handler uses it (the ioctl that sets the
+   * regular period) it checks that the number still names this event
+   * (the program may have closed it and opened something else there). */
+  uint64_t perf_dev, perf_ino, perf_id;
   int64_t armed_cpu_ns;         /* thread CPU time when armed (rule 4) */
   int64_t first_ns;             /* first expiry after arming (rule 4) */
 } ptp_thread_sig;

@@ -99,7 +99,7 @@ PT_TEST_T(prof_exitacct_blocked_perf, 30000) {
 PT_TEST_T(prof_exitacct_public_causes, 30000) {
   static const char *const names[PTPROF_DROP_CAUSES] = {
     "ring_full", "dumping", "no_stack", "reentrant", "thread_exit", "kernel_mode", "undelivered",
-    "no_memory",
+    "no_memory", "blocked", "fd_closed",
   };
   for (int i = 0; i < PTPROF_DROP_CAUSES; i++) PT_ASSERT_STR_EQ(ptprof_drop_name(i), names[i]);
   PT_ASSERT(ptprof_drop_name(PTPROF_DROP_CAUSES) == NULL);
