@@ -234,13 +234,21 @@ PTPROF_API int ptprof_new(ptprof **out, const ptprof_options *opt);
 
 /* Starts sampling every thread of the process, current and future: builds
  * the unwind tables of the system libraries (a few ms), installs the SIGPROF
- * handler, starts the consumer thread (which itself is not sampled), picks
- * the engine (AUTO: perf if a probe event opens) and arms one event or
- * timer per thread. The first window starts now.
- * Returns 0, -EALREADY, -EBUSY (another ptprof runs in this process or a
- * foreign SIGPROF handler is installed), -ENOMEM, the perf probe's error
- * with PTPROF_ENGINE_PERF (-EACCES, -EPERM, ...), or a system error.
- * Thread-safe against the other calls on the same ptprof. */
+ * handler (once per process; it stays), starts the consumer thread (which
+ * itself is not sampled and blocks every signal), picks the engine (AUTO:
+ * perf if a probe event opens and the soft RLIMIT_NOFILE leaves room for
+ * one descriptor per thread) and arms one event or timer per thread. The
+ * first window starts now.
+ * SIGPROF stays the program's (docs/sampler.md, "Signals"): a handler the
+ * program installed before, or installs later, is kept as its virtual
+ * disposition, reported by sigaction and given every SIGPROF that is not
+ * the sampler's; SIG_DFL and SIG_IGN act on those alone.
+ * Returns 0, -EALREADY, -EBUSY (another ptprof runs in this process, or
+ * sampling was stopped for good in it: the program replaced the handler
+ * behind sigaction's back or reads SIGPROF through a signalfd), -ENOMEM,
+ * the perf probe's error with PTPROF_ENGINE_PERF (-EACCES, -EPERM, ...), or
+ * a system error. Thread-safe against the other calls on the same
+ * ptprof. */
 PTPROF_API int ptprof_start(ptprof *p);
 
 /* Manual dump: closes the current window, writes it as a snapshot, starts a

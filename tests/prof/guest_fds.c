@@ -18,6 +18,8 @@
  *       open while all burn MS ms of CPU together), write and close it;
  *       prints how many files each thread could open (run it under
  *       `ulimit -n 12`).
+ *   guest_fds waitfile PATH MS  burns CPU until PATH exists, then MS ms
+ *       more (the test does something to the library's files meanwhile).
  * Exit code 0; 3 when a descriptor was not the number a program may
  * count on (the first open after close_range must be 3), 4 on an I/O
  * error (printed).
@@ -159,11 +161,22 @@ static int do_nofile(int nt, double ms) {
   return 0;
 }
 
+/* Burns CPU until path exists (the test made it: it has done what it
+ * wanted while we run), then ms more. */
+static int do_waitfile(const char *path, double ms) {
+  while (access(path, F_OK) != 0) burn(5);
+  burn(ms);
+  printf("saw %s, worked on\n", path);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 3 && !strcmp(argv[1], "closefrom")) return do_closefrom(atof(argv[2]));
   if (argc >= 3 && !strcmp(argv[1], "reuse")) return do_reuse(atof(argv[2]));
   if (argc >= 4 && !strcmp(argv[1], "many")) return do_many(atoi(argv[2]), atof(argv[3]));
   if (argc >= 4 && !strcmp(argv[1], "nofile")) return do_nofile(atoi(argv[2]), atof(argv[3]));
-  fprintf(stderr, "usage: guest_fds closefrom MS | reuse MS | many N MS | nofile T MS\n");
+  if (argc >= 4 && !strcmp(argv[1], "waitfile")) return do_waitfile(argv[2], atof(argv[3]));
+  fprintf(stderr, "usage: guest_fds closefrom MS | reuse MS | many N MS | nofile T MS | "
+          "waitfile PATH MS\n");
   return 2;
 }

@@ -2,11 +2,11 @@
  * ptp_fd.c - placement and identity of the library's long-lived descriptors
  * (see ptp_fd.h).
  *
- * Process-wide state (runtime/ptp_process.h): `marks`, the bitmap of our
- * long-lived descriptor numbers and the "one of ours was closed" flag
- * (atomics; never reset: a fork child's copy is right for its copy of the
- * descriptor table until its engine forgets the events).
- * Threads: any thread. Not for signal handlers but the note/take calls.
+ * The marks of our numbers are ptp_fdmarks.c's (a unit that calls no
+ * close(2): the close-family interposers use it).
+ * Process-wide state (runtime/ptp_process.h): `place`, the next number to
+ * try (an atomic hint; any value is safe, F_DUPFD decides).
+ * Threads: any thread. Not for signal handlers.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,42 +17,11 @@
 #include <stdatomic.h>
 
 #include "prof/cache/ptp_fd.h"
+#include "prof/cache/ptp_fdmarks.h"
 
 static struct {
-  _Atomic uint64_t bits[PTP_FD_MARK_MAX / 64];
-  _Atomic int lost;
-} marks;
-
-void ptp_fd_mark(int fd) {
-  if (fd < 0 || fd >= PTP_FD_MARK_MAX) return;
-  atomic_fetch_or(&marks.bits[fd / 64], 1ull << (fd % 64));
-}
-
-void ptp_fd_unmark(int fd) {
-  if (fd < 0 || fd >= PTP_FD_MARK_MAX) return;
-  atomic_fetch_and(&marks.bits[fd / 64], ~(1ull << (fd % 64)));
-}
-
-int ptp_fd_note_closed(unsigned lo, unsigned hi) {
-  if (lo >= PTP_FD_MARK_MAX || hi < lo) return 0;
-  if (hi >= PTP_FD_MARK_MAX) hi = PTP_FD_MARK_MAX - 1;
-  int hit = 0;
-  for (unsigned w = lo / 64; w <= hi / 64; w++) {
-    uint64_t m = ~0ull;
-    if (w == lo / 64) m &= ~0ull << (lo % 64);
-    if (w == hi / 64 && hi % 64 != 63) m &= (1ull << (hi % 64 + 1)) - 1;
-    if (atomic_load_explicit(&marks.bits[w], memory_order_relaxed) & m) {
-      atomic_fetch_and(&marks.bits[w], ~m);
-      hit = 1;
-    }
-  }
-  if (hit) atomic_store(&marks.lost, 1);
-  return hit;
-}
-
-int ptp_fd_take_lost(void) {
-  return atomic_load_explicit(&marks.lost, memory_order_relaxed) && atomic_exchange(&marks.lost, 0);
-}
+  _Atomic int next;              /* the number below the last one placed */
+} place;
 
 uint64_t ptp_fd_soft_limit(void) {
   struct rlimit rl;
@@ -60,19 +29,42 @@ uint64_t ptp_fd_soft_limit(void) {
   return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 }
 
-int ptp_fd_floor(void) {
+/* The top of our range: the soft limit, at most PTP_FD_TOP_MAX. */
+static int fd_top(void) {
   uint64_t soft = ptp_fd_soft_limit();
-  uint64_t floor = soft - soft / 4;
-  if (floor > PTP_FD_FLOOR_MAX) floor = PTP_FD_FLOOR_MAX;
-  if (floor < 3) floor = 3;
-  return (int)floor;
+  if (soft > PTP_FD_TOP_MAX) soft = PTP_FD_TOP_MAX;
+  return (int)soft;
+}
+
+int ptp_fd_floor(void) {
+  int top = fd_top();
+  int floor = top - top / 4;
+  return floor < 3 ? 3 : floor;
 }
 
 int ptp_fd_move_high(int fd) {
-  int nfd = fcntl(fd, F_DUPFD_CLOEXEC, ptp_fd_floor());
-  if (nfd < 0) return -errno;
-  close(fd);
-  return nfd;
+  int top = fd_top(), floor = ptp_fd_floor();
+  /* From the top down: F_DUPFD gives the lowest free number at or above
+   * its argument, so start at the frontier of what we placed (the hint),
+   * step down while everything above is taken (ours, or the program's near
+   * its limit), and never go below the floor. */
+  int start = atomic_load(&place.next);
+  if (start <= 0 || start >= top) start = top - 1;
+  for (int pass = 0; pass < 2; pass++) {
+    /* the second pass from the very top: numbers we closed since are free */
+    int want = pass ? top - 1 : start;
+    for (int step = 1; want >= floor; want -= step, step *= 2) {
+      int nfd = fcntl(fd, F_DUPFD_CLOEXEC, want);
+      if (nfd >= 0) {
+        close(fd);
+        atomic_store(&place.next, nfd - 1);
+        return nfd;
+      }
+      if (errno != EMFILE && errno != EINVAL) return -errno;
+    }
+    if (start == top - 1) break;
+  }
+  return -EMFILE;
 }
 
 int ptp_fd_id_of(int fd, ptp_fd_id *out) {

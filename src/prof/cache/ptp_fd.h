@@ -10,9 +10,9 @@
  * or closes "its" number acts on the program's file (docs/sampler.md,
  * "Descriptors"). So:
  *  - long-lived descriptors (perf events, the files libdw keeps open
- *    between dumps) are moved above a floor (ptp_fd_move_high): the low
- *    numbers stay the program's, and a program at a low RLIMIT_NOFILE
- *    keeps its count of free numbers below the floor;
+ *    between dumps) are moved to the top of the descriptor range, below
+ *    the soft limit (ptp_fd_move_high): the numbers a program gets are the
+ *    ones it gets without us;
  *  - each one's identity (st_dev, st_ino) is recorded at open
  *    (ptp_fd_id_of) and checked again before any use and before it is
  *    closed (ptp_fd_is, ptp_fd_close_if): a number that no longer names the
@@ -20,10 +20,9 @@
  * Short-lived descriptors (opened and closed in one call of ours) stay
  * where open() puts them.
  *
- * Threads: any thread. State: the marks below (atomics; listed in
- * runtime/ptp_process.h). Not for signal handlers except where said (the
- * handler's own identity check, signal/ptp_handler.c, uses fstat and ioctl
- * directly).
+ * Threads: any thread (one atomic hint of where to place the next). Not
+ * for signal handlers (the handler's own identity check,
+ * signal/ptp_handler.c, uses fstat and ioctl directly).
  * Errors: negative errno values.
  */
 #ifndef PTP_FD_H
@@ -31,21 +30,24 @@
 
 #include <stdint.h>
 
-/* The lowest number a long-lived descriptor of ours takes: three quarters
- * of the soft RLIMIT_NOFILE (so the top quarter), at most PTP_FD_FLOOR_MAX
- * (a floor near a limit of a million would grow the kernel's descriptor
- * table to megabytes), at least 3. */
-#define PTP_FD_FLOOR_MAX 4096
+/* Our long-lived descriptors take the highest free numbers below the
+ * soft RLIMIT_NOFILE (at most PTP_FD_TOP_MAX: a range near a limit of a
+ * million would grow the kernel's descriptor table to megabytes), never
+ * one below the floor, a quarter of that lower (at least 3). From the top
+ * down: a program gets the very numbers it gets without us unless it
+ * comes within our count of its limit (where it would soon run out
+ * anyway). ptp_fd_floor returns the floor. */
+#define PTP_FD_TOP_MAX 4096
 int ptp_fd_floor(void);
 
 /* The soft RLIMIT_NOFILE (RLIM_INFINITY as UINT64_MAX), or 0 when it
  * cannot be read. */
 uint64_t ptp_fd_soft_limit(void);
 
-/* Moves fd to the lowest free number >= ptp_fd_floor() (F_DUPFD_CLOEXEC:
- * the copy is close-on-exec) and closes fd. Returns the new number, or
- * -errno (-EINVAL: the floor is at or above the limit; -EMFILE: no free
- * number above it) with fd left open for the caller. */
+/* Moves fd to the highest free number below the top (F_DUPFD_CLOEXEC:
+ * the copy is close-on-exec; see above) and closes fd. Returns the new
+ * number, or -errno (-EMFILE: no free number between the floor and the
+ * top) with fd left open for the caller. */
 int ptp_fd_move_high(int fd);
 
 /* A descriptor's identity: the (device, inode) of the file it names. */
@@ -64,23 +66,7 @@ int ptp_fd_is(int fd, const ptp_fd_id *id);
  * ours any more: not closed). Clears fd's mark (below) either way. */
 int ptp_fd_close_if(int fd, const ptp_fd_id *id);
 
-/* The numbers of our long-lived descriptors, as a bitmap over [0,
- * PTP_FD_MARK_MAX) (numbers above are not marked: the consumer's periodic
- * check still finds them). The close-family interposers
- * (runtime/ptp_interpose.c) look a closed number up here, so that a
- * program closing one of ours is noticed at once (ptp_fd_take_lost).
- * Marking and the look-ups are atomics: async-signal-safe (close is, and
- * programs call it in their handlers). */
-#define PTP_FD_MARK_MAX 16384
-void ptp_fd_mark(int fd);
-void ptp_fd_unmark(int fd);
-/* Called after the program closed [lo, hi] (close, close_range, closefrom,
- * dup2/dup3 onto hi = lo): returns 1 if a marked number was among them
- * (their marks are cleared and the "lost" flag set), else 0.
- * Async-signal-safe. */
-int ptp_fd_note_closed(unsigned lo, unsigned hi);
-/* 1 once after ptp_fd_note_closed found one of ours closed (the consumer
- * then checks its descriptors), else 0. */
-int ptp_fd_take_lost(void);
+/* The marks of our long-lived numbers (for the close-family interposers):
+ * ptp_fdmarks.h. */
 
 #endif

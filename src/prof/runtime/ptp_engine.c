@@ -20,10 +20,12 @@
 #include <unistd.h>
 
 #include "prof/cache/ptp_fd.h"
+#include "prof/cache/ptp_fdmarks.h"
 #include "prof/runtime/ptp_engine.h"
 #include "prof/runtime/ptp_perf.h"
 #include "prof/runtime/ptp_procfs.h"
 #include "prof/signal/ptp_producer.h"
+#include "prof/signal/ptp_sigstate.h"
 
 static struct {
   /* registry mutex */
@@ -78,6 +80,15 @@ static ptp_perf_ident rec_ident(const ptp_thread_rec *r) {
   return (ptp_perf_ident){ r->sig->perf_dev, r->sig->perf_ino, r->sig->perf_id };
 }
 
+/* Before r's event is unpublished: a signal it already sent (pending on
+ * the thread) names it in si_fd, and must still be told from the
+ * program's (signal/ptp_sigstate.h), so the number is kept as the
+ * previous one. */
+static void remember_prev(ptp_thread_rec *r) {
+  int fd = atomic_load_explicit(&r->sig->perf_fd, memory_order_relaxed);
+  if (fd >= 0) atomic_store_explicit(&r->sig->perf_fd_prev, fd, memory_order_release);
+}
+
 /* Closes the event descriptor fd of r, only if the number still names that
  * event: the program may have closed it (close_range) and reused the
  * number for a file of its own, which we must never close. */
@@ -95,6 +106,7 @@ static void close_event(const ptp_thread_rec *r, int fd) {
 
 /* Closes r's perf event (see ptp_engine_disarm for when that is safe). */
 static void perf_close(ptp_thread_rec *r) {
+  remember_prev(r);
   int fd = atomic_exchange_explicit(&r->sig->perf_fd, -1, memory_order_acq_rel);
   if (fd >= 0) close_event(r, fd);
   r->has_perf = 0;
@@ -114,6 +126,7 @@ void ptp_engine_disarm(ptp_thread_rec *r) {
 
 void ptp_engine_unpublish(ptp_thread_rec *r) {
   if (!r->has_perf) return;
+  remember_prev(r);
   r->closing_fd = atomic_exchange_explicit(&r->sig->perf_fd, -1, memory_order_acq_rel);
   r->has_perf = 0;
 }
@@ -154,9 +167,10 @@ int ptp_engine_check(ptp_thread_rec *r) {
   if (fd < 0 || ptp_perf_is(fd, &id)) return 0;
   /* Not ours any more: unpublished (the handler then ignores its number),
    * never closed (the number may be the program's file now). A signal the
-   * event had pending when it was closed is ignored too: its si_fd no
-   * longer matches. The periods the thread's CPU made due since then had
+   * event had pending when it was closed still names it (perf_fd_prev):
+   * ours, ignored. The periods the thread's CPU made due since then had
    * no event to report them: its pseudo-frame, never a stack. */
+  remember_prev(r);
   atomic_store_explicit(&r->sig->perf_fd, -1, memory_order_release);
   uint32_t tid = atomic_load_explicit(&r->sig->tid, memory_order_relaxed);
   uint64_t owed = ptp_engine_owed(r, ptp_engine_cpu_ns(tid));
@@ -249,7 +263,10 @@ void ptp_engine_arm(ptp_thread_rec *r) {
   sev.sigev_notify = SIGEV_THREAD_ID;
   sev.sigev_signo = SIGPROF;
   sev._sigev_un._tid = (pid_t)tid;
-  sev.sigev_value.sival_ptr = (void *)(uintptr_t)(((uint64_t)eng.magic << 32) | tid);
+  /* ours: the process's timer magic above, this start's generation and the
+   * tid below (signal/ptp_sigstate.h tells ours from the program's by it) */
+  uint64_t hi = atomic_load_explicit(&ptp_g_sig.timer_magic, memory_order_relaxed);
+  sev.sigev_value.sival_ptr = (void *)(uintptr_t)((hi << 32) | eng.magic | (tid & PTP_TIMER_TID_MASK));
   timer_t t;
   if (timer_create(ptp_tid_cpuclock(tid), &sev, &t) != 0) {
     /* EINVAL: the thread exited since it was listed (sweep race), not a

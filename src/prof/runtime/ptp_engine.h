@@ -77,7 +77,7 @@ int ptp_engine_check(ptp_thread_rec *r);
  * timer engine when the soft limit is below PTP_PERF_NOFILE_MIN (AUTO; the
  * snapshot says why); under perf, a thread gets an event only while the
  * events we hold stay below ptp_engine_perf_budget(soft) = a quarter of
- * the soft limit (they live in the top quarter, above ptp_fd_floor), else
+ * the soft limit (they live at the top of the range, above ptp_fd_floor), else
  * a timer (budget_fallbacks). Returns that budget (0 below the minimum). */
 #define PTP_PERF_NOFILE_MIN 256
 uint64_t ptp_engine_perf_budget(uint64_t soft);

@@ -31,16 +31,6 @@
  *    run at exec; the new program, if preloaded, profiles itself).
  *    posix_spawn, system and popen need nothing: their child is a new task
  *    with no event, timer or pending signal of ours.
- *  - the close family (close, close_range, closefrom, dup2, dup3): the
- *    descriptor table is the program's and it may close any number,
- *    ours included (close_range(3, ~0U, 0) at a program's start closes the
- *    perf event the preload constructor opened). Each wrapper calls the
- *    real function first, unchanged (the program gets exactly its result),
- *    then, if a number it closed was one of our long-lived descriptors
- *    (cache/ptp_fd.h's marks: one atomic load for a plain close), notes it
- *    and wakes the consumer, which forgets that descriptor without ever
- *    touching the number again and opens the thread's event anew
- *    (ptp_threads_check_fds). Async-signal-safe, as close is.
  *
  * dlopen's caller matters: glibc looks at dlopen's return address to pick
  * the calling object, whose DT_RPATH/DT_RUNPATH and $ORIGIN it uses for a
@@ -85,13 +75,13 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <linux/close_range.h>
 
 #include "ptprof.h"
-#include "prof/cache/ptp_fd.h"
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_handler.h"
 #include "prof/runtime/ptp_interpose.h"
+#include "prof/runtime/ptp_siginterpose.h"
+#include "prof/signal/ptp_sigstate.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/ptp_alloc.h"
@@ -105,7 +95,6 @@ static struct {
   _Atomic(void *) create;
   _Atomic(void *) execve, execv, execvp, execvpe, fexecve, execveat;
   _Atomic(void *) dlopen, dlmopen;
-  _Atomic(void *) close_range, closefrom, dup3;
 } libc;
 
 /* The next definition of name after ours (libc's), looked up once. */
@@ -176,41 +165,42 @@ __attribute__((constructor)) static void resolve_exec(void) {
   (void)real_fn(&libc.execvpe, "execvpe");
   (void)real_fn(&libc.fexecve, "fexecve");
   (void)real_fn(&libc.execveat, "execveat");
-  /* The close family: close and dup2 call libc's exported __close/__dup2
-   * (no look-up at all, so a close before this constructor is fine); the
-   * others fall back to their system call until looked up. */
-  (void)real_fn(&libc.close_range, "close_range");
-  (void)real_fn(&libc.closefrom, "closefrom");
-  (void)real_fn(&libc.dup3, "dup3");
 }
 
 /* Before an exec: returns 1 if the thread was quiesced (the caller must call
  * exec_failed if the exec returns), 0 when our handler is not installed
  * (then nothing of ours can send SIGPROF: the exec goes straight through). */
 static int exec_prepare(void) {
-  struct sigaction cur;
-  if (sigaction(SIGPROF, NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) ||
-      cur.sa_sigaction != ptp_handler)
-    return 0;
+  if (!ptp_sig_is_installed()) return 0;
   int saved = errno;
-  sigset_t prof, old;
-  sigemptyset(&prof);
-  sigaddset(&prof, SIGPROF);
-  pthread_sigmask(SIG_BLOCK, &prof, &old);
+  /* The raw mask calls: libc's would go through the mask interposers. */
+  uint64_t prof = 1ull << (SIGPROF - 1), old = 0;
+  (void)syscall(SYS_rt_sigprocmask, SIG_BLOCK, &prof, &old, sizeof prof);
   ptp_threads_exec_pause();
-  /* With the source disarmed nothing new is sent to this thread; take what
-   * was already sent (our handler would have ignored or sampled it; the
-   * new program would die of it). */
+  /* With the source disarmed nothing new is sent to this thread; take
+   * what was already sent if it is ours (our handler would have ignored or
+   * sampled it; the new program would die of it). A SIGPROF of the
+   * program's stays pending, as it would without us. */
   const struct timespec zero = { 0, 0 };
-  while (sigtimedwait(&prof, NULL, &zero) == SIGPROF) {}
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  siginfo_t si;
+  while (syscall(SYS_rt_sigtimedwait, &prof, &si, &zero, sizeof prof) == SIGPROF) {
+    ptp_thread_sig *rec;
+    if (ptp_sig_ours(&si, &rec)) continue;
+    (void)syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGPROF, &si);
+    break;
+  }
+  /* The program's SIG_IGN is inherited by the new program: the real
+   * disposition must be SIG_IGN at the exec (ours resets to SIG_DFL). */
+  int ign = ptp_sig_exec_prepare();
+  (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
   errno = saved;
-  return 1;
+  return 1 | (ign << 1);
 }
 
 static int exec_failed(int quiesced, int rc) {
   if (quiesced) {
     int saved = errno;
+    ptp_sig_exec_failed(quiesced >> 1);
     ptp_threads_exec_resume();
     errno = saved;
   }
@@ -292,78 +282,6 @@ PTPROF_API int execle(const char *path, const char *arg0, ...) {
   char *const *envp = va_arg(ap, char *const *);   /* after the NULL */
   va_end(ap);
   return execve(path, argv, envp);
-}
-
-/* ---- the close family ----------------------------------------------------- */
-
-typedef int (*close_range_fn)(unsigned, unsigned, int);
-typedef void (*closefrom_fn)(int);
-typedef int (*dup3_fn)(int, int, int);
-
-int __close(int fd);
-int __dup2(int oldfd, int newfd);
-
-/* After the program closed [lo, hi]: if one of ours was among them, wake
- * the consumer to check (it holds no lock here; the wake is a futex on the
- * running sampler's word, read under the handler grace). */
-static void closed_range(unsigned lo, unsigned hi) {
-  if (!ptp_fd_note_closed(lo, hi)) return;
-  atomic_fetch_add(&ptp_g_inside, 1);
-  ptp_shared *sh = atomic_load(&ptp_g_shared);
-  if (sh) ptp_wake_now(sh);
-  atomic_fetch_sub(&ptp_g_inside, 1);
-}
-
-PTPROF_API int close(int fd) {
-  int rc = __close(fd);          /* libc's close (a cancellation point, as is) */
-  if (fd >= 0) {
-    int saved = errno;
-    closed_range((unsigned)fd, (unsigned)fd);
-    errno = saved;
-  }
-  return rc;
-}
-
-PTPROF_API int close_range(unsigned lo, unsigned hi, int flags) {
-  close_range_fn real = (close_range_fn)atomic_load(&libc.close_range);
-  int rc = real ? real(lo, hi, flags) : (int)syscall(SYS_close_range, lo, hi, flags);
-  /* CLOSE_RANGE_CLOEXEC only marks them close-on-exec (ours are already) */
-  if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
-    int saved = errno;
-    closed_range(lo, hi);
-    errno = saved;
-  }
-  return rc;
-}
-
-PTPROF_API void closefrom(int lo) {
-  closefrom_fn real = (closefrom_fn)atomic_load(&libc.closefrom);
-  if (real) real(lo);
-  else (void)syscall(SYS_close_range, (unsigned)lo, ~0u, 0);
-  int saved = errno;
-  if (lo >= 0) closed_range((unsigned)lo, ~0u);
-  errno = saved;
-}
-
-PTPROF_API int dup2(int oldfd, int newfd) {
-  int rc = __dup2(oldfd, newfd);
-  if (rc >= 0 && oldfd != newfd) {
-    int saved = errno;
-    closed_range((unsigned)newfd, (unsigned)newfd);
-    errno = saved;
-  }
-  return rc;
-}
-
-PTPROF_API int dup3(int oldfd, int newfd, int flags) {
-  dup3_fn real = (dup3_fn)atomic_load(&libc.dup3);
-  int rc = real ? real(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
-  if (rc >= 0) {
-    int saved = errno;
-    closed_range((unsigned)newfd, (unsigned)newfd);
-    errno = saved;
-  }
-  return rc;
 }
 
 /* ---- dlopen, dlmopen ------------------------------------------------------ */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "prof/cache/ptp_fd.h"
+#include "prof/cache/ptp_fdmarks.h"
 #include "prof/runtime/ptp_perf.h"
 
 /* exclude_kernel is required by perf_event_paranoid > 1 unless the process

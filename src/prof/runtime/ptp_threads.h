@@ -68,6 +68,12 @@ typedef struct ptp_thread_rec {
  * up the exit key and fork handlers. Returns 0 or -ENOMEM/-errno. */
 int ptp_threads_init(void);
 
+/* The calling thread's record (the handler's half), or NULL when the
+ * thread registered itself before with no record (initial-exec TLS: one
+ * load, async-signal-safe; set by the thread's own registration, cleared
+ * at its exit; threads found only by the sweep have none). */
+ptp_thread_sig *ptp_threads_self_sig(void);
+
 /* The calling thread's stack bounds from pthread_getattr_np: *lo, *hi, or
  * 0, 0 when unknown. Not signal-safe (allocates). */
 void ptp_threads_self_stack(uintptr_t *lo, uintptr_t *hi);
@@ -120,6 +126,13 @@ int ptp_threads_sweep(void);
  * close-family interposer saw one of ours closed (cache/ptp_fd.h); the
  * sweep does the same check for each thread it lists. */
 size_t ptp_threads_check_fds(void);
+
+/* Every live thread that keeps SIGPROF blocked now (as the mask
+ * interposers saw): the expirations its CPU made due since the block began
+ * (or since the last call) go under [lost: signal blocked] (PTP_SLOT_FLUSH
+ * records), so a thread that never unblocks still shows its CPU. Called at
+ * each dump, before ptp_threads_collect_unsignalled. */
+void ptp_threads_account_blocked(void);
 
 /* Perf engine: for every live thread with an event, the periods its CPU
  * time completed that were never signalled (periods ending in kernel mode

@@ -49,12 +49,16 @@
 
 #include "ptprof.h"
 #include "prof/cache/ptp_fd.h"
+#include "prof/cache/ptp_fdmarks.h"
 #include "prof/runtime/ptp_agg.h"
 #include "prof/runtime/ptp_engine.h"
 #include "prof/runtime/ptp_grace.h"
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_handler.h"
+#include "prof/signal/ptp_sigstate.h"
 #include "prof/runtime/ptp_interpose.h"
+#include "prof/runtime/ptp_siginterpose.h"
+#include "prof/runtime/ptp_fdwatch.h"
 #include "prof/runtime/ptp_labels.h"
 #include "prof/runtime/ptp_perf.h"
 #include "prof/runtime/ptp_process.h"
@@ -115,13 +119,12 @@ struct ptprof {
 /* This file's process-wide state (runtime/ptp_process.h): the started
  * sampler of this process, if any (one at a time: the signal handler and
  * the thread registry are process-wide; in a forked child it is the
- * parent's and ignored by pid), and the handler's installation. */
+ * parent's and ignored by pid). The handler's installation is
+ * ptp_siginterpose.c's. */
 static struct {
   _Atomic(ptprof *) running;
-  pthread_mutex_t sig_mu;       /* guards sig_installed */
-  int sig_installed;            /* our SIGPROF handler is installed (it stays) */
-  _Atomic uint32_t starts;      /* starts so far: each start's magic differs */
-} proc = { .sig_mu = PTHREAD_MUTEX_INITIALIZER };
+  _Atomic uint32_t starts;      /* starts so far: each start's generation differs */
+} proc;
 
 static void logf_(ptprof *p, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void logf_(ptprof *p, int level, const char *fmt, ...) {
@@ -169,7 +172,8 @@ const char *ptprof_strerror(int err) {
   case PTPROF_E_LABEL_TABLE: return "too many distinct label strings (PTPROF_LABEL_STRINGS_MAX)";
   case -EINVAL: return "invalid argument";
   case -ENOMEM: return "out of memory";
-  case -EBUSY: return "another sampler is running in this process, or SIGPROF has a foreign handler";
+  case -EBUSY: return "another sampler is running in this process, or sampling was stopped for good "
+                      "in it (SIGPROF's handler replaced, or read through a signalfd)";
   case -EALREADY: return "sampler already started";
   case -ENOTCONN: return "sampler not started";
   case -EDESTADDRREQ: return "no snapshot directory set";
@@ -220,6 +224,8 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
                               strncmp(prefix, opt->family_prefix, strlen(opt->family_prefix)))))
     return -EINVAL;
   ptp_interpose_link();
+  ptp_siginterpose_link();
+  ptp_fdwatch_link();
   int rc = ptp_process_init();
   if (rc) return rc;
   ptprof *p = ptp_calloc(1, sizeof *p);
@@ -260,31 +266,6 @@ fail_prefix:
   free(p->prefix);
 fail_p:
   free(p);
-  return rc;
-}
-
-/* ---- handler installation ---------------------------------------------- */
-
-static int install_handler(void) {
-  pthread_mutex_lock(&proc.sig_mu);
-  int rc = 0;
-  if (!proc.sig_installed) {
-    struct sigaction old, sa;
-    if (sigaction(SIGPROF, NULL, &old) != 0) {
-      rc = -errno;
-    } else if ((old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
-                                           : (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) {
-      rc = -EBUSY;      /* someone else profiles with SIGPROF (gperftools, setitimer users) */
-    } else {
-      memset(&sa, 0, sizeof sa);
-      sa.sa_sigaction = ptp_handler;
-      sa.sa_flags = SA_SIGINFO | SA_RESTART;
-      sigemptyset(&sa.sa_mask);
-      if (sigaction(SIGPROF, &sa, NULL) != 0) rc = -errno;
-      else proc.sig_installed = 1;
-    }
-  }
-  pthread_mutex_unlock(&proc.sig_mu);
   return rc;
 }
 
@@ -418,6 +399,12 @@ static void *consumer_main(void *arg) {
      * do (one dl_iterate_phdr step, a scan of the slots). */
     ptp_cfi_refresh();
     ptp_cfi_save_pending();   /* new tables to the persistent cache (I/O here, not at start) */
+    /* Our handler replaced behind the interposers (a raw rt_sigaction):
+     * the program's handler would get our signals; sampling stops for
+     * good, said in the next snapshot. One system call per pass. */
+    if (ptp_sig_check_replaced())
+      logf_(p, PTPROF_LOG_WARN, "ptprof: sampling stopped: %s",
+            ptp_sig_stop_text(PTP_SIG_STOP_REPLACED));
     now = ptp_now_mono();
     int dump_due = now >= due && !atomic_load(&p->consumer_stop);
     /* Threads made without pthread_create (raw clone, libc helpers) are only
@@ -553,6 +540,11 @@ static int dump_comments(ptprof *p, dump *d) {
                       (unsigned long long)ts.perf_budget_fallbacks,
                       (unsigned long long)ptp_engine_perf_budget(ptp_fd_soft_limit()),
                       (unsigned long long)(ts.perf_fallbacks - ts.perf_budget_fallbacks));
+  int64_t stop_ns;
+  int stop = ptp_sig_stop_reason(&stop_ns);
+  if (stop)
+    ptp_strbuf_printf(&b, "; sampling stopped for good %.3f s before this snapshot's end: %s",
+                      (double)(ptp_now_real() - stop_ns) / 1e9, ptp_sig_stop_text(stop));
   if (ts.fds_lost)
     ptp_strbuf_printf(&b, "; the program closed %llu of the sampler's perf event descriptors so "
                       "far (those threads' events were opened again; no descriptor of the "
@@ -673,6 +665,9 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   if (!p->store) return -EDESTADDRREQ;             /* the window keeps running */
   dump d;
   memset(&d, 0, sizeof d);
+  /* Threads that keep SIGPROF blocked: their CPU so far, under its
+   * pseudo-frame, into the ring before the cut drains it. */
+  ptp_threads_account_blocked();
   dump_cut(p, &d);
   int rc = dump_drops(p, &d);
   int crc = dump_comments(p, &d);                  /* also keeps flushed_at_cut current */
@@ -707,11 +702,11 @@ static int new_shared(ptp_shared **out) {
   sh->ring.cap = RING_SLOTS;
   sh->ring.mask = RING_SLOTS - 1;
   sh->wake_fill = RING_SLOTS / 4;
-  /* magic: any nonzero value that differs between starts */
-  uint64_t x = (uint64_t)ptp_now_mono() ^ ((uint64_t)getpid() << 20) ^
-               ((uint64_t)atomic_fetch_add(&proc.starts, 1) << 40);
-  x = (x ^ (x >> 31)) * 0x9e3779b97f4a7c15ULL;
-  sh->magic = (uint32_t)(x >> 32) | 1u;
+  /* this start's generation, between the process's timer magic and the
+   * tid in our timers' value: a late signal of an earlier start's timer is
+   * still ours (never the program's) but recorded by no window */
+  sh->magic = (atomic_fetch_add(&proc.starts, 1) & ((1u << (32 - PTP_TIMER_TID_BITS)) - 1u))
+              << PTP_TIMER_TID_BITS;
   *out = sh;
   return 0;
 }
@@ -748,7 +743,7 @@ int ptprof_start(ptprof *p) {
     else p->engine_why = prc;
   }
   atomic_store(&p->engine, engine);
-  if ((rc = install_handler()) < 0) goto fail_global;
+  if ((rc = ptp_sig_install()) < 0) goto fail_global;
   if ((rc = new_shared(&p->sh)) < 0) goto fail_global;
   p->sh->engine = engine;
   p->sh->period_ns = p->period_ns;
@@ -756,7 +751,15 @@ int ptprof_start(ptprof *p) {
   ptp_agg_reset(p->agg);
   ptp_agg_reset(p->agg_spare);
   atomic_store(&p->consumer_stop, 0);
+  /* The consumer runs with every signal blocked (it inherits the mask it
+   * is created with): a signal sent to the process (the program's
+   * setitimer, kill, SIGCHLD, SIGINT) must go to one of the program's
+   * threads, as without us, never to ours, and never run the program's
+   * handler on our thread. */
+  uint64_t all = ~0ull, old_mask = 0;
+  (void)syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old_mask, sizeof all);
   int prc = ptp_real_pthread_create(&p->consumer, NULL, consumer_main, p);
+  (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_mask, NULL, sizeof old_mask);
   if (prc != 0) { rc = -prc; goto fail_shared; }
   while (sem_wait(&p->consumer_ready) != 0 && errno == EINTR) {}
   ptp_threads_stats ts;
@@ -829,6 +832,9 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   atomic_store(&p->consumer_stop, 1);
   ptp_wake_now(p->sh);
   pthread_join(p->consumer, NULL);
+  /* CPU of threads that still keep SIGPROF blocked, while their sources
+   * still say what is due (the final dump's cut drains it) */
+  if (final_dump) ptp_threads_account_blocked();
   ptp_threads_deactivate();
   ptp_cfi_save_pending();
   int rc = 0;

@@ -40,7 +40,10 @@
  * allocated before publication and freed only after unpublication plus a
  * grace period. */
 typedef struct ptp_shared {
-  uint32_t magic;             /* high half of our timers' sigev_value */
+  uint32_t magic;             /* this start's part of our timers' sigev_value:
+                                 its generation << PTP_TIMER_TID_BITS (the
+                                 process's timer magic is above, the tid
+                                 below; ptp_sigstate.h) */
   int engine;                 /* PTP_ENGINE_* of this start (ptp_threads.h) */
   int64_t period_ns;          /* sampling period in thread CPU ns */
   _Atomic int dumping;        /* 1: count PTP_DROP_DUMPING, record nothing */

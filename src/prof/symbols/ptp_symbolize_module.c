@@ -58,6 +58,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "prof/cache/ptp_fdmarks.h"
 #include "prof/cache/ptp_fileopen.h"
 
 #define SYM_MAX_DEPTH 256       /* DIE nesting cap for the CU walk */
