@@ -5,14 +5,18 @@
  * signal handler and calls only: atomics, gettid(2), fstat(2) and ioctl(2)
  * on our own perf event (after checking the number still names it) and
  * clock_gettime(2) of the thread's CPU clock (plain system calls), the
- * producer (ptp_producer.c: vDSO clock_gettime, a futex wake), ptp_unwind
- * (ptp_unwind.c, equally restricted) and atomic loads of the thread's own
+ * producer (ptp_producer.c: vDSO clock_gettime, a futex wake), ptp_sigstate
+ * (ptp_sigstate.c: telling our signals apart, handing the program's on),
+ * ptp_unwind (ptp_unwind.c, equally restricted) and atomic loads of the
+ * thread's own
  * initial-exec TLS label block (ptp_label_set.h). No malloc, no locks, no stdio, no
  * dl_iterate_phdr/dladdr, no /proc, no libc or libgcc unwinder. errno is
  * saved and restored.
  *
- * Per signal: find the running sampler (ptp_g_shared), check the signal is
- * one of its engine's, claim a ring slot, walk the interrupted stack into it,
+ * Per signal: tell ours from the program's (ptp_sigstate.h); for ours, find
+ * the running sampler (ptp_g_shared), check the signal is one of its
+ * engine's (a delivery that reports blocked time records no stack, see
+ * blocked_delivery), claim a ring slot, walk the interrupted stack into it,
  * copy the thread's labels (the polled console task and the user labels, as
  * ids) into it, publish it, and wake the consumer if the ring is filling up or the walk
  * asked for a new unwind table (ptp_unwind.h).
@@ -28,7 +32,8 @@
  *    clock ran on while the host took the virtual CPU: steal time) records
  *    nothing and is counted in ptp_shared.no_cpu (ptp_perf_expiry_backed).
  * Every expiration that is not recorded is counted in ptp_shared.drops by
- * cause.
+ * cause. A signal that is not ours goes to the program's disposition
+ * (ptp_sig_forward) last, once our grace counter and errno are restored.
  */
 #include <errno.h>
 #include <linux/perf_event.h>
