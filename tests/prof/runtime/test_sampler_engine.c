@@ -169,6 +169,19 @@ static void stray_handler(int sig, siginfo_t *si, void *uc) {
   atomic_fetch_add(&g_stray, 1);
 }
 
+/* Each batch of 100 reached the program's handler: every one of them;
+ * under ThreadSanitizer, which keeps one pending signal per number and
+ * thread while it defers them to the next intercepted call
+ * (docs/architecture.md, "Checked by tools"), at least one. */
+static void batch_reached(int before) {
+  int got = atomic_load(&g_stray) - before;
+#ifndef __SANITIZE_THREAD__
+  PT_ASSERT_INT_EQ(got, 100);
+#else
+  PT_ASSERT_MSG(got >= 1 && got <= 100, "%d of 100 reached the program's handler", got);
+#endif
+}
+
 PT_TEST_T(prof_sampler_stray_sigprof, 30000) {
   /* SIGPROF not sent by our timers or events (kill, raise, a foreign
    * timer's value, forged F_SETSIG signals) is the program's: it reaches
@@ -188,27 +201,37 @@ PT_TEST_T(prof_sampler_stray_sigprof, 30000) {
   PT_ASSERT_INT_EQ(sigaction(SIGPROF, NULL, &old), 0);
   PT_ASSERT(old.sa_sigaction == stray_handler);
   PT_ASSERT(old.sa_flags & SA_SIGINFO);
+  int before = atomic_load(&g_stray);
   for (int i = 0; i < 100; i++) raise(SIGPROF);
+  batch_reached(before);
+  before = atomic_load(&g_stray);
   for (int i = 0; i < 100; i++) kill(getpid(), SIGPROF);
+  batch_reached(before);
   siginfo_t si;
   memset(&si, 0, sizeof si);
   si.si_signo = SIGPROF;
   si.si_code = SI_TIMER;
   si.si_value.sival_ptr = (void *)(uintptr_t)0xdeadbeef00000001ull;
+  before = atomic_load(&g_stray);
   for (int i = 0; i < 100; i++)
     syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGPROF, &si);
+  batch_reached(before);
   /* Forged F_SETSIG-style signals (the perf engine's shape) whose si_fd is
    * not this thread's event. */
   memset(&si, 0, sizeof si);
   si.si_signo = SIGPROF;
   si.si_code = POLL_IN;
   si.si_fd = 1;
+  before = atomic_load(&g_stray);
   for (int i = 0; i < 100; i++)
     syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGPROF, &si);
+  batch_reached(before);
   si.si_fd = -1;
+  before = atomic_load(&g_stray);
   for (int i = 0; i < 100; i++)
     syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGPROF, &si);
-  PT_ASSERT_INT_EQ(atomic_load(&g_stray), 500);
+  batch_reached(before);
+  int all = atomic_load(&g_stray);
   /* Ours, from another start (its generation differs): nobody's. */
   memset(&si, 0, sizeof si);
   si.si_signo = SIGPROF;
@@ -219,7 +242,7 @@ PT_TEST_T(prof_sampler_stray_sigprof, 30000) {
       (void *)(uintptr_t)((magic << 32) | (77u << PTP_TIMER_TID_BITS) | (uint32_t)gettid());
   for (int i = 0; i < 100; i++)
     syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGPROF, &si);
-  PT_ASSERT_INT_EQ(atomic_load(&g_stray), 500);
+  PT_ASSERT_INT_EQ(atomic_load(&g_stray), all);
   PT_ASSERT_INT_EQ(ptprof_stop(p, 1, NULL, 0), 0);
   PT_ASSERT_UINT_EQ(ptp_signals_recorded(p), 0);
   ptprof_del(p);
@@ -229,7 +252,7 @@ PT_TEST_T(prof_sampler_stray_sigprof, 30000) {
   sa.sa_flags = 0;
   PT_ASSERT_INT_EQ(sigaction(SIGPROF, &sa, NULL), 0);
   for (int i = 0; i < 10; i++) raise(SIGPROF);
-  PT_ASSERT_INT_EQ(atomic_load(&g_stray), 500);
+  PT_ASSERT_INT_EQ(atomic_load(&g_stray), all);
   ptt_cap_free(&c);
   pt_rm_rf(dir);
   free(dir);
