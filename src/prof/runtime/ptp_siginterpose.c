@@ -79,6 +79,7 @@ static struct {
   _Atomic int64_t stopped_at;
   _Atomic(void *) signal, sysv, sigset, sigignore;   /* more of libc's (dlsym) */
   pthread_once_t atfork_once;
+  _Atomic int pid;                    /* the process the disposition is virtual in */
   sigset_t fork_saved;                /* the forking thread's mask while it holds the lock */
 } sigi = { .lock = ATOMIC_FLAG_INIT, .atfork_once = PTHREAD_ONCE_INIT };
 
@@ -96,6 +97,12 @@ __attribute__((constructor)) static void resolve_sig(void) {
   (void)real_fn(&sigi.sigtimedwait, "sigtimedwait");
   (void)real_fn(&sigi.signalfd, "signalfd");
   (void)real_fn(&sigi.siginterrupt, "siginterrupt");
+  /* all of them now: a vfork child must not run dlsym (the loader's lock,
+   * the parent's memory) */
+  (void)real_fn(&sigi.signal, "signal");
+  (void)real_fn(&sigi.sysv, "sysv_signal");
+  (void)real_fn(&sigi.sigset, "sigset");
+  (void)real_fn(&sigi.sigignore, "sigignore");
 }
 
 void ptp_siginterpose_link(void) {}
@@ -161,7 +168,11 @@ static int install_real(uint64_t onstack) {
  * signal blocked in the forking thread), released in both processes. */
 static void atfork_prepare(void) { lock(&sigi.fork_saved); }
 static void atfork_release(void) { unlock(&sigi.fork_saved); }
-static void atfork_register(void) { (void)pthread_atfork(atfork_prepare, atfork_release, atfork_release); }
+static void atfork_child(void) {
+  atomic_store(&sigi.pid, (int)getpid());     /* a fork child keeps the virtual disposition */
+  unlock(&sigi.fork_saved);
+}
+static void atfork_register(void) { (void)pthread_atfork(atfork_prepare, atfork_release, atfork_child); }
 
 int ptp_sig_install(void) {
   pthread_once(&sigi.atfork_once, atfork_register);
@@ -185,7 +196,10 @@ int ptp_sig_install(void) {
        * program's sigaction would have installed too */
       if (rc == 0 && ptp_real_sigaction(SIGPROF, NULL, &mine) == 0)
         sigi.restorer = (uintptr_t)mine.sa_restorer;
-      if (rc == 0) atomic_store(&ptp_g_sig.installed, 1);
+      if (rc == 0) {
+        atomic_store(&sigi.pid, (int)getpid());
+        atomic_store(&ptp_g_sig.installed, 1);
+      }
     }
   }
   unlock(&saved);
@@ -298,7 +312,12 @@ int __sigaction(int sig, const struct sigaction *act, struct sigaction *oact);
 sighandler_t bsd_signal(int sig, sighandler_t h);
 sighandler_t __sysv_signal(int sig, sighandler_t h);
 
-static int virtual_now(int sig) { return sig == SIGPROF && atomic_load(&ptp_g_sig.installed); }
+/* A vfork child (or a raw clone sharing our memory) has a signal table of
+ * its own but our memory: what it sets is its own business, for the
+ * kernel, never the parent's virtual disposition. */
+static int virtual_now(int sig) {
+  return sig == SIGPROF && atomic_load(&ptp_g_sig.installed) && atomic_load(&sigi.pid) == (int)getpid();
+}
 
 PTPROF_API int sigaction(int sig, const struct sigaction *act, struct sigaction *oact) {
   if (virtual_now(sig)) return virtual_sigaction(act, oact);

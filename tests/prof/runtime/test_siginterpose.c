@@ -192,6 +192,32 @@ PT_TEST_T(prof_sig_bsd_sysv_family, 30000) {
 }
 #pragma GCC diagnostic pop
 
+/* A vfork child shares our memory but has its own signal table: what it
+ * sets for SIGPROF (before an exec, say) is its own, never the parent's
+ * disposition. */
+PT_TEST_T(prof_sig_vfork_child_own_table, 30000) {
+  char *dir = pt_tmpdir("sig-vfork");
+  ptprof *p = start(dir);
+  PT_ASSERT(signal(SIGPROF, h_plain) == SIG_DFL);
+  pid_t kid = vfork();
+  PT_ASSERT(kid >= 0);
+  if (kid == 0) {
+    signal(SIGPROF, SIG_IGN);
+    _exit(0);
+  }
+  int st = 0;
+  PT_ASSERT_INT_EQ(waitpid(kid, &st, 0), kid);
+  PT_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  struct sigaction old;
+  PT_ASSERT_INT_EQ(sigaction(SIGPROF, NULL, &old), 0);
+  PT_ASSERT(old.sa_handler == h_plain);
+  PT_ASSERT(real_handler() == (uintptr_t)ptp_handler);
+  PT_ASSERT_INT_EQ(ptprof_stop(p, 0, NULL, 0), 0);
+  ptprof_del(p);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
 /* A handler the program installed before the first start is adopted: it
  * keeps its signals, and sigaction reports it. */
 PT_TEST_T(prof_sig_adopts_earlier_handler, 30000) {
