@@ -218,7 +218,20 @@ typedef struct ptprof_stats {
   uint64_t expirations_no_cpu; /* perf engine: expirations ignored because the
                               thread's CPU clock did not back them (a VM's
                               steal time; see docs/sampler.md) */
+  uint64_t fds_lost;       /* perf event descriptors the program closed (or
+                              whose number it reused): never touched again,
+                              the thread's event opened anew (docs/sampler.md,
+                              "Descriptors") */
+  int      stopped;        /* PTPROF_STOPPED_*: why sampling stopped for good
+                              in this process, or 0 */
 } ptprof_stats;
+
+/* ptprof_stats.stopped (docs/sampler.md, "Signals"): sampling could not go
+ * on without changing the program, so it stopped for good. */
+#define PTPROF_STOPPED_HANDLER_REPLACED 1  /* SIGPROF's handler replaced without
+                                              sigaction (a raw rt_sigaction) */
+#define PTPROF_STOPPED_SIGNALFD         2  /* the program reads SIGPROF through
+                                              a signalfd */
 
 /* Zero-fills *opt: every field 0 or NULL, which ptprof_new reads as its
  * default (hz 99, prefix "profile-", keep 8, no interval, no dir, no log,

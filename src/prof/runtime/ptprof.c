@@ -159,6 +159,9 @@ _Static_assert(PTP_DROP_RING_FULL == PTPROF_DROP_RING_FULL && PTP_DROP_DUMPING =
                PTP_DROP_FD_CLOSED == PTPROF_DROP_FD_CLOSED && PTP_DROP__COUNT == PTPROF_DROP_CAUSES,
                "the public drop causes are the sampler's");
 _Static_assert(PTPROF_DROP_CAUSES <= PTPROF_DROPS_MAX, "ptprof_stats.drops holds every cause");
+_Static_assert(PTP_SIG_STOP_REPLACED == PTPROF_STOPPED_HANDLER_REPLACED &&
+               PTP_SIG_STOP_SIGNALFD == PTPROF_STOPPED_SIGNALFD,
+               "the public stop reasons are the interposers'");
 
 const char *ptprof_drop_name(int cause) { return ptp_drop_name(cause); }
 
@@ -920,6 +923,8 @@ void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
   out->threads_flushed = ts.flushed;
   out->lost_thread_exit = ts.lost_at_exit;
   out->engine = atomic_load(&q->engine);
+  out->fds_lost = ts.fds_lost;
+  out->stopped = ptp_sig_stop_reason(NULL);
   out->last_window_ns = atomic_load(&q->st_last_window);
   out->last_blind_ns = atomic_load(&q->st_last_blind);
 }

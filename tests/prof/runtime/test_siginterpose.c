@@ -253,6 +253,7 @@ static void check_stopped(ptprof *p, capture *c, int reason, const char *phrase)
   PT_ASSERT(when > 0);
   ptprof_stats st;
   ptprof_get_stats(p, &st);
+  PT_ASSERT_INT_EQ(st.stopped, reason);
   PT_ASSERT_MSG(st.timers_created == st.timers_deleted, "%llu timers created, %llu deleted",
                 (unsigned long long)st.timers_created, (unsigned long long)st.timers_deleted);
   PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), 0);
