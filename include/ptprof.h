@@ -191,12 +191,19 @@ PTPROF_API int ptprof_engine_from_name(const char *name);
 #define PTPROF_DROP_OWN_WORK    8  /* no sample: the thread was inside the
                                       profiler's own work (a dump, symbols,
                                       an unwind-table build) */
-#define PTPROF_DROP_CAUSES      9  /* causes this version knows */
+#define PTPROF_DROP_BLOCKED     9  /* "[lost: signal blocked]": due while the thread
+                                      kept SIGPROF blocked (sigprocmask,
+                                      pthread_sigmask, ...) */
+#define PTPROF_DROP_FD_CLOSED   10 /* "[lost: sampler descriptor closed]": perf
+                                      engine, due after the program closed the
+                                      thread's event descriptor, until it was
+                                      opened again */
+#define PTPROF_DROP_CAUSES      11 /* causes this version knows */
 #define PTPROF_DROPS_MAX        16 /* size of ptprof_stats.drops (room for more) */
 
 /* The short name of a drop cause ("ring_full", "dumping", "no_stack",
  * "reentrant", "thread_exit", "kernel_mode", "undelivered", "no_memory",
- * "own_work"),
+ * "own_work", "blocked", "fd_closed"),
  * as in a snapshot's comment; NULL for a number this version does not
  * know. Any thread. */
 PTPROF_API const char *ptprof_drop_name(int cause);
@@ -227,7 +234,20 @@ typedef struct ptprof_stats {
                               never sampled (the consumer thread), up to the
                               last dump's cut or the stop; its work on other
                               threads is drops[PTPROF_DROP_OWN_WORK] */
+  uint64_t fds_lost;       /* perf event descriptors the program closed (or
+                              whose number it reused): never touched again,
+                              the thread's event opened anew (docs/sampler.md,
+                              "Descriptors") */
+  int      stopped;        /* PTPROF_STOPPED_*: why sampling stopped for good
+                              in this process, or 0 */
 } ptprof_stats;
+
+/* ptprof_stats.stopped (docs/sampler.md, "Signals"): sampling could not go
+ * on without changing the program, so it stopped for good. */
+#define PTPROF_STOPPED_HANDLER_REPLACED 1  /* SIGPROF's handler replaced without
+                                              sigaction (a raw rt_sigaction) */
+#define PTPROF_STOPPED_SIGNALFD         2  /* the program reads SIGPROF through
+                                              a signalfd */
 
 /* Zero-fills *opt: every field 0 or NULL, which ptprof_new reads as its
  * default (hz 99, prefix "profile-", keep 8, no interval, no dir, no log,
@@ -243,13 +263,21 @@ PTPROF_API int ptprof_new(ptprof **out, const ptprof_options *opt);
 
 /* Starts sampling every thread of the process, current and future: builds
  * the unwind tables of the system libraries (a few ms), installs the SIGPROF
- * handler, starts the consumer thread (which itself is not sampled), picks
- * the engine (AUTO: perf if a probe event opens) and arms one event or
- * timer per thread. The first window starts now.
- * Returns 0, -EALREADY, -EBUSY (another ptprof runs in this process or a
- * foreign SIGPROF handler is installed), -ENOMEM, the perf probe's error
- * with PTPROF_ENGINE_PERF (-EACCES, -EPERM, ...), or a system error.
- * Thread-safe against the other calls on the same ptprof. */
+ * handler (once per process; it stays), starts the consumer thread (which
+ * itself is not sampled and blocks every signal), picks the engine (AUTO:
+ * perf if a probe event opens and the soft RLIMIT_NOFILE leaves room for
+ * one descriptor per thread) and arms one event or timer per thread. The
+ * first window starts now.
+ * SIGPROF stays the program's (docs/sampler.md, "Signals"): a handler the
+ * program installed before, or installs later, is kept as its virtual
+ * disposition, reported by sigaction and given every SIGPROF that is not
+ * the sampler's; SIG_DFL and SIG_IGN act on those alone.
+ * Returns 0, -EALREADY, -EBUSY (another ptprof runs in this process, or
+ * sampling was stopped for good in it: the program replaced the handler
+ * behind sigaction's back or reads SIGPROF through a signalfd), -ENOMEM,
+ * the perf probe's error with PTPROF_ENGINE_PERF (-EACCES, -EPERM, ...), or
+ * a system error. Thread-safe against the other calls on the same
+ * ptprof. */
 PTPROF_API int ptprof_start(ptprof *p);
 
 /* Manual dump: closes the current window, writes it as a snapshot, starts a

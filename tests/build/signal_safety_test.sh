@@ -21,8 +21,10 @@ command -v cc >/dev/null || skip "cc missing"
 # name: why it may be called (or referenced) from the handler
 ALLOWED=(
   "clock_gettime: POSIX async-signal-safe (the thread's CPU clock, the vDSO monotonic clock)"
-  "write: POSIX async-signal-safe (one byte to the consumer's non-blocking wake pipe)"
-  "ioctl: a bare system call in glibc, no lock or allocation (PERF_EVENT_IOC_PERIOD on the thread's own event)"
+  "syscall: a bare system call in glibc, no lock or allocation (futex FUTEX_WAKE_PRIVATE: the consumer's wake-up without a descriptor; rt_sigprocmask, rt_sigaction and tgkill: a program's SIGPROF handed to its own disposition, src/prof/signal/ptp_sigstate.c)"
+  "getpid: POSIX async-signal-safe (tgkill's process id when SIGPROF's default action is taken for the program)"
+  "fstat64: fstat (POSIX async-signal-safe) under its glibc name: the perf event's descriptor still names our event before the ioctl"
+  "ioctl: a bare system call in glibc, no lock or allocation (PERF_EVENT_IOC_ID and _PERIOD on the thread's own event)"
   "gettid: a bare system call in glibc (which thread a perf signal came to)"
   "__errno_location: errno's address (TLS), read and restored by the handler"
   "memcpy: POSIX async-signal-safe (struct copies the compiler may emit)"

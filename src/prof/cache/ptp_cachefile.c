@@ -1,7 +1,8 @@
 /*
- * ptp_cachefile.c - cache-directory checks, the cache-file mapping check,
- * atomic cache-file writes and cache-directory bounds (see ptp_cachefile.h). Used by the symbol cache,
- * the unwind-table cache and the debug-file copies.
+ * ptp_cachefile.c - cache-directory checks, the cache-file check and read,
+ * atomic cache-file writes and cache-directory bounds (see
+ * ptp_cachefile.h). Used by the symbol cache, the unwind-table cache and
+ * the debug-file copies.
  *
  * Threads: a temp-name counter (atomic) only. Not for signal handlers.
  */
@@ -22,9 +23,9 @@
 #include "prof/output/ptp_snapstore.h"
 #include "prof/ptp_alloc.h"
 
-/* The directory rule (see ptp_cachefile_prepare_dir), without creating:
- * 0, -ENOTDIR, -EPERM or lstat's -errno. */
-static int dir_check(const char *dir) {
+/* One of the cache's own directories: lstat (no symlink), a directory,
+ * ours, not writable by others. */
+static int own_dir_ok(const char *dir) {
   struct stat st;
   if (lstat(dir, &st) != 0) return -errno;
   if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
@@ -32,10 +33,47 @@ static int dir_check(const char *dir) {
   return 0;
 }
 
+/* A directory above the cache's: stat (symlinks followed), ours or root's,
+ * not writable by others unless sticky. */
+static int ancestor_ok(const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) != 0) return -errno;
+  if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
+  if (st.st_uid != geteuid() && st.st_uid != 0) return -EPERM;
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) return -EPERM;
+  return 0;
+}
+
+int ptp_cachefile_check_dir(const char *dir, int levels) {
+  char buf[PATH_MAX];
+  size_t n = strlen(dir);
+  if (n == 0 || n >= sizeof buf) return -EINVAL;
+  memcpy(buf, dir, n + 1);
+  while (n > 1 && buf[n - 1] == '/') buf[--n] = 0;     /* trailing slashes */
+  for (int level = 0;; level++) {
+    int r = level < levels ? own_dir_ok(buf) : ancestor_ok(buf);
+    if (r) return r;
+    char *slash = strrchr(buf, '/');
+    if (!slash) return 0;                /* a relative path: its start checked */
+    if (slash == buf) {                  /* the next one is "/" */
+      if (buf[1] == 0) return 0;
+      buf[1] = 0;
+    } else {
+      *slash = 0;
+    }
+  }
+}
+
 int ptp_cachefile_prepare_dir(const char *dir) {
   int r = ptp_mkdir_p(dir);
   if (r < 0) return r;
-  return dir_check(dir);
+  return ptp_cachefile_check_dir(dir, 1);
+}
+
+int ptp_cachefile_prepare_subdir(const char *dir) {
+  int r = ptp_mkdir_p(dir);
+  if (r < 0) return r;
+  return ptp_cachefile_check_dir(dir, 2);
 }
 
 int ptp_cachefile_check(const struct stat *st, uint64_t min_size, uint64_t max_size) {
@@ -51,15 +89,30 @@ int ptp_cachefile_mappable(const struct stat *st, uint64_t min_size, uint64_t ma
   return ptp_cachefile_check(st, min_size, max_size) == 0;
 }
 
-int ptp_cachefile_map_fd(int fd, const char *dir, uint64_t min_size, uint64_t max_size,
-                         void **map, struct stat *st) {
+int ptp_cachefile_read_fd(int fd, const char *dir, int levels, uint64_t min_size,
+                          uint64_t max_size, void **map, struct stat *st) {
   *map = NULL;
   if (fstat(fd, st) != 0) return -errno;
   int r = ptp_cachefile_check(st, min_size, max_size);
-  if (r == 0) r = dir_check(dir);
+  if (r == 0) r = ptp_cachefile_check_dir(dir, levels);
   if (r) return r;
-  void *p = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  size_t len = (size_t)st->st_size;
+  /* Populated at once: one fault-in of the whole range, then one copy. */
+  uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                    -1, 0);
   if (p == MAP_FAILED) return -errno;
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = pread(fd, p + got, len - got, (off_t)got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      r = n < 0 ? -errno : -EBADMSG;   /* 0: cut short since the fstat */
+      munmap(p, len);
+      return r;
+    }
+    got += (size_t)n;
+  }
+  (void)mprotect(p, len, PROT_READ);   /* read-only, as the file was */
   *map = p;
   return 0;
 }

@@ -44,6 +44,12 @@ enum ptp_drop_cause {
                                symbolization, a table build:
                                signal/ptp_own_work.h): the profiler's CPU,
                                counted, never a sample */
+  PTP_DROP_BLOCKED,         /* due while the thread kept SIGPROF blocked: the
+                               delivery at unblock would name the unblocking
+                               code's stack, not the one that used the CPU */
+  PTP_DROP_FD_CLOSED,       /* perf engine: due after the program closed the
+                               thread's event descriptor, until it was opened
+                               again */
   PTP_DROP__COUNT
 };
 
@@ -71,6 +77,8 @@ static inline const char *ptp_lost_frame_name(int cause) {
   case PTP_DROP_KERNEL: return "[lost: kernel mode]";
   case PTP_DROP_UNDELIVERED: return "[lost: signal not delivered]";
   case PTP_DROP_NO_MEMORY: return "[lost: out of memory]";
+  case PTP_DROP_BLOCKED: return "[lost: signal blocked]";
+  case PTP_DROP_FD_CLOSED: return "[lost: sampler descriptor closed]";
   default: return "[lost]";
   }
 }
@@ -88,6 +96,8 @@ static inline const char *ptp_drop_name(int cause) {
   case PTP_DROP_UNDELIVERED: return "undelivered";
   case PTP_DROP_NO_MEMORY: return "no_memory";
   case PTP_DROP_OWN_WORK: return "own_work";
+  case PTP_DROP_BLOCKED: return "blocked";
+  case PTP_DROP_FD_CLOSED: return "fd_closed";
   default: return NULL;
   }
 }

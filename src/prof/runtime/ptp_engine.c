@@ -8,7 +8,8 @@
  * Fork: a child has no source of its own (ptp_engine_forget_in_child) and
  * no running sampler (the registry's child handler calls ptp_engine_stop).
  *
- * Calls: ptp_perf (event syscalls), ptp_procfs (a thread's start time);
+ * Calls: ptp_perf (event syscalls), ptp_procfs (a thread's start time), the
+ * ring's producer (PTP_SLOT_FLUSH records of a closed event's periods);
  * neither calls back.
  */
 #include <errno.h>
@@ -18,9 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "prof/cache/ptp_fd.h"
+#include "prof/cache/ptp_fdmarks.h"
 #include "prof/runtime/ptp_engine.h"
 #include "prof/runtime/ptp_perf.h"
 #include "prof/runtime/ptp_procfs.h"
+#include "prof/signal/ptp_producer.h"
+#include "prof/signal/ptp_sigstate.h"
 
 static struct {
   /* registry mutex */
@@ -31,6 +36,9 @@ static struct {
   uint64_t rng;                 /* splitmix64 state, seeded at the first start */
   /* atomics */
   _Atomic uint64_t created, deleted, errors, fallbacks;
+  _Atomic uint64_t budget_fallbacks;  /* of fallbacks: the descriptor budget */
+  _Atomic uint64_t fds_lost;    /* events whose descriptor the program closed */
+  _Atomic int64_t perf_live;    /* perf event descriptors we hold now */
   _Atomic int last_errno;
 } eng;
 
@@ -68,19 +76,46 @@ static void note_error(int e) {
   atomic_store(&eng.last_errno, e);
 }
 
+static ptp_perf_ident rec_ident(const ptp_thread_rec *r) {
+  return (ptp_perf_ident){ r->sig->perf_dev, r->sig->perf_ino, r->sig->perf_id };
+}
+
+/* Before r's event is unpublished: a signal it already sent (pending on
+ * the thread) names it in si_fd, and must still be told from the
+ * program's (signal/ptp_sigstate.h), so the number is kept as the
+ * previous one. */
+static void remember_prev(ptp_thread_rec *r) {
+  int fd = atomic_load_explicit(&r->sig->perf_fd, memory_order_relaxed);
+  if (fd >= 0) atomic_store_explicit(&r->sig->perf_fd_prev, fd, memory_order_release);
+}
+
+/* Closes the event descriptor fd of r, only if the number still names that
+ * event: the program may have closed it (close_range) and reused the
+ * number for a file of its own, which we must never close. */
+static void close_event(const ptp_thread_rec *r, int fd) {
+  ptp_perf_ident id = rec_ident(r);
+  ptp_fd_unmark(fd);
+  if (ptp_perf_is(fd, &id)) {
+    close(fd);
+  } else {
+    atomic_fetch_add(&eng.fds_lost, 1);
+  }
+  atomic_fetch_sub(&eng.perf_live, 1);
+  atomic_fetch_add(&eng.deleted, 1);
+}
+
 /* Closes r's perf event (see ptp_engine_disarm for when that is safe). */
 static void perf_close(ptp_thread_rec *r) {
+  remember_prev(r);
   int fd = atomic_exchange_explicit(&r->sig->perf_fd, -1, memory_order_acq_rel);
-  if (fd >= 0) close(fd);
+  if (fd >= 0) close_event(r, fd);
   r->has_perf = 0;
-  atomic_fetch_add(&eng.deleted, 1);
 }
 
 void ptp_engine_disarm(ptp_thread_rec *r) {
   if (r->closing_fd >= 0) {                 /* unpublished by ptp_engine_unpublish */
-    close(r->closing_fd);
+    close_event(r, r->closing_fd);
     r->closing_fd = -1;
-    atomic_fetch_add(&eng.deleted, 1);
   }
   if (r->has_perf) perf_close(r);
   if (!r->has_timer) return;
@@ -91,6 +126,7 @@ void ptp_engine_disarm(ptp_thread_rec *r) {
 
 void ptp_engine_unpublish(ptp_thread_rec *r) {
   if (!r->has_perf) return;
+  remember_prev(r);
   r->closing_fd = atomic_exchange_explicit(&r->sig->perf_fd, -1, memory_order_acq_rel);
   r->has_perf = 0;
 }
@@ -116,17 +152,59 @@ int ptp_engine_source_stale(ptp_thread_rec *r, uint32_t tid) {
 
 void ptp_engine_forget_in_child(ptp_thread_rec *r) {
   int fd = atomic_exchange_explicit(&r->sig->perf_fd, -1, memory_order_relaxed);
-  if (fd >= 0) close(fd);                             /* our copy only */
+  ptp_perf_ident id = rec_ident(r);
+  if (fd >= 0) ptp_fd_unmark(fd);
+  if (fd >= 0 && ptp_perf_is(fd, &id)) close(fd);    /* our copy only, if still ours */
+  if (fd >= 0) atomic_fetch_sub(&eng.perf_live, 1);
   r->has_perf = 0;
   r->has_timer = 0;                                   /* not inherited */
+}
+
+int ptp_engine_check(ptp_thread_rec *r) {
+  if (!r->has_perf) return 0;
+  int fd = atomic_load_explicit(&r->sig->perf_fd, memory_order_relaxed);
+  ptp_perf_ident id = rec_ident(r);
+  if (fd < 0 || ptp_perf_is(fd, &id)) return 0;
+  /* Not ours any more: unpublished (the handler then ignores its number),
+   * never closed (the number may be the program's file now). A signal the
+   * event had pending when it was closed still names it (perf_fd_prev):
+   * ours, ignored. The periods the thread's CPU made due since then had
+   * no event to report them: its pseudo-frame, never a stack. */
+  remember_prev(r);
+  atomic_store_explicit(&r->sig->perf_fd, -1, memory_order_release);
+  uint32_t tid = atomic_load_explicit(&r->sig->tid, memory_order_relaxed);
+  uint64_t owed = ptp_engine_owed(r, ptp_engine_cpu_ns(tid));
+  if (owed) {
+    uintptr_t cause = PTP_DROP_FD_CLOSED;
+    r->accounted += owed;
+    (void)ptp_push_sample(tid, owed > UINT32_MAX ? UINT32_MAX : (uint32_t)owed, PTP_SLOT_FLUSH,
+                          &cause, 1);
+  }
+  ptp_fd_unmark(fd);
+  r->has_perf = 0;
+  atomic_fetch_add(&eng.fds_lost, 1);
+  atomic_fetch_sub(&eng.perf_live, 1);
+  atomic_fetch_add(&eng.deleted, 1);
+  return 1;
+}
+
+uint64_t ptp_engine_perf_budget(uint64_t soft) {
+  if (soft < PTP_PERF_NOFILE_MIN) return 0;
+  return soft / 4;
 }
 
 #define PERF_MIN_FIRST_NS 200000
 
 /* Perf engine: opens r's event with a random first period. Returns 0,
- * -EMFILE/-ENFILE (caller falls back to a timer) or another -errno (already
- * counted unless the thread just exited). */
+ * -EMFILE/-ENFILE (caller falls back to a timer), -EDQUOT (the descriptor
+ * budget is used up: a timer too) or another -errno (already counted
+ * unless the thread just exited). */
 static int arm_perf(ptp_thread_rec *r, uint32_t tid) {
+  /* One descriptor per thread: only while ours stay under a quarter of the
+   * soft RLIMIT_NOFILE (ptp_engine.h), so a program near its limit keeps
+   * the descriptors it counts on. */
+  if ((uint64_t)atomic_load(&eng.perf_live) >= ptp_engine_perf_budget(ptp_fd_soft_limit()))
+    return -EDQUOT;
   int64_t first = 1 + (int64_t)(rng_next() % (uint64_t)eng.period);
   /* Not below PERF_MIN_FIRST_NS: a first period of a few us makes the
    * event's hrtimer interrupt the thread about as often as the interrupt
@@ -139,14 +217,19 @@ static int arm_perf(ptp_thread_rec *r, uint32_t tid) {
   if (first < min_first) first = min_first;
   int64_t cpu0 = ptp_engine_cpu_ns(tid);
   int fd;
-  int rc = ptp_perf_open(tid, first, &fd);
+  ptp_perf_ident id;
+  int rc = ptp_perf_open(tid, first, &fd, &id);
   if (rc == -EMFILE || rc == -ENFILE) return rc;
   if (rc) {
     if (rc != -ESRCH) note_error(-rc);
     return rc;
   }
+  atomic_fetch_add(&eng.perf_live, 1);
   /* Publication rule 4 (signal/ptp_thread_sig.h): all of this before
    * perf_fd. */
+  r->sig->perf_dev = id.dev;
+  r->sig->perf_ino = id.ino;
+  r->sig->perf_id = id.id;
   r->sig->armed_cpu_ns = cpu0;
   r->sig->first_ns = first;
   atomic_store_explicit(&r->sig->delivered, 0, memory_order_relaxed);
@@ -171,15 +254,19 @@ void ptp_engine_arm(ptp_thread_rec *r) {
   uint32_t tid = atomic_load_explicit(&r->sig->tid, memory_order_relaxed);
   if (eng.engine == PTP_ENGINE_PERF) {
     int rc = arm_perf(r, tid);
-    if (rc != -EMFILE && rc != -ENFILE) return;
-    atomic_fetch_add(&eng.fallbacks, 1);     /* out of fds: a timer instead */
+    if (rc != -EMFILE && rc != -ENFILE && rc != -EDQUOT) return;
+    atomic_fetch_add(&eng.fallbacks, 1);     /* out of fds or budget: a timer instead */
+    if (rc == -EDQUOT) atomic_fetch_add(&eng.budget_fallbacks, 1);
   }
   struct sigevent sev;
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
   sev.sigev_signo = SIGPROF;
   sev._sigev_un._tid = (pid_t)tid;
-  sev.sigev_value.sival_ptr = (void *)(uintptr_t)(((uint64_t)eng.magic << 32) | tid);
+  /* ours: the process's timer magic above, this start's generation and the
+   * tid below (signal/ptp_sigstate.h tells ours from the program's by it) */
+  uint64_t hi = atomic_load_explicit(&ptp_g_sig.timer_magic, memory_order_relaxed);
+  sev.sigev_value.sival_ptr = (void *)(uintptr_t)((hi << 32) | eng.magic | (tid & PTP_TIMER_TID_MASK));
   timer_t t;
   if (timer_create(ptp_tid_cpuclock(tid), &sev, &t) != 0) {
     /* EINVAL: the thread exited since it was listed (sweep race), not a
@@ -214,5 +301,7 @@ void ptp_engine_get_stats(ptp_engine_stats *out) {
   out->deleted = atomic_load(&eng.deleted);
   out->errors = atomic_load(&eng.errors);
   out->fallbacks = atomic_load(&eng.fallbacks);
+  out->budget_fallbacks = atomic_load(&eng.budget_fallbacks);
+  out->fds_lost = atomic_load(&eng.fds_lost);
   out->last_errno = atomic_load(&eng.last_errno);
 }

@@ -61,14 +61,34 @@ uint64_t ptp_engine_owed(const ptp_thread_rec *r, int64_t cpu_now_ns);
 
 /* In a fork child: r's source is not the child's (POSIX timers are not
  * inherited; the child's copy of the event fd watches the parent's thread
- * and is closed here). Forgets it without touching the parent's. */
+ * and is closed here, if the number still names it). Forgets it without
+ * touching the parent's. */
 void ptp_engine_forget_in_child(ptp_thread_rec *r);
+
+/* Whether r's perf event descriptor still names r's event. When the
+ * program has closed it (and perhaps reused the number), r's event is
+ * unpublished and forgotten without a close (the number is not ours),
+ * counted in fds_lost, and 1 is returned: the caller arms r again. 0
+ * otherwise (no event, or still ours). */
+int ptp_engine_check(ptp_thread_rec *r);
+
+/* The perf engine's descriptor rule: one descriptor per thread, so perf is
+ * used only while the soft RLIMIT_NOFILE leaves room. A start takes the
+ * timer engine when the soft limit is below PTP_PERF_NOFILE_MIN (AUTO; the
+ * snapshot says why); under perf, a thread gets an event only while the
+ * events we hold stay below ptp_engine_perf_budget(soft) = a quarter of
+ * the soft limit (they live at the top of the range, above ptp_fd_floor), else
+ * a timer (budget_fallbacks). Returns that budget (0 below the minimum). */
+#define PTP_PERF_NOFILE_MIN 256
+uint64_t ptp_engine_perf_budget(uint64_t soft);
 
 /* The CPU clock of thread tid now (ns), -1 when unreadable (it exited). */
 int64_t ptp_engine_cpu_ns(uint32_t tid);
 
 typedef struct ptp_engine_stats {
   uint64_t created, deleted, errors, fallbacks;
+  uint64_t budget_fallbacks;  /* of fallbacks: the descriptor budget was used up */
+  uint64_t fds_lost;          /* events whose descriptor the program closed or reused */
   int last_errno;
 } ptp_engine_stats;
 void ptp_engine_get_stats(ptp_engine_stats *out);

@@ -73,11 +73,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "ptprof.h"
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_handler.h"
 #include "prof/runtime/ptp_interpose.h"
+#include "prof/runtime/ptp_siginterpose.h"
+#include "prof/signal/ptp_sigstate.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/ptp_alloc.h"
@@ -167,29 +171,36 @@ __attribute__((constructor)) static void resolve_exec(void) {
  * exec_failed if the exec returns), 0 when our handler is not installed
  * (then nothing of ours can send SIGPROF: the exec goes straight through). */
 static int exec_prepare(void) {
-  struct sigaction cur;
-  if (sigaction(SIGPROF, NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) ||
-      cur.sa_sigaction != ptp_handler)
-    return 0;
+  if (!ptp_sig_is_installed()) return 0;
   int saved = errno;
-  sigset_t prof, old;
-  sigemptyset(&prof);
-  sigaddset(&prof, SIGPROF);
-  pthread_sigmask(SIG_BLOCK, &prof, &old);
+  /* The raw mask calls: libc's would go through the mask interposers. */
+  uint64_t prof = 1ull << (SIGPROF - 1), old = 0;
+  (void)syscall(SYS_rt_sigprocmask, SIG_BLOCK, &prof, &old, sizeof prof);
   ptp_threads_exec_pause();
-  /* With the source disarmed nothing new is sent to this thread; take what
-   * was already sent (our handler would have ignored or sampled it; the
-   * new program would die of it). */
+  /* With the source disarmed nothing new is sent to this thread; take
+   * what was already sent if it is ours (our handler would have ignored or
+   * sampled it; the new program would die of it). A SIGPROF of the
+   * program's stays pending, as it would without us. */
   const struct timespec zero = { 0, 0 };
-  while (sigtimedwait(&prof, NULL, &zero) == SIGPROF) {}
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  siginfo_t si;
+  while (syscall(SYS_rt_sigtimedwait, &prof, &si, &zero, sizeof prof) == SIGPROF) {
+    ptp_thread_sig *rec;
+    if (ptp_sig_ours(&si, &rec)) continue;
+    (void)syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGPROF, &si);
+    break;
+  }
+  /* The program's SIG_IGN is inherited by the new program: the real
+   * disposition must be SIG_IGN at the exec (ours resets to SIG_DFL). */
+  int ign = ptp_sig_exec_prepare();
+  (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
   errno = saved;
-  return 1;
+  return 1 | (ign << 1);
 }
 
 static int exec_failed(int quiesced, int rc) {
   if (quiesced) {
     int saved = errno;
+    ptp_sig_exec_failed(quiesced >> 1);
     ptp_threads_exec_resume();
     errno = saved;
   }

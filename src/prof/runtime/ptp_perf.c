@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "prof/cache/ptp_fd.h"
+#include "prof/cache/ptp_fdmarks.h"
 #include "prof/runtime/ptp_perf.h"
 
 /* exclude_kernel is required by perf_event_paranoid > 1 unless the process
@@ -64,23 +66,44 @@ int ptp_perf_probe(void) {
   return probe_exclude_kernel();
 }
 
-int ptp_perf_open(uint32_t tid, int64_t first_ns, int *fd_out) {
+int ptp_perf_open(uint32_t tid, int64_t first_ns, int *fd_out, ptp_perf_ident *id_out) {
   if (exclude_kernel_cached < 0) (void)probe_exclude_kernel();
   /* the kernel's hrtimer events never fire sooner than 10 us */
   if (first_ns < 10000) first_ns = 10000;
-  int fd = open_event(tid, first_ns, exclude_kernel_cached);
-  if (fd < 0) return fd == -ESRCH || fd == -EINVAL ? -ESRCH : fd;
+  int low = open_event(tid, first_ns, exclude_kernel_cached);
+  if (low < 0) return low == -ESRCH || low == -EINVAL ? -ESRCH : low;
+  /* Above the floor before O_ASYNC: the kernel records the descriptor
+   * number for si_fd when O_ASYNC is set, and keeps that record until the
+   * event's last descriptor is closed. */
+  int fd = ptp_fd_move_high(low);
+  if (fd < 0) {
+    close(low);
+    return -EMFILE;       /* no room above the floor: the caller takes a timer */
+  }
   struct f_owner_ex own = { .type = F_OWNER_TID, .pid = (pid_t)tid };
   int rc = 0;
+  ptp_fd_id fid;
   if (fcntl(fd, F_SETOWN_EX, &own) != 0 || fcntl(fd, F_SETSIG, SIGPROF) != 0 ||
-      fcntl(fd, F_SETFL, O_ASYNC) != 0)
+      fcntl(fd, F_SETFL, O_ASYNC) != 0 || ioctl(fd, PERF_EVENT_IOC_ID, &id_out->id) != 0)
     rc = -errno;
+  if (rc == 0) rc = ptp_fd_id_of(fd, &fid);
   if (rc) {
     close(fd);
     return rc;
   }
+  id_out->dev = fid.dev;
+  id_out->ino = fid.ino;
+  ptp_fd_mark(fd);        /* the close-family interposers notice its close */
   *fd_out = fd;
   return 0;
+}
+
+int ptp_perf_is(int fd, const ptp_perf_ident *id) {
+  ptp_fd_id fid = { id->dev, id->ino };
+  uint64_t kid;
+  /* fstat first: only a file on the perf events' anonymous inode gets the
+   * perf ioctl (its number means something else to other drivers). */
+  return ptp_fd_is(fd, &fid) && ioctl(fd, PERF_EVENT_IOC_ID, &kid) == 0 && kid == id->id;
 }
 
 int ptp_perf_enable(int fd) {

@@ -30,12 +30,27 @@
  * or a seccomp/container policy; -ENOSYS; -ENOENT: no such event). */
 int ptp_perf_probe(void);
 
+/* An open event's identity: the (device, inode) of its file and its
+ * kernel id (PERF_EVENT_IOC_ID), which tells two events apart even though
+ * every perf event file shares one anonymous inode. */
+typedef struct ptp_perf_ident {
+  uint64_t dev, ino, id;
+} ptp_perf_ident;
+
 /* Opens a task-clock event on thread tid (of this process), still
  * disabled, whose first sample comes after first_ns of its CPU time and
  * which will send SIGPROF to that thread at each overflow (F_SETOWN_EX
- * F_OWNER_TID, F_SETSIG, O_ASYNC). The fd is close-on-exec. Returns 0 and
- * *fd_out, or -errno (-ESRCH: the thread exited; -EMFILE: no fd left). */
-int ptp_perf_open(uint32_t tid, int64_t first_ns, int *fd_out);
+ * F_OWNER_TID, F_SETSIG, O_ASYNC). The fd is close-on-exec and placed above
+ * the descriptor floor (cache/ptp_fd.h: the low numbers stay the
+ * program's); F_SETSIG and O_ASYNC are set on the final number, the one
+ * the kernel reports in si_fd. Returns 0, *fd_out and *id_out, or -errno
+ * (-ESRCH: the thread exited; -EMFILE: no fd left, below or above the
+ * floor). */
+int ptp_perf_open(uint32_t tid, int64_t first_ns, int *fd_out, ptp_perf_ident *id_out);
+
+/* 1 when fd still names the event id (not closed by the program, not its
+ * number reused for another file or event), else 0. */
+int ptp_perf_is(int fd, const ptp_perf_ident *id);
 
 /* Enables an event from ptp_perf_open. Publish the fd to the handler first:
  * a signal it does not recognise does not set the regular period, and with

@@ -20,23 +20,36 @@
  *   signal/ptp_thread_sig.c       ptp_g_thread_sigs, _tidmap   publication rule (ptp_thread_sig.h)
  *   signal/ptp_label_set.c        ptp_t_labels (TLS)           its own thread
  *   signal/ptp_own_work.c         ptp_t_own_work (TLS)         its own thread
- *   runtime/ptp_threads.c (reg)   records, free list, tables   reg.mu, reg.sweep_mu
+ *   signal/ptp_sigstate.c         ptp_g_sig: the program's     two slots + gen (readers
+ *                                 SIGPROF disposition, our     lock-free); writers:
+ *                                 timers' magic, installed     ptp_siginterpose.c's lock
+ *   runtime/ptp_threads.c (reg)   records, free list, tables   reg.mu, reg.sweep_mu;
+ *                                 + self_sig (TLS): the         its own thread
+ *                                 thread's own record
  *   runtime/ptp_engine.c (eng)    running sampler's settings   reg.mu; counters atomic
  *   runtime/ptp_exitacct.c (acct) exit counters                atomics
  *   runtime/ptp_graveyard.c (grave) names of exited threads,   grave.mu
  *                                 kept by dump epoch
  *   runtime/ptp_labels.c (lab)    interned strings, ended tasks lab.mu; per-thread cache TLS
- *   runtime/ptprof.c (proc)       the started sampler; whether proc.sig_mu; atomic
- *                                 our SIGPROF handler is installed
+ *   runtime/ptprof.c (proc)       the started sampler, starts  atomics
  *   runtime/ptp_perf.c            exclude_kernel, decided once atomic
  *   runtime/ptp_interpose.c (libc) libc's functions (dlsym)    atomics, resolved once;
  *                                 a per-thread "inside a refresh" flag
+ *   runtime/ptp_fdwatch.c (fw)    libc's close family (dlsym)  atomics, resolved once
+ *   runtime/ptp_siginterpose.c    libc's functions, the writers' a spin lock held with all
+ *     (sigi)                      lock, libc's restorer, the    signals blocked; atomics
+ *                                 "stopped for good" reason
  *   runtime/ptp_process.c         this set-up's once flag      pthread_once
  *   runtime/ptp_preload.c (pre)   the preload mode's sampler   constructor / atexit only
  *   unwind/ptp_cfi.c (cfi)        set generation, retired      cfi.mu
  *                                 sets, lazy-table accounting,
  *                                 the table cache's pending saves
  *   cache/ptp_cachefile.c         a temp-name counter          atomic
+ *   cache/ptp_fd.c (place)        where the next long-lived    atomic (a hint)
+ *                                 descriptor goes
+ *   cache/ptp_fdmarks.c (marks)   our long-lived descriptor    atomics (async-signal-
+ *                                 numbers, "one was closed"    safe: the close-family
+ *                                                              interposers read them)
  *   ptp_alloc.c                   fault injection (test builds) atomic; per-thread TLS
  *
  * Lifetime: each is created at first use and never freed. Threads may be
@@ -62,6 +75,10 @@
  *     perf event fds are closed, the events stay the parent's);
  *   - unwind tables, labels, graveyard: kept as they are (the same address
  *     space, copied);
+ *   - signal interposers (ptp_siginterpose.c): their writers' lock is
+ *     taken before fork and released in both; the program's virtual
+ *     SIGPROF disposition is the parent's (as a real one would be), our
+ *     handler stays installed;
  *   - ptprof.c: a handle the parent created refuses every call but
  *     ptprof_del and ptprof_get_stats (PTPROF_E_FORKED); a child may start
  *     its own sampler.

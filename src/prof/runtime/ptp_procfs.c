@@ -1,5 +1,9 @@
 /*
  * ptp_procfs.c - /proc parsing for the thread registry (see ptp_procfs.h).
+ *
+ * Every file is opened O_NONBLOCK | O_CLOEXEC (the library's rule for
+ * whatever it opens, docs/sampler.md "Files") and closed in the same
+ * call: no descriptor of ours outlives a call here.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,8 +26,14 @@ static int cmp_u32(const void *a, const void *b) {
 int ptp_procfs_tasks(uint32_t **out, size_t *n_out) {
   *out = NULL;
   *n_out = 0;
-  DIR *d = opendir("/proc/self/task");
-  if (!d) return -errno;
+  int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+  if (dfd < 0) return -errno;
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    int e = -errno;
+    close(dfd);
+    return e;
+  }
   size_t n = 0, cap = 64;
   uint32_t *tids = ptp_malloc(cap * sizeof *tids);
   struct dirent *e;
@@ -50,7 +60,7 @@ int ptp_procfs_tasks(uint32_t **out, size_t *n_out) {
 uint64_t ptp_procfs_start_ticks(uint32_t tid) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/self/task/%u/stat", tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return 0;
   ssize_t n = read(fd, buf, sizeof buf - 1);
   close(fd);
@@ -68,7 +78,7 @@ int ptp_procfs_comm(uint32_t tid, char name[16]) {
   name[0] = 0;
   char path[64];
   snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return -errno;
   ssize_t n = read(fd, name, 15);
   int e = errno;
@@ -85,8 +95,13 @@ int ptp_procfs_comm(uint32_t tid, char name[16]) {
 
 void ptp_procfs_main_stack(uintptr_t *lo, uintptr_t *hi) {
   *lo = *hi = 0;
-  FILE *f = fopen("/proc/self/maps", "re");
-  if (!f) return;
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;
+  FILE *f = fdopen(fd, "r");
+  if (!f) {
+    close(fd);
+    return;
+  }
   char line[512];
   while (fgets(line, sizeof line, f)) {
     if (!strstr(line, "[stack]")) continue;

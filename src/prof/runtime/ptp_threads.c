@@ -35,7 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "prof/runtime/ptp_engine.h"
@@ -78,6 +81,27 @@ static struct {
   .sweep_mu = PTHREAD_MUTEX_INITIALIZER,
 };
 
+/* The calling thread's record (ptp_threads_self_sig): set by its own
+ * registration (trampoline, init on the main thread), cleared at its exit.
+ * Initial-exec TLS, as the label block: the mask interposers read it, also
+ * inside the program's signal handlers. */
+static __thread ptp_thread_sig *self_sig __attribute__((tls_model("initial-exec")));
+
+ptp_thread_sig *ptp_threads_self_sig(void) { return self_sig; }
+
+/* A new record's thread (the caller) starts with SIGPROF blocked (the mask
+ * is inherited from its creator): its blocked time starts now (see
+ * runtime/ptp_siginterpose.c). The raw system call: libc's would go
+ * through the interposer. */
+static void note_initial_block(ptp_thread_sig *s) {
+  uint64_t cur = 0;
+  struct timespec ts;
+  if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &cur, sizeof cur) != 0 ||
+      !(cur & (1ull << (SIGPROF - 1))) || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return;
+  atomic_store(&s->block_cpu_ns, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+}
+
 /* After init these are constant: relaxed loads suffice here. */
 #define SIGS (atomic_load_explicit(&ptp_g_thread_sigs, memory_order_relaxed))
 #define TIDMAP (atomic_load_explicit(&ptp_g_tidmap, memory_order_relaxed))
@@ -113,6 +137,10 @@ static ptp_thread_rec *rec_insert(uint32_t tid, uintptr_t lo, uintptr_t hi) {
   r->name[0] = 0;
   atomic_store_explicit(&r->sig->perf_fd, -1, memory_order_relaxed);
   atomic_store_explicit(&r->sig->perf_first, 0, memory_order_relaxed);
+  atomic_store_explicit(&r->sig->perf_fd_prev, -1, memory_order_relaxed);
+  atomic_store_explicit(&r->sig->block_cpu_ns, -1, memory_order_relaxed);
+  atomic_store_explicit(&r->sig->blocked_got, 0, memory_order_relaxed);
+  atomic_store_explicit(&r->sig->unblocking, 0, memory_order_relaxed);
   r->entry = NULL;
   atomic_store_explicit(&r->sig->tid, tid, memory_order_release);
   atomic_store_explicit(&TIDMAP[tid], idx + 1, memory_order_release);
@@ -178,6 +206,24 @@ static void atfork_child(void) {
   pthread_mutex_unlock(&reg.sweep_mu);
 }
 
+/* The blocked time of r (SIGPROF blocked since block_cpu_ns) up to the
+ * thread's CPU clock now goes under [lost: signal blocked] and the block
+ * goes on from now (a compare-and-swap: the thread unblocking meanwhile
+ * accounts it itself). reg.mu held. */
+static void account_blocked(ptp_thread_rec *r, uint32_t tid) {
+  int64_t b = atomic_load(&r->sig->block_cpu_ns);
+  if (b < 0) return;
+  int64_t now = ptp_engine_cpu_ns(tid);
+  if (now < b || !atomic_compare_exchange_strong(&r->sig->block_cpu_ns, &b, now)) return;
+  uint64_t n = ptp_expirations_between(r->sig->armed_cpu_ns, r->sig->first_ns, ptp_engine_period(),
+                                       b, now);
+  uint64_t got = atomic_exchange(&r->sig->blocked_got, 0);
+  if (n > got) atomic_fetch_add(&r->sig->delivered, n - got);
+  if (n == 0) return;
+  uintptr_t cause = PTP_DROP_BLOCKED;
+  (void)ptp_push_sample(tid, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, PTP_SLOT_FLUSH, &cause, 1);
+}
+
 /* ---- exit ------------------------------------------------------------- */
 
 /* TLS-key destructor: runs on the exiting thread (return from the start
@@ -189,10 +235,12 @@ static void on_thread_exit(void *arg) {
   prctl(PR_GET_NAME, name, 0, 0, 0);
   name[15] = 0;
   pthread_mutex_lock(&reg.mu);
+  self_sig = NULL;
   if (rec_tid(r) != me) {
     pthread_mutex_unlock(&reg.mu);     /* re-keyed or removed meanwhile */
     return;
   }
+  if (r->has_perf || r->has_timer) account_blocked(r, me);   /* exits with SIGPROF blocked */
   ptp_exitacct_exit(r, me);            /* disarms the source too */
   rec_remove(r);
   pthread_mutex_unlock(&reg.mu);
@@ -221,7 +269,12 @@ static void do_init(void) {
   reg.nfree = 0;
   reg.hwm = 0;
   atomic_store_explicit(&ptp_g_tidmap, map, memory_order_release);
-  if (rec_insert((uint32_t)getpid(), reg.main_lo, reg.main_hi)) atomic_fetch_add(&reg.registered, 1);
+  ptp_thread_rec *m = rec_insert((uint32_t)getpid(), reg.main_lo, reg.main_hi);
+  if (m) atomic_fetch_add(&reg.registered, 1);
+  if (m && self_tid() == (uint32_t)getpid()) {
+    self_sig = m->sig;
+    note_initial_block(m->sig);
+  }
   pthread_mutex_unlock(&reg.mu);
   return;
 
@@ -267,6 +320,8 @@ void ptp_threads_on_thread_start(void *entry) {
   }
   r = rec_insert(me, lo, hi);
   if (r) {
+    self_sig = r->sig;
+    note_initial_block(r->sig);
     r->self_registered = 1;
     r->entry = entry;
     atomic_fetch_add(&reg.registered, 1);
@@ -390,6 +445,9 @@ int ptp_threads_sweep(void) {
       atomic_fetch_add(&reg.registered, 1);
     } else if (ptp_engine_source_stale(r, tids[i])) {
       ptp_engine_disarm(r);     /* the dead thread's; the live one gets its own */
+    } else {
+      /* the program closed the event's descriptor: forgotten, re-opened */
+      (void)ptp_engine_check(r);
     }
     /* A foreign thread has no exit destructor to say its name when it
      * ends: keep the name it has now (few such threads: raw clone, libc
@@ -421,6 +479,31 @@ int ptp_threads_sweep(void) {
   free(tids);
   for (size_t i = 0; i < ngone; i++) ptp_graveyard_put(gone[i].tid, gone[i].name);
   return 0;
+}
+
+void ptp_threads_account_blocked(void) {
+  if (ptp_threads_init() != 0) return;
+  pthread_mutex_lock(&reg.mu);
+  for (uint32_t i = 0; i < reg.hwm && ptp_engine_active(); i++) {
+    ptp_thread_rec *r = &reg.recs[i];
+    uint32_t tid = rec_tid(r);
+    if (tid && (r->has_perf || r->has_timer)) account_blocked(r, tid);
+  }
+  pthread_mutex_unlock(&reg.mu);
+}
+
+size_t ptp_threads_check_fds(void) {
+  if (ptp_threads_init() != 0) return 0;
+  size_t n = 0;
+  pthread_mutex_lock(&reg.mu);
+  for (uint32_t i = 0; i < reg.hwm; i++) {
+    ptp_thread_rec *r = &reg.recs[i];
+    if (!rec_tid(r) || !ptp_engine_check(r)) continue;
+    n++;
+    ptp_engine_arm(r);        /* a new event (or a timer), if a sampler runs */
+  }
+  pthread_mutex_unlock(&reg.mu);
+  return n;
 }
 
 size_t ptp_threads_collect_unsignalled(ptp_unsignalled *out, size_t cap) {
@@ -461,6 +544,8 @@ void ptp_threads_get_stats(ptp_threads_stats *out) {
   out->timer_errors = es.errors;
   out->last_errno = es.last_errno;
   out->perf_fallbacks = es.fallbacks;
+  out->perf_budget_fallbacks = es.budget_fallbacks;
+  out->fds_lost = es.fds_lost;
   out->flushed = xs.flushed;
   out->lost_at_exit = xs.lost_at_exit;
   out->registered = atomic_load(&reg.registered);

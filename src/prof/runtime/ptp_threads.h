@@ -25,7 +25,9 @@
  *  - PTP_ENGINE_PERF: a perf_event task-clock event (ptp_perf.h), signal
  *    through F_SETOWN_EX/F_SETSIG; the record's perf_fd identifies it to the
  *    handler. A thread whose event cannot be opened for lack of fds (EMFILE,
- *    ENFILE) gets a timer instead (counted in perf_fallbacks);
+ *    ENFILE) or beyond the descriptor budget (ptp_engine.h: a quarter of
+ *    the soft RLIMIT_NOFILE) gets a timer instead (counted in
+ *    perf_fallbacks);
  *  - PTP_ENGINE_TIMER: a POSIX timer on its CPU-time clock
  *    (SIGEV_THREAD_ID) with sigev_value = (magic << 32) | tid.
  * The first expiry is random in (0, period] so short threads get their
@@ -69,6 +71,12 @@ typedef struct ptp_thread_rec {
  * up the exit key and fork handlers. Returns 0 or -ENOMEM/-errno. */
 int ptp_threads_init(void);
 
+/* The calling thread's record (the handler's half), or NULL when the
+ * thread registered itself before with no record (initial-exec TLS: one
+ * load, async-signal-safe; set by the thread's own registration, cleared
+ * at its exit; threads found only by the sweep have none). */
+ptp_thread_sig *ptp_threads_self_sig(void);
+
 /* The calling thread's stack bounds from pthread_getattr_np: *lo, *hi, or
  * 0, 0 when unknown. Not signal-safe (allocates). */
 void ptp_threads_self_stack(uintptr_t *lo, uintptr_t *hi);
@@ -109,9 +117,25 @@ int ptp_threads_activate(uint32_t magic, int64_t period_ns, int engine);
  * active. */
 void ptp_threads_deactivate(void);
 /* The /proc/self/task sweep: registers and arms threads not known yet,
- * forgets threads that are gone (deleting their timers). Returns 0 or
- * -errno. Called by the consumer thread (see ptprof.c for when). */
+ * forgets threads that are gone (deleting their timers), and re-opens the
+ * event of a thread whose descriptor the program closed (ptp_engine_check).
+ * Returns 0 or -errno. Called by the consumer thread (see ptprof.c for
+ * when). */
 int ptp_threads_sweep(void);
+
+/* Checks every thread's perf event descriptor (ptp_engine_check): one the
+ * program closed is forgotten without a close and the thread gets a new
+ * event. Returns how many were re-opened. The consumer calls it when a
+ * close-family interposer saw one of ours closed (cache/ptp_fd.h); the
+ * sweep does the same check for each thread it lists. */
+size_t ptp_threads_check_fds(void);
+
+/* Every live thread that keeps SIGPROF blocked now (as the mask
+ * interposers saw): the expirations its CPU made due since the block began
+ * (or since the last call) go under [lost: signal blocked] (PTP_SLOT_FLUSH
+ * records), so a thread that never unblocks still shows its CPU. Called at
+ * each dump, before ptp_threads_collect_unsignalled. */
+void ptp_threads_account_blocked(void);
 
 /* Perf engine: for every live thread with an event, the periods its CPU
  * time completed that were never signalled (periods ending in kernel mode
@@ -125,6 +149,10 @@ size_t ptp_threads_collect_unsignalled(ptp_unsignalled *out, size_t cap);
 typedef struct ptp_threads_stats {
   uint64_t timers_created, timers_deleted, timer_errors, flushed, registered;
   uint64_t perf_fallbacks;    /* threads that got a timer under the perf engine */
+  uint64_t perf_budget_fallbacks; /* ... of them because of the descriptor budget */
+  uint64_t fds_lost;          /* perf event descriptors the program closed or
+                                 reused (found by the sweep or at a close;
+                                 the thread's event is opened again) */
   uint64_t lost_at_exit;      /* expirations accounted as lost at thread exit */
   uint64_t live;              /* records in use now */
   uint64_t records_used;      /* records ever used (the scans' bound): freed

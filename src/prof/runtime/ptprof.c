@@ -8,8 +8,9 @@
  *  - agg_mu guards the aggregation table, the ring's consumer side and the
  *    window start times. Order: api_mu, then agg_mu.
  *  - The consumer thread wakes on work only: a producer finding the ring a
- *    quarter full or the walker asking for an unwind table writes to the
- *    wake pipe; a periodic dump that is due ends its poll timeout; and
+ *    quarter full or the walker asking for an unwind table wakes its futex
+ *    (ptp_shared.wake_seq: no descriptor, see ptp_producer.h); a periodic
+ *    dump that is due ends its wait's timeout; and
  *    while samples come in it also passes every 100 ms (so a table asked
  *    for or a dlopen'ed library is followed as before). A process that uses
  *    no CPU produces no samples, so its consumer sleeps (no wake-up at all
@@ -46,7 +47,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -54,17 +55,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ptprof.h"
+#include "prof/cache/ptp_fd.h"
+#include "prof/cache/ptp_fdmarks.h"
 #include "prof/runtime/ptp_agg.h"
+#include "prof/runtime/ptp_engine.h"
 #include "prof/runtime/ptp_grace.h"
 #include "prof/runtime/ptp_graveyard.h"
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_handler.h"
 #include "prof/signal/ptp_own_work.h"
+#include "prof/signal/ptp_sigstate.h"
 #include "prof/runtime/ptp_interpose.h"
+#include "prof/runtime/ptp_siginterpose.h"
+#include "prof/runtime/ptp_fdwatch.h"
 #include "prof/runtime/ptp_labels.h"
 #include "prof/runtime/ptp_perf.h"
 #include "prof/runtime/ptp_process.h"
@@ -96,11 +104,11 @@ struct ptprof {
   int engine_opt;              /* PTPROF_ENGINE_* asked for */
   _Atomic int engine;          /* chosen at the last start (PTP_ENGINE_*) */
   int engine_why;              /* AUTO fell back to the timer: the probe's -errno */
+  uint64_t engine_nofile;      /* AUTO took the timer for RLIMIT_NOFILE: the soft limit */
 
   pthread_mutex_t api_mu;
   int running;
   ptp_shared *sh;
-  int wake_rd, wake_wr;
   pthread_t consumer;
   sem_t consumer_ready;
   _Atomic int consumer_stop;
@@ -140,13 +148,12 @@ struct ptprof {
 /* This file's process-wide state (runtime/ptp_process.h): the started
  * sampler of this process, if any (one at a time: the signal handler and
  * the thread registry are process-wide; in a forked child it is the
- * parent's and ignored by pid), and the handler's installation. */
+ * parent's and ignored by pid). The handler's installation is
+ * ptp_siginterpose.c's. */
 static struct {
   _Atomic(ptprof *) running;
-  pthread_mutex_t sig_mu;       /* guards sig_installed */
-  int sig_installed;            /* our SIGPROF handler is installed (it stays) */
-  _Atomic uint32_t starts;      /* starts so far: each start's magic differs */
-} proc = { .sig_mu = PTHREAD_MUTEX_INITIALIZER };
+  _Atomic uint32_t starts;      /* starts so far: each start's generation differs */
+} proc;
 
 static void logf_(ptprof *p, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void logf_(ptprof *p, int level, const char *fmt, ...) {
@@ -178,9 +185,13 @@ _Static_assert(PTP_DROP_RING_FULL == PTPROF_DROP_RING_FULL && PTP_DROP_DUMPING =
                PTP_DROP_THREAD_EXIT == PTPROF_DROP_THREAD_EXIT && PTP_DROP_KERNEL == PTPROF_DROP_KERNEL &&
                PTP_DROP_UNDELIVERED == PTPROF_DROP_UNDELIVERED &&
                PTP_DROP_NO_MEMORY == PTPROF_DROP_NO_MEMORY && PTP_DROP_OWN_WORK == PTPROF_DROP_OWN_WORK &&
+               PTP_DROP_BLOCKED == PTPROF_DROP_BLOCKED && PTP_DROP_FD_CLOSED == PTPROF_DROP_FD_CLOSED &&
                PTP_DROP__COUNT == PTPROF_DROP_CAUSES,
                "the public drop causes are the sampler's");
 _Static_assert(PTPROF_DROP_CAUSES <= PTPROF_DROPS_MAX, "ptprof_stats.drops holds every cause");
+_Static_assert(PTP_SIG_STOP_REPLACED == PTPROF_STOPPED_HANDLER_REPLACED &&
+               PTP_SIG_STOP_SIGNALFD == PTPROF_STOPPED_SIGNALFD,
+               "the public stop reasons are the interposers'");
 
 const char *ptprof_drop_name(int cause) { return ptp_drop_name(cause); }
 
@@ -194,7 +205,8 @@ const char *ptprof_strerror(int err) {
   case PTPROF_E_LABEL_TABLE: return "too many distinct label strings (PTPROF_LABEL_STRINGS_MAX)";
   case -EINVAL: return "invalid argument";
   case -ENOMEM: return "out of memory";
-  case -EBUSY: return "another sampler is running in this process, or SIGPROF has a foreign handler";
+  case -EBUSY: return "another sampler is running in this process, or sampling was stopped for good "
+                      "in it (SIGPROF's handler replaced, or read through a signalfd)";
   case -EALREADY: return "sampler already started";
   case -ENOTCONN: return "sampler not started";
   case -EDESTADDRREQ: return "no snapshot directory set";
@@ -245,6 +257,8 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
                               strncmp(prefix, opt->family_prefix, strlen(opt->family_prefix)))))
     return -EINVAL;
   ptp_interpose_link();
+  ptp_siginterpose_link();
+  ptp_fdwatch_link();
   int rc = ptp_process_init();
   if (rc) return rc;
   ptprof *p = ptp_calloc(1, sizeof *p);
@@ -259,7 +273,6 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   p->log_user_data = opt->log_user_data;
   p->pid = getpid();
   p->engine_opt = opt->engine;
-  p->wake_rd = p->wake_wr = -1;
   rc = -ENOMEM;
   p->prefix = ptp_strdup(prefix);
   if (!p->prefix) goto fail_p;
@@ -286,31 +299,6 @@ fail_prefix:
   free(p->prefix);
 fail_p:
   free(p);
-  return rc;
-}
-
-/* ---- handler installation ---------------------------------------------- */
-
-static int install_handler(void) {
-  pthread_mutex_lock(&proc.sig_mu);
-  int rc = 0;
-  if (!proc.sig_installed) {
-    struct sigaction old, sa;
-    if (sigaction(SIGPROF, NULL, &old) != 0) {
-      rc = -errno;
-    } else if ((old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
-                                           : (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) {
-      rc = -EBUSY;      /* someone else profiles with SIGPROF (gperftools, setitimer users) */
-    } else {
-      memset(&sa, 0, sizeof sa);
-      sa.sa_sigaction = ptp_handler;
-      sa.sa_flags = SA_SIGINFO | SA_RESTART;
-      sigemptyset(&sa.sa_mask);
-      if (sigaction(SIGPROF, &sa, NULL) != 0) rc = -errno;
-      else proc.sig_installed = 1;
-    }
-  }
-  pthread_mutex_unlock(&proc.sig_mu);
   return rc;
 }
 
@@ -379,6 +367,18 @@ static int64_t consumer_cpu_ns(ptprof *p) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Sleeps until a producer or a stop wakes the futex, or timeout_ms passes
+ * (-1: no timeout). The word is read before wake_armed is set, so a wake
+ * that comes in between changes it and the wait returns at once. EINTR
+ * and spurious returns only cost a pass. */
+static void consumer_wait(ptp_shared *sh, int64_t timeout_ms) {
+  uint32_t seq = atomic_load_explicit(&sh->wake_seq, memory_order_acquire);
+  atomic_store(&sh->wake_armed, 1);
+  struct timespec ts = { (time_t)(timeout_ms / 1000), (long)(timeout_ms % 1000) * 1000000L };
+  (void)syscall(SYS_futex, &sh->wake_seq, FUTEX_WAIT_PRIVATE, seq, timeout_ms >= 0 ? &ts : NULL,
+                NULL, 0);
+}
+
 static void *consumer_main(void *arg) {
   ptprof *p = arg;
   /* Everything this thread does is the profiler's (it has no sampling
@@ -398,9 +398,20 @@ static void *consumer_main(void *arg) {
    * whatever comes is held by the ring, which wakes us at its fill mark
    * long before it is full). */
   int busy = 1;
+  /* When one of our descriptors was closed by the program: the time its
+   * thread's event is opened again (0: none pending). Not at once: a
+   * program that just closed everything (close_range) opens its own files
+   * next and counts on getting the lowest numbers; any descriptor we open
+   * takes the lowest free one for a moment. */
+  int64_t reopen_at = 0;
   while (!atomic_load(&p->consumer_stop)) {
     int64_t now = ptp_now_mono();
     int64_t timeout = busy ? POLL_MS : -1;
+    if (reopen_at) {
+      int64_t t = (reopen_at - now) / 1000000 + 1;
+      if (t < 0) t = 0;
+      if (timeout < 0 || t < timeout) timeout = t;
+    }
     if (p->interval_ns) {
       pthread_mutex_lock(&p->agg_mu);
       int64_t due = p->win_start_mono + p->interval_ns;
@@ -412,11 +423,18 @@ static void *consumer_main(void *arg) {
     if (backoff == 1 && timeout >= 0 && timeout < 5) timeout = 5;
     if (backoff == 2 && timeout >= 0 && timeout < POLL_MS) timeout = POLL_MS;
     if (timeout > INT32_MAX) timeout = INT32_MAX;
-    atomic_store(&p->sh->wake_armed, 1);
-    struct pollfd pfd = { .fd = p->wake_rd, .events = POLLIN };
-    if (poll(&pfd, 1, (int)timeout) > 0) {
-      char buf[64];
-      while (read(p->wake_rd, buf, sizeof buf) > 0) {}
+    consumer_wait(p->sh, timeout);
+    /* The program closed one of our descriptors (a close-family call
+     * noticed it and woke us): nothing now (no descriptor of ours while the
+     * program reopens its own), the check POLL_MS later forgets it without
+     * touching the number and opens the event again. */
+    if (ptp_fd_take_lost() && !reopen_at) {
+      reopen_at = ptp_now_mono() + (int64_t)POLL_MS * 1000000;
+      continue;
+    }
+    if (reopen_at && ptp_now_mono() >= reopen_at) {
+      reopen_at = 0;
+      ptp_threads_check_fds();
     }
     pthread_mutex_lock(&p->agg_mu);
     busy = drain_locked(p) > 0;
@@ -428,6 +446,12 @@ static void *consumer_main(void *arg) {
      * do (one dl_iterate_phdr step, a scan of the slots). */
     ptp_cfi_refresh();
     ptp_cfi_save_pending();   /* new tables to the persistent cache (I/O here, not at start) */
+    /* Our handler replaced behind the interposers (a raw rt_sigaction):
+     * the program's handler would get our signals; sampling stops for
+     * good, said in the next snapshot. One system call per pass. */
+    if (ptp_sig_check_replaced())
+      logf_(p, PTPROF_LOG_WARN, "ptprof: sampling stopped: %s",
+            ptp_sig_stop_text(PTP_SIG_STOP_REPLACED));
     now = ptp_now_mono();
     int dump_due = now >= due && !atomic_load(&p->consumer_stop);
     /* Threads made without pthread_create (raw clone, libc helpers) are only
@@ -549,8 +573,9 @@ static int dump_drops(ptprof *p, dump *d) {
     d->w.drops[i] = atomic_exchange(&sh->drops[i], 0);
     atomic_fetch_add(&p->st_drops[i], d->w.drops[i]);
     uintptr_t cause = (uintptr_t)i;
+    /* causes recorded per thread (PTP_SLOT_FLUSH records) already are */
     if (i != PTP_DROP_THREAD_EXIT && i != PTP_DROP_KERNEL && i != PTP_DROP_UNDELIVERED &&
-        d->w.drops[i] && rc == 0)
+        i != PTP_DROP_BLOCKED && i != PTP_DROP_FD_CLOSED && d->w.drops[i] && rc == 0)
       rc = ptp_agg_add(d->full, 0, PTP_SAMPLE_LOST, NULL, &cause, 1, d->w.drops[i]);
   }
   d->no_cpu = atomic_exchange(&sh->no_cpu, 0);
@@ -574,9 +599,26 @@ static int dump_comments(ptprof *p, dump *d) {
                     p->hz);
   if (p->engine_why)
     ptp_strbuf_printf(&b, " (perf_event unavailable: %s)", strerror(-p->engine_why));
+  if (p->engine_nofile)
+    ptp_strbuf_printf(&b, " (perf_event not used: it takes one descriptor per thread, and the "
+                      "soft RLIMIT_NOFILE %llu is below %d)",
+                      (unsigned long long)p->engine_nofile, PTP_PERF_NOFILE_MIN);
   if (engine == PTP_ENGINE_PERF && ts.perf_fallbacks)
-    ptp_strbuf_printf(&b, " (%llu threads on CPU-time timers: out of fds)",
-                      (unsigned long long)ts.perf_fallbacks);
+    ptp_strbuf_printf(&b, " (%llu threads on CPU-time timers: %llu beyond the descriptor budget "
+                      "of %llu, a quarter of the soft RLIMIT_NOFILE; %llu out of descriptors)",
+                      (unsigned long long)ts.perf_fallbacks,
+                      (unsigned long long)ts.perf_budget_fallbacks,
+                      (unsigned long long)ptp_engine_perf_budget(ptp_fd_soft_limit()),
+                      (unsigned long long)(ts.perf_fallbacks - ts.perf_budget_fallbacks));
+  int64_t stop_ns;
+  int stop = ptp_sig_stop_reason(&stop_ns);
+  if (stop)
+    ptp_strbuf_printf(&b, "; sampling stopped for good %.3f s before this snapshot's end: %s",
+                      (double)(ptp_now_real() - stop_ns) / 1e9, ptp_sig_stop_text(stop));
+  if (ts.fds_lost)
+    ptp_strbuf_printf(&b, "; the program closed %llu of the sampler's perf event descriptors so "
+                      "far (those threads' events were opened again; no descriptor of the "
+                      "program was used or closed)", (unsigned long long)ts.fds_lost);
   ptp_strbuf_printf(&b, "; %llu exiting threads had expirations due but not delivered (under "
                     "[lost: thread exit] or [lost: kernel mode])",
                     (unsigned long long)(ts.flushed - p->flushed_at_cut));
@@ -706,6 +748,9 @@ static int do_dump(ptprof *p, char *path_out, size_t cap) {
   ptp_threads_own_begin(&own);
   dump d;
   memset(&d, 0, sizeof d);
+  /* Threads that keep SIGPROF blocked: their CPU so far, under its
+   * pseudo-frame, into the ring before the cut drains it. */
+  ptp_threads_account_blocked();
   dump_cut(p, &d);
   int rc = dump_drops(p, &d);
   int crc = dump_comments(p, &d);                  /* also keeps flushed_at_cut current */
@@ -731,7 +776,7 @@ static void free_shared(ptp_shared *sh) {
   free(sh);
 }
 
-static int new_shared(ptp_shared **out, int wake_fd) {
+static int new_shared(ptp_shared **out) {
   ptp_shared *sh = ptp_calloc(1, sizeof *sh);
   if (!sh) return -ENOMEM;
   /* zero-filled is the ring's initial state (ptp_ring.h): left untouched */
@@ -742,13 +787,12 @@ static int new_shared(ptp_shared **out, int wake_fd) {
   }
   sh->ring.cap = RING_SLOTS;
   sh->ring.mask = RING_SLOTS - 1;
-  sh->wake_fd = wake_fd;
   sh->wake_fill = RING_SLOTS / 4;
-  /* magic: any nonzero value that differs between starts */
-  uint64_t x = (uint64_t)ptp_now_mono() ^ ((uint64_t)getpid() << 20) ^
-               ((uint64_t)atomic_fetch_add(&proc.starts, 1) << 40);
-  x = (x ^ (x >> 31)) * 0x9e3779b97f4a7c15ULL;
-  sh->magic = (uint32_t)(x >> 32) | 1u;
+  /* this start's generation, between the process's timer magic and the
+   * tid in our timers' value: a late signal of an earlier start's timer is
+   * still ours (never the program's) but recorded by no window */
+  sh->magic = (atomic_fetch_add(&proc.starts, 1) & ((1u << (32 - PTP_TIMER_TID_BITS)) - 1u))
+              << PTP_TIMER_TID_BITS;
   *out = sh;
   return 0;
 }
@@ -775,19 +819,21 @@ int ptprof_start(ptprof *p) {
    * (its error is ours) or when AUTO's probe event opens, else timers. */
   int engine = PTP_ENGINE_TIMER;
   p->engine_why = 0;
-  if (p->engine_opt != PTPROF_ENGINE_TIMER) {
+  p->engine_nofile = 0;
+  uint64_t soft = ptp_fd_soft_limit();
+  if (p->engine_opt == PTPROF_ENGINE_AUTO && ptp_engine_perf_budget(soft) == 0) {
+    /* One descriptor per thread would take what a program at this limit
+     * counts on: timers (no descriptor at all), said in the snapshot. */
+    p->engine_nofile = soft ? soft : 1;
+  } else if (p->engine_opt != PTPROF_ENGINE_TIMER) {
     int prc = ptp_perf_probe();
     if (prc == 0) engine = PTP_ENGINE_PERF;
     else if (p->engine_opt == PTPROF_ENGINE_PERF) { rc = prc; goto fail_global; }
     else p->engine_why = prc;
   }
   atomic_store(&p->engine, engine);
-  if ((rc = install_handler()) < 0) goto fail_global;
-  int fds[2];
-  if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) { rc = -errno; goto fail_global; }
-  p->wake_rd = fds[0];
-  p->wake_wr = fds[1];
-  if ((rc = new_shared(&p->sh, p->wake_wr)) < 0) goto fail_pipe;
+  if ((rc = ptp_sig_install()) < 0) goto fail_global;
+  if ((rc = new_shared(&p->sh)) < 0) goto fail_global;
   p->sh->engine = engine;
   p->sh->period_ns = p->period_ns;
   if (!p->sym && (rc = ptp_symbolizer_new(&p->sym)) < 0) goto fail_shared;
@@ -796,7 +842,15 @@ int ptprof_start(ptprof *p) {
   atomic_store(&p->consumer_stop, 0);
   atomic_store(&p->consumer_ended, 0);
   p->consumer_cpu_at_cut = 0;
+  /* The consumer runs with every signal blocked (it inherits the mask it
+   * is created with): a signal sent to the process (the program's
+   * setitimer, kill, SIGCHLD, SIGINT) must go to one of the program's
+   * threads, as without us, never to ours, and never run the program's
+   * handler on our thread. */
+  uint64_t all = ~0ull, old_mask = 0;
+  (void)syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old_mask, sizeof all);
   int prc = ptp_real_pthread_create(&p->consumer, NULL, consumer_main, p);
+  (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_mask, NULL, sizeof old_mask);
   if (prc != 0) { rc = -prc; goto fail_shared; }
   p->consumer_clk_ok = pthread_getcpuclockid(p->consumer, &p->consumer_clk) == 0;
   while (sem_wait(&p->consumer_ready) != 0 && errno == EINTR) {}
@@ -820,16 +874,12 @@ fail_consumer:
   ptp_threads_deactivate();
   atomic_store(&ptp_g_shared, NULL);
   atomic_store(&p->consumer_stop, 1);
-  { char c = 1; ssize_t w = write(p->wake_wr, &c, 1); (void)w; }
+  ptp_wake_now(p->sh);
   pthread_join(p->consumer, NULL);
   ptp_grace_wait(0);
 fail_shared:
   free_shared(p->sh);
   p->sh = NULL;
-fail_pipe:
-  close(p->wake_rd);
-  close(p->wake_wr);
-  p->wake_rd = p->wake_wr = -1;
 fail_global:
   ptp_graveyard_keep(0);
   atomic_store(&proc.running, NULL);
@@ -882,8 +932,11 @@ int ptprof_set_dir(ptprof *p, const char *dir) {
 /* Stops everything; api_mu held, p->running. */
 static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   atomic_store(&p->consumer_stop, 1);
-  { char c = 1; ssize_t w = write(p->wake_wr, &c, 1); (void)w; }
+  ptp_wake_now(p->sh);
   pthread_join(p->consumer, NULL);
+  /* CPU of threads that still keep SIGPROF blocked, while their sources
+   * still say what is due (the final dump's cut drains it) */
+  if (final_dump) ptp_threads_account_blocked();
   ptp_threads_deactivate();
   ptp_cfi_save_pending();
   int rc = 0;
@@ -902,9 +955,6 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   atomic_fetch_add(&p->st_no_cpu, atomic_load(&p->sh->no_cpu));
   free_shared(p->sh);
   p->sh = NULL;
-  close(p->wake_rd);
-  close(p->wake_wr);
-  p->wake_rd = p->wake_wr = -1;
   p->running = 0;
   atomic_store(&proc.running, NULL);
   return rc;
@@ -982,6 +1032,8 @@ void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
   out->threads_flushed = ts.flushed;
   out->lost_thread_exit = ts.lost_at_exit;
   out->engine = atomic_load(&q->engine);
+  out->fds_lost = ts.fds_lost;
+  out->stopped = ptp_sig_stop_reason(NULL);
   out->last_window_ns = atomic_load(&q->st_last_window);
   out->last_blind_ns = atomic_load(&q->st_last_blind);
 }

@@ -20,6 +20,18 @@ static inline uint64_t ptp_expirations_due(int64_t elapsed_ns, int64_t first_ns,
   return 1 + (uint64_t)((elapsed_ns - first_ns) / period_ns);
 }
 
+/* How many expirations fall due while the thread's CPU clock goes from
+ * from_ns to to_ns (the source armed at armed_ns with first_ns, then every
+ * period_ns): the "[lost: signal blocked]" count of a block over that
+ * interval. 0 when the clocks are unknown (negative) or go backwards. */
+static inline uint64_t ptp_expirations_between(int64_t armed_ns, int64_t first_ns,
+                                               int64_t period_ns, int64_t from_ns,
+                                               int64_t to_ns) {
+  if (armed_ns < 0 || from_ns < 0 || to_ns < from_ns) return 0;
+  return ptp_expirations_due(to_ns - armed_ns, first_ns, period_ns) -
+         ptp_expirations_due(from_ns - armed_ns, first_ns, period_ns);
+}
+
 /* Whether the next expiration of a thread's perf event (its delivered + 1-th
  * since it was armed) has the thread's CPU time behind it. The event's
  * clock is not the thread's CPU clock: task-clock advances with the

@@ -2,19 +2,23 @@
  * ptp_handler.c - the SIGPROF handler.
  *
  * ASYNC-SIGNAL-SAFE FILE: every function in this file may run inside a
- * signal handler and calls only: atomics, gettid(2), ioctl(2) on our own
- * perf event and clock_gettime(2) of the thread's CPU clock (plain system
- * calls), the producer (ptp_producer.c: vDSO
- * clock_gettime, write(2) on a non-blocking pipe), ptp_unwind
- * (ptp_unwind.c, equally restricted) and atomic loads of the thread's own
- * initial-exec TLS label block (ptp_label_set.h) and own-work mark
- * (ptp_own_work.h). No malloc, no locks, no stdio, no
+ * signal handler and calls only: atomics, gettid(2), fstat(2) and ioctl(2)
+ * on our own perf event (after checking the number still names it) and
+ * clock_gettime(2) of the thread's CPU clock (plain system calls), the
+ * producer (ptp_producer.c: vDSO clock_gettime, a futex wake), ptp_sigstate
+ * (ptp_sigstate.c: telling our signals apart, handing the program's on),
+ * ptp_unwind (ptp_unwind.c, equally restricted) and atomic loads of the
+ * thread's own initial-exec TLS label block (ptp_label_set.h) and own-work
+ * mark (ptp_own_work.h). No malloc, no locks, no stdio, no
  * dl_iterate_phdr/dladdr, no /proc, no libc or libgcc unwinder. errno is
  * saved and restored.
  *
- * Per signal: find the running sampler (ptp_g_shared), check the signal is
- * one of its engine's, count it as the profiler's own when the thread is
- * inside profiler work (ptp_own_work.h: no sample), claim a ring slot, walk the interrupted stack into it,
+ * Per signal: tell ours from the program's (ptp_sigstate.h); for ours, find
+ * the running sampler (ptp_g_shared), check the signal is one of its
+ * engine's (a delivery that reports blocked time records no stack, see
+ * blocked_delivery), count it as the profiler's own when the thread is
+ * inside profiler work (ptp_own_work.h: no sample), claim a ring slot, walk
+ * the interrupted stack into it,
  * copy the thread's labels (the polled console task and the user labels, as
  * ids) into it, publish it, and wake the consumer if the ring is filling up or the walk
  * asked for a new unwind table (ptp_unwind.h).
@@ -30,12 +34,14 @@
  *    clock ran on while the host took the virtual CPU: steal time) records
  *    nothing and is counted in ptp_shared.no_cpu (ptp_perf_expiry_backed).
  * Every expiration that is not recorded is counted in ptp_shared.drops by
- * cause.
+ * cause. A signal that is not ours goes to the program's disposition
+ * (ptp_sig_forward) last, once our grace counter and errno are restored.
  */
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <time.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -43,31 +49,45 @@
 #include "prof/signal/ptp_handler.h"
 #include "prof/signal/ptp_label_set.h"
 #include "prof/signal/ptp_own_work.h"
+#include "prof/signal/ptp_sigstate.h"
 #include "prof/signal/ptp_thread_sig.h"
 
-/* Which thread this signal samples, or 0 when it records nothing: not
- * ours, or a perf expiration with no CPU of the thread behind it (counted
- * in sh->no_cpu; see ptp_perf_expiry_backed). */
+/* Whether fd, the number rec's event was published under, still names that
+ * event: the program may have closed it and opened a file of its own under
+ * the same number, which must never get our ioctl. fstat first (only the
+ * perf events' anonymous inode gets a perf ioctl), then the event's kernel
+ * id. Two system calls, only before the one ioctl per event. */
+static int perf_fd_ours(const ptp_thread_sig *rec, int fd) {
+  struct stat st;
+  uint64_t id;
+  return fstat(fd, &st) == 0 && (uint64_t)st.st_dev == rec->perf_dev &&
+         (uint64_t)st.st_ino == rec->perf_ino && ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0 &&
+         id == rec->perf_id;
+}
+
+/* Which thread this signal of ours samples, or 0 when it records nothing:
+ * a stale signal (a timer of an earlier start, a closed event, no sampler
+ * running), or a perf expiration with no CPU of the thread behind it
+ * (counted in sh->no_cpu; see ptp_perf_expiry_backed). Called only for
+ * our signals (ptp_sig_ours). */
 static uint32_t signal_tid(ptp_shared *sh, const siginfo_t *si, uint32_t *weight,
-                           ptp_thread_sig **rec_out) {
-  *rec_out = NULL;
+                           ptp_thread_sig *rec) {
+  if (!sh) return 0;
   /* Both kinds are accepted whatever the engine: under the perf engine a
    * thread whose event could not be opened (EMFILE) falls back to a timer. */
   if (si->si_code == SI_TIMER) {
     uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
-    if ((uint32_t)(v >> 32) != sh->magic) return 0;   /* a stale or foreign timer */
+    if (((uint32_t)v & ~PTP_TIMER_TID_MASK) != sh->magic) return 0;   /* an earlier start's */
     *weight = 1u + (si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0u);
-    *rec_out = ptp_thread_sig_lookup((uint32_t)v);
-    return (uint32_t)v;
+    return (uint32_t)v & PTP_TIMER_TID_MASK;
   }
-  if (si->si_code != POLL_IN && si->si_code != POLL_HUP) return 0;
   uint32_t tid = (uint32_t)gettid();
-  ptp_thread_sig *rec = ptp_thread_sig_lookup(tid);
-  /* Only this thread's own event: a signal of a closed event (its fd
-   * already reset to -1) or anyone else's F_SETSIG is ignored. */
+  /* Only this thread's own event, still published: a signal its previous
+   * (closed) event left pending is ignored. */
   int fd = rec ? atomic_load_explicit(&rec->perf_fd, memory_order_acquire) : -1;
   if (fd < 0 || fd != si->si_fd) return 0;
-  if (atomic_exchange_explicit(&rec->perf_first, 0, memory_order_relaxed)) {
+  if (atomic_exchange_explicit(&rec->perf_first, 0, memory_order_relaxed) &&
+      perf_fd_ours(rec, fd)) {
     uint64_t period = (uint64_t)sh->period_ns;
     (void)ioctl(fd, PERF_EVENT_IOC_PERIOD, &period);
   }
@@ -84,28 +104,43 @@ static uint32_t signal_tid(ptp_shared *sh, const siginfo_t *si, uint32_t *weight
     return 0;
   }
   *weight = 1;
-  *rec_out = rec;
   return tid;
 }
 
-void ptp_handler(int sig, siginfo_t *si, void *ucv) {
-  (void)sig;
-  int saved_errno = errno;
-  atomic_fetch_add(&ptp_g_inside, 1);
-  ptp_shared *sh = atomic_load(&ptp_g_shared);
-  if (!sh || !si) goto out;
-  uint32_t weight = 1;
-  ptp_thread_sig *rec;
-  uint32_t tid = signal_tid(sh, si, &weight, &rec);
-  if (!tid) goto out;
+/* A delivery of ours that reports CPU spent while the thread kept SIGPROF
+ * blocked: the stack now is not the one that used it. With the block seen
+ * by the mask interposers (block_cpu_ns set) it is counted by the CPU
+ * clock at the unblock (runtime/ptp_siginterpose.c); this weight is noted
+ * so as not to count it twice. Otherwise (a block we did not see) its
+ * weight goes under [lost: signal blocked] as it is. */
+static void blocked_delivery(ptp_thread_sig *rec, uint32_t tid, uint32_t weight) {
+  if (atomic_load_explicit(&rec->block_cpu_ns, memory_order_relaxed) >= 0) {
+    atomic_fetch_add_explicit(&rec->blocked_got, weight, memory_order_relaxed);
+    return;
+  }
+  uintptr_t cause = PTP_DROP_BLOCKED;
+  (void)ptp_push_sample(tid, weight, PTP_SLOT_FLUSH, &cause, 1);
+}
 
+/* Our own work on one of our signals: accounting and the sample. */
+static void take(ptp_shared *sh, siginfo_t *si, void *ucv, ptp_thread_sig *rec) {
+  uint32_t weight = 1;
+  uint32_t tid = signal_tid(sh, si, &weight, rec);
+  if (!tid) return;
   if (rec) {
     atomic_fetch_add_explicit(&rec->delivered, weight, memory_order_relaxed);
+    /* The interrupted code had SIGPROF blocked (we came in through a
+     * sigsuspend-like call that swapped the mask), or the thread is
+     * unblocking it right now: this reports CPU of the blocked time. */
+    if (ptp_sig_uc_blocked(ucv) || atomic_load_explicit(&rec->unblocking, memory_order_relaxed)) {
+      blocked_delivery(rec, tid, weight);
+      return;
+    }
     /* SIGPROF is blocked while its handler runs (no SA_NODEFER), so this only
      * triggers if someone re-raised it with a different mask. */
     if (atomic_exchange_explicit(&rec->busy, 1, memory_order_acquire)) {
       ptp_drop(sh, PTP_DROP_REENTRANT, weight);
-      goto out;
+      return;
     }
   }
   /* The thread runs the profiler's own code (a dump, a table build): that
@@ -151,7 +186,19 @@ void ptp_handler(int sig, siginfo_t *si, void *ucv) {
   ptp_wake_maybe(sh, asked);
 out_rec:
   if (rec) atomic_store_explicit(&rec->busy, 0, memory_order_release);
-out:
+}
+
+void ptp_handler(int sig, siginfo_t *si, void *ucv) {
+  if (!si) return;
+  int saved_errno = errno;
+  atomic_fetch_add(&ptp_g_inside, 1);
+  ptp_thread_sig *rec;
+  int ours = ptp_sig_ours(si, &rec);
+  if (ours) take(atomic_load(&ptp_g_shared), si, ucv, rec);
   atomic_fetch_sub(&ptp_g_inside, 1);
   errno = saved_errno;
+  /* Not ours: the program's, handed to its own disposition exactly as the
+   * kernel would have, after every piece of our state is left (its
+   * handler may siglongjmp and never come back). */
+  if (!ours) ptp_sig_forward(sig, si, ucv);
 }

@@ -16,6 +16,9 @@
  *    written by that thread;
  *  - ptp_t_own_work (ptp_own_work.h): whether the calling thread is inside
  *    profiler work, written by that thread;
+ *  - ptp_g_sig (ptp_sigstate.h): the program's own SIGPROF disposition and
+ *    our timers' magic, written by the interposers of
+ *    runtime/ptp_siginterpose.c and the process set-up (ptp_process.c);
  *  - the interrupted context (ucontext) and the interrupted thread's stack,
  *    read within its bounds.
  * It calls only the functions of signal/ and async-signal-safe system
@@ -33,11 +36,14 @@
 #include "prof/signal/ptp_unwind.h"
 #include "prof/output/ptp_window.h"
 
-/* The handler: install with SA_SIGINFO | SA_RESTART for SIGPROF. Records
- * only signals of the running sampler's engine: POSIX timers (si_code
- * SI_TIMER and our magic in si_value) or perf events (si_code POLL_IN or
- * POLL_HUP from F_SETSIG, and si_fd the calling thread's event); anything
- * else is ignored. Async-signal-safe; saves and restores errno. */
+/* The handler: installed with SA_SIGINFO | SA_RESTART for SIGPROF by
+ * runtime/ptp_siginterpose.c. Records only signals of the running
+ * sampler's engine: POSIX timers (si_code SI_TIMER and our magic and this
+ * start's generation in si_value) or perf events (si_code POLL_IN..POLL_HUP
+ * from F_SETSIG, and si_fd the calling thread's event); ours of an earlier
+ * start or a closed event are ignored; anything else is the program's and
+ * goes to its disposition (ptp_sig_forward), after our state is left.
+ * Async-signal-safe; saves and restores errno (for our part). */
 void ptp_handler(int sig, siginfo_t *si, void *uc);
 
 #endif

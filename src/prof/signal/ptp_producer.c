@@ -3,10 +3,14 @@
  *
  * ASYNC-SIGNAL-SAFE FILE: every function here may run inside the SIGPROF
  * handler and calls only atomics, clock_gettime (vDSO, async-signal-safe per
- * POSIX) and write(2) on a non-blocking pipe. No malloc, no locks, no stdio.
+ * POSIX) and the futex(2) system call (FUTEX_WAKE_PRIVATE, through
+ * syscall(2): no lock, no allocation). No malloc, no locks, no stdio, no
+ * descriptor.
  * It calls nothing else of the sampler (ptp_ring.h is inline).
  */
 #include <errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,11 +38,14 @@ void ptp_drop(ptp_shared *sh, int cause, uint32_t weight) {
 void ptp_wake_maybe(ptp_shared *sh, int now) {
   if (!now && ptp_ring_fill(&sh->ring) < sh->wake_fill) return;
   if (!atomic_load_explicit(&sh->wake_armed, memory_order_relaxed)) return;
-  if (atomic_exchange_explicit(&sh->wake_armed, 0, memory_order_acq_rel)) {
-    char c = 1;
-    ssize_t rc = write(sh->wake_fd, &c, 1);  /* EAGAIN: a wake-up is pending anyway */
-    (void)rc;
-  }
+  if (atomic_exchange_explicit(&sh->wake_armed, 0, memory_order_acq_rel)) ptp_wake_now(sh);
+}
+
+void ptp_wake_now(ptp_shared *sh) {
+  atomic_fetch_add_explicit(&sh->wake_seq, 1, memory_order_release);
+  /* Private futex: the word is this process's memory. errno is the
+   * caller's to keep (the handler saves and restores it). */
+  (void)syscall(SYS_futex, &sh->wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 int ptp_push_sample(uint32_t tid, uint32_t weight, uint16_t flags,

@@ -17,8 +17,15 @@
  *                 grace, runtime/ptp_grace.h.
  *
  * SIGNAL-SAFETY: every function declared here is async-signal-safe (atomics,
- * vDSO clock_gettime, write(2) on a non-blocking pipe) and may also be
- * called from ordinary thread context.
+ * vDSO clock_gettime, a futex wake system call) and may also be called from
+ * ordinary thread context.
+ *
+ * Descriptors: none. The consumer is woken through a futex on a word of
+ * ptp_shared (shared memory of this process), never through a descriptor:
+ * a program may close or reuse any descriptor number at any time (a
+ * close_range(3, ~0U) at its start, a daemon closing everything), and a
+ * wake-up written to a number the program now uses would land in its
+ * file (docs/sampler.md, "Descriptors").
  */
 #ifndef PTP_PRODUCER_H
 #define PTP_PRODUCER_H
@@ -33,7 +40,10 @@
  * allocated before publication and freed only after unpublication plus a
  * grace period. */
 typedef struct ptp_shared {
-  uint32_t magic;             /* high half of our timers' sigev_value */
+  uint32_t magic;             /* this start's part of our timers' sigev_value:
+                                 its generation << PTP_TIMER_TID_BITS (the
+                                 process's timer magic is above, the tid
+                                 below; ptp_sigstate.h) */
   int engine;                 /* PTP_ENGINE_* of this start (ptp_threads.h) */
   int64_t period_ns;          /* sampling period in thread CPU ns */
   _Atomic int dumping;        /* 1: count PTP_DROP_DUMPING, record nothing */
@@ -44,11 +54,13 @@ typedef struct ptp_shared {
    * their thread behind them (ptp_perf_expiry_backed) and were ignored:
    * not a drop, since no CPU is missing from the profile. */
   _Atomic uint64_t no_cpu;
-  /* Wake-up of the consumer: it sets wake_armed before sleeping; the first
-   * producer that sees the ring at least wake_fill full (or that needs the
-   * consumer now) clears it and writes one byte to wake_fd (non-blocking
-   * pipe; a full pipe is fine). */
-  int wake_fd;
+  /* Wake-up of the consumer: it reads wake_seq, sets wake_armed and sleeps
+   * in FUTEX_WAIT on wake_seq (with a timeout); the first producer that sees
+   * the ring at least wake_fill full (or that needs the consumer now)
+   * clears wake_armed, increments wake_seq and wakes the futex
+   * (ptp_wake_now). A wake between the consumer's read and its wait makes
+   * the wait return at once (the word changed). */
+  _Atomic uint32_t wake_seq;
   _Atomic int wake_armed;
   uint64_t wake_fill;
 } ptp_shared;
@@ -65,8 +77,12 @@ void ptp_drop(ptp_shared *sh, int cause, uint32_t weight);
 
 /* Wakes the consumer when the ring has reached its fill mark, or at once
  * when now != 0 (work that should not wait: an unwind table the walker
- * asked for). At most one byte per sleep of the consumer. */
+ * asked for). At most one wake-up per sleep of the consumer. */
 void ptp_wake_maybe(ptp_shared *sh, int now);
+
+/* Wakes the consumer unconditionally (stop, a dump that wants it, tests):
+ * increments wake_seq and wakes the futex. */
+void ptp_wake_now(ptp_shared *sh);
 
 /* Pushes one record outside the walker: frames[0..n) with the given weight
  * and flags into the running sampler's ring (the exit accounting's

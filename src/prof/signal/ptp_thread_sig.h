@@ -27,18 +27,23 @@
  *     gone. The handler always looks up the thread it runs on (or the one a
  *     timer names), so an entry it accepted does not change identity under
  *     it.
- *  4. Perf events: armed_cpu_ns, first_ns, delivered = 0 and perf_first = 1
- *     are written before perf_fd (release); the handler loads perf_fd with
- *     acquire and reads them only when si_fd matches it. An event is
+ *  4. Perf events: armed_cpu_ns, first_ns, delivered = 0, perf_first = 1
+ *     and the event's identity (perf_dev, perf_ino, perf_id) are written
+ *     before perf_fd (release); the handler loads perf_fd with acquire and
+ *     reads them only when si_fd matches it. An event is
  *     unpublished (perf_fd exchanged for -1) before its fd is closed, and
  *     closed only when no handler can hold it: on the calling thread
  *     itself, for a thread that is gone, or after the handler grace
  *     (runtime/ptp_grace.h).
  *  5. The timer engine's armed_cpu_ns/first_ns are not read by the handler
  *     (its signal carries its own count, si_overrun).
+ *  6. perf_fd_prev, block_cpu_ns, blocked_got and unblocking are set to
+ *     -1, -1, 0 and 0 with the identity (rule 2); perf_fd_prev takes the
+ *     old perf_fd before perf_fd is unpublished.
  * What the handler writes: busy (its own reentrancy flag), delivered (+=
- * weight, relaxed) and perf_first (exchanged 1 -> 0 at an event's first
- * signal). Nothing else, and nothing of any other thread.
+ * weight, relaxed), perf_first (exchanged 1 -> 0 at an event's first
+ * signal) and blocked_got (+= weight). Nothing else, and nothing of any
+ * other thread.
  *
  * SIGNAL-SAFETY: ptp_thread_sig_lookup is async-signal-safe (atomic loads).
  */
@@ -62,6 +67,26 @@ typedef struct ptp_thread_sig {
                                    handler accepts a perf signal only with
                                    this si_fd */
   _Atomic int perf_first;       /* 1 until the handler set the regular period */
+  /* The event's identity (rule 4): the (device, inode) of its file and its
+   * kernel id (PERF_EVENT_IOC_ID). perf_fd is a number in the program's
+   * descriptor table: before the handler uses it (the ioctl that sets the
+   * regular period) it checks that the number still names this event
+   * (the program may have closed it and opened something else there). */
+  uint64_t perf_dev, perf_ino, perf_id;
+  _Atomic int perf_fd_prev;     /* the event before (unpublished or closed): a
+                                   signal it left pending is still ours */
+  /* SIGPROF kept blocked by the program (ptp_sigstate.h, the mask
+   * interposers of runtime/ptp_siginterpose.c; written by the thread
+   * itself, or by a dump's accounting with a compare-and-swap): */
+  _Atomic int64_t block_cpu_ns; /* the thread's CPU clock when it blocked
+                                   SIGPROF (from there on, expirations are
+                                   "[lost: signal blocked]"); -1: not blocked
+                                   as far as we saw */
+  _Atomic uint64_t blocked_got; /* weight the handler took while blocked
+                                   (inside sigsuspend and the like, or at the
+                                   unblock): counted by the CPU clock instead */
+  _Atomic int unblocking;       /* the thread is inside an unblocking call:
+                                   a delivery now was pending from the block */
   int64_t armed_cpu_ns;         /* thread CPU time when armed (rule 4) */
   int64_t first_ns;             /* first expiry after arming (rule 4) */
 } ptp_thread_sig;

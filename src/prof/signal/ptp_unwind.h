@@ -59,17 +59,18 @@ typedef struct ptp_cfi_row {
  * the runtime PCs [bias + start, bias + start + len). Immutable once
  * published. Two origins: a table built here (ptp_cfi_parse.c) has its rows
  * right after the struct in the same allocation and bias 0; a table read
- * from the persistent cache (ptp_cficache.c) points into a read-only
- * private mapping of the cache file, whose rows are relative to the
- * object's load bias and are used in place (never copied or relocated), and
- * map/maplen name that mapping. Freed only by ptp_cfi_tab_free. */
+ * from the persistent cache (ptp_cficache.c) points into a read-only copy
+ * of the cache file (a private anonymous mapping: never the file's own
+ * pages, which a truncation could take away under the handler), whose rows
+ * are relative to the object's load bias and are used in place (never
+ * relocated), and map/maplen name that copy. Freed only by ptp_cfi_tab_free. */
 typedef struct ptp_cfi_tab {
   size_t nrows;
   size_t bytes;                /* memory it holds (memory cap) */
   uintptr_t bias;              /* added to a row's start */
   const ptp_cfi_row *rows;
   size_t norule;               /* rows of kind PTP_CFI_NORULE */
-  void *map;                   /* the cache file's mapping, or NULL */
+  void *map;                   /* the copy of the cache file, or NULL */
   size_t maplen;
 } ptp_cfi_tab;
 

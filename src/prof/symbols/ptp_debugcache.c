@@ -15,6 +15,7 @@
  */
 #include "prof/symbols/ptp_debugcache.h"
 #include "prof/cache/ptp_cachefile.h"
+#include "prof/cache/ptp_fileopen.h"
 #include "prof/symbols/ptp_symcache.h"
 #include "prof/ptp_alloc.h"
 
@@ -78,7 +79,7 @@ static int dc_dirfd(ptp_debugcache *c) {
   if (c->refused) return -EPERM;
   if (!c->checked) {
     c->checked = true;
-    if (ptp_cachefile_prepare_dir(c->dir) != 0) {
+    if (ptp_cachefile_prepare_subdir(c->dir) != 0) {   /* and the symbol cache's, above */
       c->refused = true;
       return -EPERM;
     }
@@ -105,7 +106,8 @@ static bool elf_has_id(Elf *e, const unsigned char *id, int idlen) {
 }
 
 bool ptp_debugcache_compressed(int fd) {
-  Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  /* pread, not a mapping: fd may be anyone's file, not yet checked */
+  Elf *e = elf_begin(fd, ELF_C_READ, NULL);
   if (!e) return false;
   bool comp = false;
   Elf_Scn *scn = NULL;
@@ -117,12 +119,26 @@ bool ptp_debugcache_compressed(int fd) {
   return comp;
 }
 
+/* A copy is written whole by us (libelf fills the gaps between sections):
+ * one with fewer blocks allocated than 1/DC_SPARSE_RATIO of its size is a
+ * sparse file someone made (a 100 GB hole costs nothing to make and would
+ * cost libdw's page faults), not ours. Generous, for file systems that
+ * compress (DWARF compresses a few times over). */
+#define DC_SPARSE_RATIO 16
+
 /* The checks a copy must pass before libdw may read it (see the header):
- * what a truncated or foreign file would fail. 0 or -EINVAL. */
-static int dc_check(int fd, const struct stat *st, const unsigned char *id, int idlen) {
+ * what a truncated, sparse, linked or foreign file would fail. 0 or
+ * -EINVAL. */
+static int dc_check(const ptp_debugcache *c, int fd, const struct stat *st,
+                    const unsigned char *id, int idlen) {
   if (!S_ISREG(st->st_mode) || st->st_uid != geteuid() || (st->st_mode & (S_IWGRP | S_IWOTH)))
     return -EINVAL;
-  Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  /* One name only (a second link elsewhere could be used to rewrite it),
+   * within the bound of all copies, not sparse. */
+  if (st->st_nlink != 1 || (uint64_t)st->st_size > c->max_bytes ||
+      (uint64_t)st->st_blocks * 512 < (uint64_t)st->st_size / DC_SPARSE_RATIO)
+    return -EINVAL;
+  Elf *e = elf_begin(fd, ELF_C_READ, NULL);
   if (!e) return -EINVAL;
   int r = elf_kind(e) == ELF_K_ELF && elf_has_id(e, id, idlen) ? 0 : -EINVAL;
   uint64_t size = (uint64_t)st->st_size;
@@ -159,7 +175,7 @@ int ptp_debugcache_open(ptp_debugcache *c, const unsigned char *id, int idlen, c
     goto fail_dir;
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || dc_check(fd, &st, id, idlen) != 0) {
+  if (fstat(fd, &st) != 0 || dc_check(c, fd, &st, id, idlen) != 0) {
     /* corrupt, truncated, foreign or not ours: never used; the next miss
      * makes a good one in its place */
     c->st.rejected++;
@@ -277,9 +293,12 @@ int ptp_debugcache_make(ptp_debugcache *c, const char *src, const unsigned char 
   char name[DC_ID_MAX * 2 + sizeof DC_SUFFIX];
   int r = dc_name(name, sizeof name, id, idlen);
   if (r) return r;
-  int in = open(src, O_RDONLY | O_CLOEXEC);
-  if (in < 0) return -errno;
-  Elf *ie = elf_begin(in, ELF_C_READ_MMAP, NULL);
+  struct stat sst;
+  int in = ptp_file_open_regular(AT_FDCWD, src, 0, PTP_FILE_ELF_MAX, &sst);
+  if (in < 0) return in;
+  /* Mapped only when nobody else can truncate it under us (root's
+   * /usr/lib/debug, or ours); anyone else's is read with pread. */
+  Elf *ie = elf_begin(in, ptp_file_trusted(&sst) ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
   r = -EINVAL;
   if (!ie || elf_kind(ie) != ELF_K_ELF || !elf_has_id(ie, id, idlen)) goto fail_in;
   int dfd = dc_dirfd(c);   /* the directory's safety check */

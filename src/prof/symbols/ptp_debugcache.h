@@ -9,8 +9,8 @@
  * lookup touches.
  *
  * Files: <dir>/<build id hex>.debug, mode 0600, in a directory created 0700
- * and used only if ours and not group/world writable (the symbol cache's
- * ptp_cachefile_prepare_dir). A copy is an ELF file with the same sections in
+ * and used only if it and the symbol cache's directory above it are ours
+ * and not group/world writable (ptp_cachefile_prepare_subdir). A copy is an ELF file with the same sections in
  * the same order as its source, each SHF_COMPRESSED section stored
  * decompressed (what `eu-elfcompress -t none` makes), written with libelf to
  * a unique temp file in the same directory, fsync'ed (a copy has no
@@ -18,9 +18,11 @@
  * into place (ptp_cachefile_write_with; the directory is not fsync'ed: a
  * copy a crash lost is made again): concurrent writers each rename a whole
  * file.
- * Before use a copy is opened without following symlinks and checked: a
- * regular file owned by us, not writable by others, ELF, every section
- * inside the file, none compressed, the build id wanted. A copy failing a
+ * Before use a copy is opened without following symlinks and without
+ * blocking, and checked: a regular file owned by us, not writable by
+ * others, with one link, no larger than the bound of all copies, not
+ * sparse (at least 1/16 of its size allocated), ELF, every section inside
+ * the file, none compressed, the build id wanted. A copy failing a
  * check is removed (and re-made by the next ptp_debugcache_make_pending).
  * The directory holds at most max_bytes of copies: after each new copy the
  * least recently used ones (mtime, refreshed at each use) are removed.

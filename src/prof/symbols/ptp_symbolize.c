@@ -120,6 +120,7 @@ int ptp_symbolizer_lookup(ptp_symbolizer *s, uint64_t addr, ptp_sym_result *out)
         ptp_symbolize_module_load(m);
         m->dc = NULL;
         s->st.modules_opened++;
+        s->st.files_copied += m->files_copied;
         update_flags(s, modi);
       }
       if (m->mod) {
@@ -326,7 +327,7 @@ static int rescan(ptp_symbolizer *s, scan_state *st) {
   qsort_r(by_start, nmaps, sizeof *by_start, by_start_cmp_ctx, maps);
   /* Commit: free modules that are gone, swap in the new arrays. */
   for (size_t i = 0; i < s->nmods; i++)
-    if (!s->mods[i]->seen) ptp_symbolize_module_free(s->mods[i]);
+    if (!s->mods[i]->seen) s->st.fds_lost += (uint64_t)ptp_symbolize_module_free(s->mods[i]);
   free(s->mods);
   free(s->maps);
   free(s->map_mod);

@@ -72,6 +72,11 @@ typedef struct ptp_symbolizer_stats {
   uint64_t debug_copies_rejected; /* bad copies found (removed, re-made) */
   uint64_t debug_copies_made, debug_copy_errors;
   uint64_t debug_copies_removed;/* by the size bound */
+  uint64_t files_copied;        /* files libdw read through a private sealed copy
+                                   (not ours or root's, or writable by others:
+                                   cache/ptp_fileopen.h) */
+  uint64_t fds_lost;            /* modules dropped whose descriptor the program
+                                   had closed (their Dwfl left unended) */
 } ptp_symbolizer_stats;
 
 void ptp_symbolizer_get_stats(const ptp_symbolizer *s, ptp_symbolizer_stats *out);

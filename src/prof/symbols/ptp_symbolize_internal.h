@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "prof/cache/ptp_fd.h"
 #include "prof/symbols/ptp_debugcache.h"
 #include "prof/symbols/ptp_strarena.h"
 #include "prof/symbols/ptp_sym_map.h"
@@ -35,6 +36,7 @@
 
 #define SYM_MAX_SEGS 8          /* executable PT_LOADs per object we keep */
 #define SYM_MAX_BUILD_ID 64     /* bytes; GNU build ids are 20 (sha1) */
+#define SYM_MAX_FDS 8           /* descriptors a module hands to libdwfl we track */
 /* Pieces resolved for the cache per profile beyond the PCs asked for: ~10 us
  * each here, so a cold dump pays at most ~40 ms more for filling whole CUs
  * (the rest is cached piece by piece, and filled by later profiles). */
@@ -144,6 +146,17 @@ typedef struct sym_module {
   bool syms_direct;    /* the symbol table was read by syms_from_elf */
   bool dwfl_reference; /* read symbols and find CUs through libdwfl only
                           (ptp_symbolizer_set_dwfl_reference; for tests) */
+  /* The descriptors handed to libdwfl (the object, its debug files, the
+   * vDSO's memfd): libdwfl keeps them open until dwfl_end closes them, so
+   * they are ours for as long as the module lives. Each sits above the
+   * descriptor floor with its identity recorded (cache/ptp_fd.h); at free,
+   * a number that no longer names its file (the program closed it and
+   * perhaps reused it) makes us leave the Dwfl unended: libdwfl would
+   * close the program's descriptor. */
+  int fds[SYM_MAX_FDS];
+  ptp_fd_id fd_ids[SYM_MAX_FDS];
+  int nfds;
+  uint32_t files_copied; /* files handed to libdw as a private copy */
 } sym_module;
 
 /* ---- the symbolizer ---- */
@@ -210,8 +223,11 @@ const sym_elfsym *ptp_symbolize_syms_find(const sym_module *m, uint64_t addr);
 /* ---- ptp_symbolize_module.c ---- */
 
 /* Frees m and everything it owns; saves its cache file first if dirty
- * (best effort). NULL is fine. */
-void ptp_symbolize_module_free(sym_module *m);
+ * (best effort). NULL is fine. Returns 1 when the program had closed a
+ * descriptor m handed to libdwfl (its Dwfl is then left unended, so no
+ * number that is now the program's gets closed: its memory is kept), else
+ * 0. */
+int ptp_symbolize_module_free(sym_module *m);
 /* Opens m's file (once: sets m->loaded), its symbols and DWARF. Failures
  * leave m->mod NULL (nothing known) or m->dw NULL (symbols only). */
 void ptp_symbolize_module_load(sym_module *m);

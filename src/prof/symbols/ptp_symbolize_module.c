@@ -55,7 +55,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "prof/cache/ptp_fdmarks.h"
+#include "prof/cache/ptp_fileopen.h"
 
 #define SYM_MAX_DEPTH 256       /* DIE nesting cap for the CU walk */
 #define SYM_MAX_INLINE 64       /* inline chain cap per PC */
@@ -68,9 +72,16 @@ static void cu_index_free(cu_index *c) {
   free(c->segs);
 }
 
-void ptp_symbolize_module_free(sym_module *m) {
-  if (!m) return;
-  if (m->dwfl) dwfl_end(m->dwfl);
+int ptp_symbolize_module_free(sym_module *m) {
+  if (!m) return 0;
+  /* libdwfl closes the descriptors we handed it at dwfl_end: only if each
+   * number still names the file we opened (see sym_module.fds). */
+  int lost = 0;
+  for (int i = 0; i < m->nfds; i++) {
+    ptp_fd_unmark(m->fds[i]);
+    if (!ptp_fd_is(m->fds[i], &m->fd_ids[i])) lost = 1;
+  }
+  if (m->dwfl && !lost) dwfl_end(m->dwfl);
   free(m->syms);
   free(m->runs);
   for (size_t i = 0; i < m->ncus; i++) cu_index_free(&m->cus[i]);
@@ -82,12 +93,53 @@ void ptp_symbolize_module_free(sym_module *m) {
   if (m->cache) (void)ptp_symcache_save(m->cache);
   ptp_symcache_del(m->cache);
   free(m);
+  return lost;
+}
+
+/* ---- the descriptors libdwfl keeps ---- */
+
+/* fd, which libdwfl did not take, is not tracked any more (the caller
+ * closes it). */
+static void forget_fd(sym_module *m, int fd) {
+  ptp_fd_unmark(fd);
+  for (int i = 0; i < m->nfds; i++)
+    if (m->fds[i] == fd) {
+      m->fds[i] = m->fds[--m->nfds];
+      m->fd_ids[i] = m->fd_ids[m->nfds];
+      break;
+    }
+}
+
+/* Makes fd (open on a regular file with fstat st) fit to be kept by
+ * libdwfl for the module's life: a file another user could truncate under
+ * libdw's mapping (not ours or root's, or writable by others) is replaced
+ * by a sealed private copy; the descriptor moves above the floor (the low
+ * numbers stay the program's) and its identity is recorded for the check
+ * at free. Returns the descriptor to hand over (fd is consumed), or -1
+ * (fd closed). */
+static int keep_for_libdw(sym_module *m, int fd, const struct stat *st, bool ours) {
+  if (!ours && !ptp_file_trusted(st)) {
+    int copy = ptp_file_private_copy(fd, st);
+    close(fd);
+    if (copy < 0) return -1;
+    fd = copy;
+    m->files_copied++;
+  }
+  int high = ptp_fd_move_high(fd);
+  if (high >= 0) fd = high;     /* else it stays where it is: still ours, checked */
+  if (m->nfds < SYM_MAX_FDS && ptp_fd_id_of(fd, &m->fd_ids[m->nfds]) == 0) {
+    m->fds[m->nfds++] = fd;
+    ptp_fd_mark(fd);
+  }
+  return fd;
 }
 
 /* ---- local-only debuginfo lookup ---- */
 
+/* Reads with pread (ELF_C_READ), never a mapping: the file is not checked
+ * yet, and a mapped file cut short under us would fault. */
 static int elf_build_id_matches(int fd, const unsigned char *want, int wantlen) {
-  Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  Elf *e = elf_begin(fd, ELF_C_READ, NULL);
   if (!e) return 0;
   const void *bits = NULL;
   ssize_t n = dwelf_elf_gnu_build_id(e, &bits);
@@ -116,10 +168,17 @@ static int use_debug_copy(ptp_debugcache *dc, int fd, const char *path, const un
   return fd;
 }
 
-static int try_open_debug(const char *path, const unsigned char *id, int idlen,
-                          const char *self, ptp_debugcache *dc, char **name_out) {
+/* A candidate debug file: opened only if it is a regular file of a sane
+ * size (ptp_file_open_regular: never a FIFO or a device, no blocking
+ * open), not through a symbolic link at its last component when nofollow
+ * (the names next to the object, which whoever may write there controls).
+ * Returns the descriptor for libdwfl (kept_for_libdw) or -1. */
+static int try_open_debug(sym_module *m, const char *path, int nofollow, const unsigned char *id,
+                          int idlen, const char *self, ptp_debugcache *dc, char **name_out) {
   if (self && strcmp(path, self) == 0) return -1;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  int fd = ptp_file_open_regular(AT_FDCWD, path, nofollow ? PTP_OPEN_NOFOLLOW : 0,
+                                 PTP_FILE_ELF_MAX, &st);
   if (fd < 0) return -1;
   /* A debug file found by name must carry the same build id as the object;
    * without an id we cannot tell and accept it (the .gnu_debuglink CRC check
@@ -132,7 +191,17 @@ static int try_open_debug(const char *path, const unsigned char *id, int idlen,
     close(fd);
     return -1;
   }
-  return use_debug_copy(dc, fd, path, id, idlen, name_out);
+  fd = use_debug_copy(dc, fd, path, id, idlen, name_out);
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return -1;
+  }
+  fd = m ? keep_for_libdw(m, fd, &st, false) : fd;
+  if (fd < 0) {
+    free(*name_out);
+    *name_out = NULL;
+  }
+  return fd;
 }
 
 static void build_id_path(char *path, size_t cap, const unsigned char *id, int idlen) {
@@ -145,10 +214,10 @@ static void build_id_path(char *path, size_t cap, const unsigned char *id, int i
 /* Reads the .gnu_debugaltlink section of the ELF file at path (a dwz
  * "multifile" reference: file name, NUL, build id). 0 or -1. */
 static int read_altlink(const char *path, char *name, size_t namecap, unsigned char *id, int *idlen) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = ptp_file_open_regular(AT_FDCWD, path, 0, PTP_FILE_ELF_MAX, NULL);
   if (fd < 0) return -1;
   int r = -1;
-  Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  Elf *e = elf_begin(fd, ELF_C_READ, NULL);
   size_t shstrndx;
   if (e && elf_getshdrstrndx(e, &shstrndx) == 0) {
     Elf_Scn *scn = NULL;
@@ -187,15 +256,15 @@ static int find_altfile(sym_module *m, const char *altname, char **out) {
   if (read_altlink(src, name, sizeof name, id, &idlen) != 0 || strcmp(name, altname) != 0) return -2;
   if (idlen > 1) {
     build_id_path(path, sizeof path, id, idlen);
-    int fd = try_open_debug(path, id, idlen, src, m->dc, out);
+    int fd = try_open_debug(m, path, 0, id, idlen, src, m->dc, out);
     if (fd >= 0) return fd;
   }
-  if (altname[0] == '/') return try_open_debug(altname, id, idlen, src, m->dc, out);
+  if (altname[0] == '/') return try_open_debug(m, altname, 0, id, idlen, src, m->dc, out);
   snprintf(path, sizeof path, "%s", src);
   char *slash = strrchr(path, '/');
   if (!slash) return -1;
   snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "%s", altname);
-  return try_open_debug(path, id, idlen, src, m->dc, out);
+  return try_open_debug(m, path, 1, id, idlen, src, m->dc, out);
 }
 
 /* Dwfl_Callbacks.find_debuginfo: local paths only. libdwfl calls this when
@@ -219,7 +288,7 @@ static int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *mod
   char path[4096];
   if (idlen > 1) {
     build_id_path(path, sizeof path, id, idlen);
-    int fd = try_open_debug(path, id, idlen, file_name, m ? m->dc : NULL, debuginfo_file_name);
+    int fd = try_open_debug(m, path, 0, id, idlen, file_name, m ? m->dc : NULL, debuginfo_file_name);
     if (fd >= 0) {
       if (m && !m->debug_path) m->debug_path = ptp_strdup(path);
       return fd;
@@ -235,7 +304,10 @@ static int sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *mod
     const char *fmts[] = {"%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s"};
     for (size_t k = 0; k < sizeof fmts / sizeof *fmts; k++) {
       snprintf(path, sizeof path, fmts[k], dir, debuglink_file);
-      int fd = try_open_debug(path, id, idlen > 0 ? idlen : 0, where, m ? m->dc : NULL, debuginfo_file_name);
+      /* the debug link names a file beside the object: whoever may write
+       * there chose it, so no symbolic link is followed to it */
+      int fd = try_open_debug(m, path, k < 2, id, idlen > 0 ? idlen : 0, where, m ? m->dc : NULL,
+                              debuginfo_file_name);
       if (fd >= 0) {
         if (m && !m->debug_path) m->debug_path = ptp_strdup(path);
         return fd;
@@ -267,6 +339,7 @@ void ptp_symbolize_module_load(sym_module *m) {
   m->dwfl = dwfl_begin(&sym_callbacks);
   if (!m->dwfl) return;
   int fd = -1;
+  struct stat st;
   if (m->is_vdso) {
     /* libdwfl reads objects from files: hand it a memfd holding the image. */
     fd = memfd_create("ptprof-vdso", MFD_CLOEXEC);
@@ -279,13 +352,27 @@ void ptp_symbolize_module_load(sym_module *m) {
       p += wr;
       left -= (size_t)wr;
     }
+  } else {
+    /* Opened here, not by libdwfl: the path is the loader's name of the
+     * object, and what sits there now (replaced since the load: a FIFO, a
+     * device, a huge file) must not hang or fault us. */
+    fd = ptp_file_open_regular(AT_FDCWD, m->open_path ? m->open_path : m->name, 0,
+                               PTP_FILE_ELF_MAX, &st);
+    if (fd < 0) return;
+  }
+  /* the vDSO's memfd is our own copy already */
+  if (fstat(fd, &st) != 0 || (fd = keep_for_libdw(m, fd, &st, m->is_vdso)) < 0) {
+    if (fd >= 0) close(fd);
+    return;
   }
   dwfl_report_begin(m->dwfl);
   m->mod = dwfl_report_elf(m->dwfl, m->name, m->open_path ? m->open_path : m->name, fd,
                            m->bias, false);
   dwfl_report_end(m->dwfl, NULL, NULL);
   if (!m->mod) {
-    if (fd >= 0) close(fd);   /* dwfl_report_elf consumes fd only on success */
+    /* dwfl_report_elf consumes fd only on success */
+    forget_fd(m, fd);
+    close(fd);
     return;
   }
   void **ud = NULL;

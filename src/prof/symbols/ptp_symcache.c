@@ -269,20 +269,17 @@ static bool ident_same(const sc_ident *id, const struct stat *st) {
          id->mtime.tv_sec == st->st_mtim.tv_sec && id->mtime.tv_nsec == st->st_mtim.tv_nsec;
 }
 
-/* Maps the open file fd read-only (MAP_PRIVATE, populated: the CRC reads
- * it all), under ptp_cachefile_map_fd's rules (a regular file of ours,
- * one link, not writable by others, in a directory of ours, within the
- * size bound). Not read(2): the copy into fresh memory is what cost, 1.2
- * ms against 0.3 ms for a 300 and a 200 KB file in a new process, CRC
- * included (median of 20 here). The price: a file truncated in place while
- * mapped would fault. None of our writers does that (they append past the
- * end or rename a new file over the name; the bound unlinks), and those
- * rules keep anyone else from doing it. 0 with *buf (sc_unmap it) and
- * *st, or ptp_cachefile_map_fd's error (-EBADMSG only for a file cut
- * short). */
+/* Reads the open file fd into memory of its own (ptp_cachefile_read_fd:
+ * a private anonymous mapping, so sc_unmap frees it), under its rules (a
+ * regular file of ours, one link, not writable by others, in a directory
+ * of ours, within the size bound). A copy rather than a mapping of the
+ * file: a file truncated in place while mapped would fault with SIGBUS at
+ * a dump (any process of our uid can do it, `: > file`); the copy costs
+ * one read from the page cache. 0 with *buf (sc_unmap it) and *st, or
+ * ptp_cachefile_read_fd's error (-EBADMSG only for a file cut short). */
 static int sc_map_fd(const ptp_symcache *c, int fd, uint8_t **buf, struct stat *st) {
   void *p;
-  int r = ptp_cachefile_map_fd(fd, c->dir, sizeof(sc_fhdr), PTP_SYMCACHE_FILE_MAX, &p, st);
+  int r = ptp_cachefile_read_fd(fd, c->dir, 1, sizeof(sc_fhdr), PTP_SYMCACHE_FILE_MAX, &p, st);
   if (r == 0) *buf = p;
   return r;
 }

@@ -22,9 +22,10 @@
  * more segments, each a header (counts, flags, the segment's checksum:
  * the header's first 20 bytes, the intervals, the frames and the strings,
  * each part blockwise from its own start) with its own intervals, frames
- * and strings. A file is mapped only under ptp_cachefile_map_fd's rule
+ * and strings. A file is read only under ptp_cachefile_read_fd's rule
  * (regular, ours, one link, not writable by others, in a directory of
- * ours). Reading checks everything (sizes, checksums, build id, bounds,
+ * ours), into memory of its own (a copy: a file truncated later cannot
+ * fault). Reading checks everything (sizes, checksums, build id, bounds,
  * order, string termination): a truncated, corrupt, foreign, unfit, older
  * version or other-algorithm file is ignored (treated as empty), its state
  * saying which (ptp_symcache_state), and replaced at the next save. A last segment

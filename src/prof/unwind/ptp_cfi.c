@@ -6,8 +6,8 @@
  * in ptp_cfi_internal.h).
  *
  * Table lifetime: a set owns its tables (ptp_cfi_lib.owns_tab) whatever
- * their origin, built here (malloc'ed) or read from the cache (a mapping
- * of the cache file, ptp_cficache.c); ptp_cfi_tab_free releases either,
+ * their origin, built here (malloc'ed) or read from the cache (a private
+ * copy of the cache file, ptp_cficache.c); ptp_cfi_tab_free releases either,
  * and is called only from free_libs, i.e. for a retired set after the
  * handler grace (reclaim_locked) or for a set never published. A table
  * moved to a newer set by carry_over_locked is freed with that set.

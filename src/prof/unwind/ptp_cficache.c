@@ -162,16 +162,15 @@ int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t 
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return -errno;
   struct stat st;
-  /* ptp_cachefile_map_fd's rules (regular, ours, one link, not writable
-   * by others, in a directory of ours, within the bounds) make the
-   * mapping safe to read in the signal handler (no SIGBUS). Read-only and
-   * private: the rows are used in place (bias-relative, see ptp_cfi_tab),
-   * so nothing is copied and no page is written; exactly the file's size,
-   * never beyond it. MAP_POPULATE maps the (page-cached) pages in one go
-   * instead of a fault per 64 KiB during the checks. */
+  /* ptp_cachefile_read_fd's rules (regular, ours, one link, not writable
+   * by others, in a directory of ours, within the bounds), and a copy in
+   * memory of its own, read-only: the signal handler reads the rows in
+   * place, and a copy cannot be truncated under it (a mapping of the file
+   * could: SIGBUS in the handler). The rows are used where they were read
+   * (bias-relative, see ptp_cfi_tab): no relocation, no second copy. */
   void *map;
-  int r = ptp_cachefile_map_fd(fd, dir, sizeof(cfc_header), PTP_CFICACHE_FILE_MAX, &map, &st);
-  close(fd);                                  /* the mapping keeps the inode */
+  int r = ptp_cachefile_read_fd(fd, dir, 2, sizeof(cfc_header), PTP_CFICACHE_FILE_MAX, &map, &st);
+  close(fd);
   if (r < 0) return r;
   size_t maplen = (size_t)st.st_size;
   r = -EBADMSG;
@@ -221,8 +220,17 @@ int ptp_cficache_image(const char *bid, uint64_t key, uintptr_t bias, const ptp_
   for (size_t i = 0; i < t->nrows; i++) {
     uintptr_t start = t->rows[i].start + t->bias;       /* runtime address */
     if (start < bias) { free(b); return -EINVAL; }
-    rows[i] = t->rows[i];
+    /* Field by field into the zeroed buffer, never a struct copy: a row
+     * has 4 bytes of padding, which a copy would carry from whatever the
+     * builder's memory held (identical tables must give identical files,
+     * and no stray bytes of the process may land in one). */
+    const ptp_cfi_row *r = &t->rows[i];
     rows[i].start = start - bias;
+    rows[i].len = r->len;
+    rows[i].cfa_off = r->cfa_off;
+    rows[i].rbp_off = r->rbp_off;
+    rows[i].ra_off = r->ra_off;
+    rows[i].kind = r->kind;
   }
   cfc_header h;
   memset(&h, 0, sizeof h);
@@ -242,7 +250,7 @@ int ptp_cficache_image(const char *bid, uint64_t key, uintptr_t bias, const ptp_
 
 int ptp_cficache_write(const char *dir, const char *bid, const void *img, size_t len) {
   if (!bid_ok(bid) || len < sizeof(cfc_header) || len > PTP_CFICACHE_FILE_MAX) return -EINVAL;
-  int r = ptp_cachefile_prepare_dir(dir);
+  int r = ptp_cachefile_prepare_subdir(dir);   /* and its parent, the symbol cache's */
   if (r < 0) return r;
   char name[PTP_CFICACHE_BID_MAX + 8];
   snprintf(name, sizeof name, "%s" CFC_SUFFIX, bid);

@@ -14,16 +14,17 @@
  * id, a content key, the build id), then
  * the rows with start addresses relative to the object's load bias.
  *
- * Reading maps the file (read-only, private) and uses its rows in place:
- * a table from the cache costs page-cache mappings, not a copy (the rows
- * are bias-relative, ptp_cfi_tab.bias relocates them at lookup). Only a
- * file that cannot change size under the mapping is mapped: a regular file
- * of ours with one link, not writable by others, in a directory of ours
- * not writable by others (ptp_cachefile_map_fd, the rule the symbol
- * cache maps by too); our writers replace such files by rename only
- * (the old inode stays mapped, whole), and the size is checked against the
- * header before any row is read, so the walker reading a mapped table in
- * the signal handler cannot take a SIGBUS. Reading checks everything
+ * Reading copies the file into memory of its own (ptp_cachefile_read_fd:
+ * one read into a private anonymous mapping, then read-only) and uses its
+ * rows there, in place (the rows are bias-relative, ptp_cfi_tab.bias
+ * relocates them at lookup). Only a regular file of ours with one link,
+ * not writable by others, in a directory of ours not writable by others
+ * is read (the rule the symbol cache reads by too). Not a mapping of the
+ * file: the walker reads the rows in the signal handler, and a file
+ * truncated under a mapping (by any process of our uid: `: > file`) turns
+ * every read of a lost page into a SIGBUS that kills the program; the copy
+ * cannot shrink. The size is checked against the header before any row
+ * is read. Reading checks everything
  * (owner, size bound, magic, version, build id, key, checksum, and every
  * row: kind, non-empty, sorted, disjoint, inside the object's executable
  * range; the checksum and the row checks are one pass over the mapping): a
@@ -38,7 +39,7 @@
  * (ptp_cachefile_write_with; no fsync: the files are derived data, a crash
  * may lose or truncate one and the reader's checks rebuild it): concurrent
  * writers never leave a torn file (the last rename wins, both are whole),
- * and a process that has the old file mapped keeps reading it. Bounds: a file holds at most
+ * and a process that read the old file keeps its copy. Bounds: a file holds at most
  * PTP_CFICACHE_FILE_MAX bytes (bigger tables are not saved), the directory
  * PTP_CFICACHE_DIR_MAX bytes of .cfi files (the oldest by mtime are removed
  * after a save); temp files older than an hour are removed.
@@ -70,16 +71,16 @@ int ptp_cficache_dir(char *buf, size_t cap);
 int ptp_cficache_ident(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o,
                        char bid[PTP_CFICACHE_BID_MAX], uint64_t *key);
 
-/* The table of (bid, key) in dir, for the object loaded at bias: a mapping
+/* The table of (bid, key) in dir, for the object loaded at bias: a copy
  * of the file (tab->bias = bias, tab->map set); every row must lie in
  * [lo, hi) (runtime addresses, bias <= lo <= hi). At most max_rows rows.
  * Returns 0 and *out (the caller frees it with ptp_cfi_tab_free of
  * ptp_cfi.h, and only
- * after the last reader is gone: the mapping goes with it), -ENOENT (no
+ * after the last reader is gone: the copy goes with it), -ENOENT (no
  * file), -ESTALE (another key or version), -E2BIG (more than max_rows
  * rows), -EBADMSG (corrupt: a check of its content failed, or cut short),
  * -EINVAL, -ENOMEM, or the error of opening or mapping it (-EACCES,
- * -EMFILE, -ELOOP for a symbolic link; ptp_cachefile_map_fd's -EPERM, not
+ * -EMFILE, -ELOOP for a symbolic link; ptp_cachefile_read_fd's -EPERM, not
  * ours, and -EFBIG, over the size bound). */
 int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t bias,
                       uintptr_t lo, uintptr_t hi, size_t max_rows, ptp_cfi_tab **out);

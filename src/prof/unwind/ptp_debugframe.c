@@ -13,9 +13,14 @@
  * are walked with frame pointers or stay truncated, as before).
  *
  * Bounds: a .debug_frame section larger than DF_MAX is not read. Files are
- * opened read-only, never followed through a symlink at the last
- * component of the debug-file names we build (O_NOFOLLOW does not apply to
- * the object's own path, which the loader already opened).
+ * opened by ptp_file_open_regular (cache/ptp_fileopen.h): only a regular
+ * file of a sane size is opened at all, without blocking (a FIFO named by
+ * a .gnu_debuglink, or put where the object was, must not hang the
+ * program before main), and never through a symlink at the last component
+ * of the debug-file names we build beside the object (O_NOFOLLOW does not
+ * apply to the object's own path, which the loader already opened). They
+ * are read with pread (ELF_C_READ), never mapped: a file cut short while
+ * we read it is an error, not a SIGBUS.
  *
  * Threads: no state; called under the table module's mutex (ptp_cfi.c).
  * Not for signal handlers (I/O, allocation).
@@ -30,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "prof/cache/ptp_fileopen.h"
 #include "prof/unwind/ptp_cfi_internal.h"
 
 #define DF_MAX ((size_t)64 << 20)
@@ -81,7 +87,8 @@ static Elf_Scn *find_scn(Elf *e, const char *name) {
  * (the object's own file) the .gnu_debuglink name is copied there. */
 static int try_file(const char *path, int nofollow, const char *want_bid, uintptr_t bias,
                     size_t max_rows, ptp_cfi_tab **out, char *link, size_t linkcap) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+  int fd = ptp_file_open_regular(AT_FDCWD, path, nofollow ? PTP_OPEN_NOFOLLOW : 0, PTP_FILE_ELF_MAX,
+                                 NULL);
   if (fd < 0) return -ENOENT;
   int rc = -ENOENT;
   Elf *e = elf_begin(fd, ELF_C_READ, NULL);

@@ -1,6 +1,6 @@
 /*
  * test_cachefile.c - the one "may this cache file be mapped" rule
- * (ptp_cachefile_mappable / ptp_cachefile_map_fd) as both mapping caches
+ * (ptp_cachefile_mappable / ptp_cachefile_read_fd) as both caches
  * apply it, on real files:
  *   - the rule itself: a file of ours, 0600, one link, in a directory of
  *     ours is mapped whole; two links, group- or world-writable, another
@@ -75,7 +75,7 @@ static int map_it(const char *dir, const char *path, uint64_t lo, uint64_t hi) {
   PT_ASSERT(fd >= 0);
   void *m = (void *)1;
   struct stat st;
-  int r = ptp_cachefile_map_fd(fd, dir, lo, hi, &m, &st);
+  int r = ptp_cachefile_read_fd(fd, dir, 1, lo, hi, &m, &st);
   close(fd);
   if (r == 0) {
     PT_ASSERT(m != NULL);

@@ -219,7 +219,7 @@ PT_TEST_T(prof_pprof_read_back_by_go_pprof, 120000) {
   PT_ASSERT_MSG(strstr(raw, "Duration: 2s"), "duration:\n%s", raw);
   PT_ASSERT_MSG(strstr(raw, "samples/count cpu/nanoseconds"), "sample types:\n%s", raw);
   PT_ASSERT_MSG(strstr(raw, "dropped samples: ring_full=3 dumping=7 no_stack=0 reentrant=0 "
-                            "thread_exit=0 kernel_mode=0 undelivered=0 no_memory=0 own_work=4"),
+                            "thread_exit=0 kernel_mode=0 undelivered=0 no_memory=0 own_work=4 blocked=0 fd_closed=0"),
                 "drop comment:\n%s", raw);
   /* The blind window and the profiler's own work: counted with their CPU
    * (count x period: 7 and 4 x 10.1 ms), never samples. */

@@ -194,6 +194,27 @@ static size_t count_tmp(const char *dir) {
   return n;
 }
 
+/* A debug-copy directory where the library has one: below a symbol
+ * cache directory (<tmp>/debug; the directory rule checks both, and
+ * $TMPDIR, pt_tmpdir's parent, may be shared). dc_rm removes the tree. */
+static char *dc_dir(const char *tag) {
+  char *top = pt_tmpdir(tag);
+  size_t n = strlen(top) + sizeof "/debug";
+  char *d = malloc(n);
+  PT_ASSERT(d);
+  snprintf(d, n, "%s/debug", top);
+  PT_ASSERT_INT_EQ(mkdir(d, 0700), 0);
+  free(top);
+  return d;
+}
+
+static void dc_rm(char *dir) {
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  pt_rm_rf(dir);
+  free(dir);
+}
+
 PT_TEST_T(prof_debugcache_copy_used_same_results, 180000) {
   dbgfile lc = libc_debug();
   pcset s = libc_pcs();
@@ -268,6 +289,25 @@ static void symlinked(const char *p) {
   PT_ASSERT_INT_EQ(symlink(g_elsewhere, p), 0);
 }
 
+/* A copy grown into a sparse file: 20 times its size (under the bound of
+ * all copies, nothing allocated), then past the bound (100 GB); and a
+ * second name for it elsewhere. Every section is still inside the file,
+ * so only the size, sparseness and link checks can refuse them. */
+static void sparse_20x(const char *p) {
+  struct stat st;
+  PT_ASSERT_INT_EQ(stat(p, &st), 0);
+  PT_ASSERT_INT_EQ(truncate(p, st.st_size * 20), 0);
+}
+static void sparse_100g(const char *p) {
+  PT_ASSERT_INT_EQ(truncate(p, (off_t)100 << 30), 0);
+}
+static void second_link(const char *p) {
+  char other[1000];
+  snprintf(other, sizeof other, "%s.link", g_elsewhere);
+  unlink(other);
+  PT_ASSERT_INT_EQ(link(p, other), 0);
+}
+
 PT_TEST_T(prof_debugcache_bad_copy_replaced, 240000) {
   dbgfile lc = libc_debug();
   pcset s = libc_pcs();
@@ -283,6 +323,9 @@ PT_TEST_T(prof_debugcache_bad_copy_replaced, 240000) {
   broken_copy_case(dir, cp, &s, want, truncate_half, "truncated copy");
   broken_copy_case(dir, cp, &s, want, garbage, "garbage copy");
   broken_copy_case(dir, cp, &s, want, symlinked, "symlinked copy");
+  broken_copy_case(dir, cp, &s, want, sparse_20x, "sparse copy (20x its size)");
+  broken_copy_case(dir, cp, &s, want, sparse_100g, "sparse copy (100 GB)");
+  broken_copy_case(dir, cp, &s, want, second_link, "copy with a second link");
   ptt_free_results(want, s.n);
   free(s.pc);
   pt_rm_rf(root);
@@ -291,7 +334,7 @@ PT_TEST_T(prof_debugcache_bad_copy_replaced, 240000) {
 
 PT_TEST_T(prof_debugcache_other_build_id_refused, 120000) {
   dbgfile lc = libc_debug();
-  char *root = pt_tmpdir("debugcache-bid");
+  char *root = dc_dir("debugcache-bid");
   ptp_debugcache *c;
   PT_ASSERT_INT_EQ(ptp_debugcache_new(&c, root, PTP_DEBUGCACHE_MAX), 0);
   dbgfile fake = lc;
@@ -312,14 +355,13 @@ PT_TEST_T(prof_debugcache_other_build_id_refused, 120000) {
   PT_ASSERT_UINT_EQ(st.rejected, 1);
   PT_ASSERT_UINT_EQ(st.used, 0);
   ptp_debugcache_del(c);
-  pt_rm_rf(root);
-  free(root);
+  dc_rm(root);
 }
 
 PT_TEST_T(prof_debugcache_bound_removes_oldest, 120000) {
   dbgfile lc = libc_debug(), ot;
   if (!other_debug(&ot, &lc)) PT_SKIP("no second compressed debug file");
-  char *root = pt_tmpdir("debugcache-cap");
+  char *root = dc_dir("debugcache-cap");
   char pa[900], pb[900];
   copy_path(pa, sizeof pa, root, &lc);
   copy_path(pb, sizeof pb, root, &ot);
@@ -358,13 +400,12 @@ PT_TEST_T(prof_debugcache_bound_removes_oldest, 120000) {
   PT_ASSERT(access(pb, F_OK) != 0);
   PT_ASSERT_UINT_EQ(count_tmp(root), 0);
   ptp_debugcache_del(c);
-  pt_rm_rf(root);
-  free(root);
+  dc_rm(root);
 }
 
 PT_TEST_T(prof_debugcache_two_writers, 180000) {
   dbgfile lc = libc_debug();
-  char *root = pt_tmpdir("debugcache-two");
+  char *root = dc_dir("debugcache-two");
   pid_t kids[2];
   for (int k = 0; k < 2; k++) {
     kids[k] = fork();
@@ -390,8 +431,7 @@ PT_TEST_T(prof_debugcache_two_writers, 180000) {
   close(fd);
   free(name);
   ptp_debugcache_del(c);
-  pt_rm_rf(root);
-  free(root);
+  dc_rm(root);
 }
 
 PT_TEST(prof_debugcache_dir_safety) {

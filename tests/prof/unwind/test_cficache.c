@@ -20,7 +20,15 @@
  *     stable, and libc's real table survives a round trip;
  *   - the checksum of a known table is pinned for each algorithm (values
  *     of the image written by the code before ptp_crc.c existed, commit
- *     c463268), so files already on disk keep verifying.
+ *     c463268), so files already on disk keep verifying;
+ *   - a table read from the cache is a copy: the file truncated to nothing
+ *     under it (in place, as `: > file` does) leaves every row readable,
+ *     no SIGBUS;
+ *   - identical tables give byte-identical files whatever the padding
+ *     bytes of their rows held in memory (zeroed in the file);
+ *   - the directory rule covers the symbol cache's directory above
+ *     unwind/: refused when it is writable by others, a symlink, or (as
+ *     root) another user's.
  */
 #include "pt_test.h"
 #include "cfi_tab_fixture.h"
@@ -29,6 +37,7 @@
 #include "prof/cache/ptp_crc.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -404,6 +413,114 @@ PT_TEST(prof_cficache_crc_pinned) {
   ptp_cfi_tab *got = NULL;
   PT_ASSERT_INT_EQ(load(dir, BID_A, 42, 0x10000000, &got), 0);
   same_rows(t, 0x10000000, got, 0x10000000);
+  ptp_cfi_tab_free(got);
+  free(img);
+  free(t);
+  pt_rm_rf(root);
+  free(root);
+}
+
+/* The table read from the cache is a copy of the file's bytes: truncating
+ * the file in place to nothing (any process of our uid can) leaves every
+ * row readable. With the file mapped in place this read raised SIGBUS (the
+ * signal handler reads these rows). */
+PT_TEST(prof_cficache_truncated_under_reader) {
+  char dir[PATH_MAX], path[PATH_MAX];
+  char *root = fresh_cache("cficache-trunc", dir, path);
+  const uintptr_t bias = 0x60000000;
+  ptp_cfi_tab *t = ptt_cfi_tab_make(bias, 20000, 1);     /* ~470 KB: many pages */
+  save(dir, BID_A, 5, bias, t);
+  ptp_cfi_tab *got = NULL;
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 5, bias, &got), 0);
+  PT_ASSERT_INT_EQ(truncate(path, 0), 0);
+  same_rows(t, bias, got, bias);                        /* every row, every page */
+  PT_ASSERT(ptp_cfi_tab_lookup(got, bias + 0x1000 + 16 * 19999) == &got->rows[19999]);
+  ptp_cfi_tab_free(got);
+  free(t);
+  pt_rm_rf(root);
+  free(root);
+}
+
+/* Rows have 4 bytes of padding: the file carries zeros there, so two
+ * tables with the same rows give the same bytes whatever their memory held
+ * (it held stack or heap bytes of the process before). */
+PT_TEST(prof_cficache_padding_zeroed) {
+  const size_t n = 300;
+  const uintptr_t bias = 0x40000000;
+  ptp_cfi_tab *a = ptt_cfi_tab_make(bias, n, 3), *b = ptt_cfi_tab_make(bias, n, 3);
+  /* the same rows, with different bytes in the padding */
+  ptp_cfi_row *ra = (ptp_cfi_row *)a->rows, *rb = (ptp_cfi_row *)b->rows;
+  for (size_t i = 0; i < n; i++) {
+    ptp_cfi_row r = ra[i];
+    memset(&ra[i], 0xa5, sizeof ra[i]);
+    memset(&rb[i], 0x5a, sizeof rb[i]);
+    ra[i].start = rb[i].start = r.start;
+    ra[i].len = rb[i].len = r.len;
+    ra[i].cfa_off = rb[i].cfa_off = r.cfa_off;
+    ra[i].rbp_off = rb[i].rbp_off = r.rbp_off;
+    ra[i].ra_off = rb[i].ra_off = r.ra_off;
+    ra[i].kind = rb[i].kind = r.kind;
+  }
+  PT_ASSERT(memcmp(ra, rb, n * sizeof *ra) != 0);        /* the padding differs */
+  void *ia, *ib;
+  size_t la, lb;
+  PT_ASSERT_INT_EQ(ptp_cficache_image(BID_A, 7, bias, a, &ia, &la), 0);
+  PT_ASSERT_INT_EQ(ptp_cficache_image(BID_A, 7, bias, b, &ib, &lb), 0);
+  PT_ASSERT_UINT_EQ(la, lb);
+  PT_ASSERT_MSG(memcmp(ia, ib, la) == 0, "identical tables gave different files");
+  /* and the padding in the file is zero */
+  const uint8_t *rows = (const uint8_t *)ia + (la - n * sizeof(ptp_cfi_row));
+  size_t pad_at = offsetof(ptp_cfi_row, kind) + 1;
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = pad_at; k < sizeof(ptp_cfi_row); k++)
+      PT_ASSERT_MSG(rows[i * sizeof(ptp_cfi_row) + k] == 0, "row %zu padding byte %zu", i, k);
+  free(ia);
+  free(ib);
+  free(a);
+  free(b);
+}
+
+/* The unwind cache lives in <symbol cache dir>/unwind; the symbol cache
+ * refuses its directory when others may write it, when it is a symlink
+ * or another user's: so must the unwind cache (reading and writing). */
+PT_TEST(prof_cficache_parent_dir_rule) {
+  char *root = pt_tmpdir("cficache-parent");
+  char sym[PATH_MAX / 2], dir[PATH_MAX], real[PATH_MAX];
+  snprintf(sym, sizeof sym, "%s/symbols", root);
+  snprintf(dir, sizeof dir, "%s/unwind", sym);
+  const uintptr_t bias = 0x30000000;
+  ptp_cfi_tab *t = ptt_cfi_tab_make(bias, 100, 0), *got = NULL;
+  save(dir, BID_A, 3, bias, t);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 3, bias, &got), 0);
+  ptp_cfi_tab_free(got);
+  void *img;
+  size_t len;
+  PT_ASSERT_INT_EQ(ptp_cficache_image(BID_A, 3, bias, t, &img, &len), 0);
+  /* symbols/ writable by others (unwind/ itself 0700 and ours) */
+  PT_ASSERT_INT_EQ(chmod(sym, 0777), 0);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 3, bias, &got), -EPERM);
+  PT_ASSERT_INT_EQ(ptp_cficache_write(dir, BID_A, img, len), -EPERM);
+  PT_ASSERT_INT_EQ(chmod(sym, 0700), 0);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 3, bias, &got), 0);
+  ptp_cfi_tab_free(got);
+  /* symbols/ a symlink to a directory of ours holding a valid cache */
+  snprintf(real, sizeof real, "%s/real", root);
+  PT_ASSERT_INT_EQ(rename(sym, real), 0);
+  PT_ASSERT_INT_EQ(symlink(real, sym), 0);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 3, bias, &got), -ENOTDIR);
+  PT_ASSERT_INT_EQ(ptp_cficache_write(dir, BID_A, img, len), -ENOTDIR);
+  PT_ASSERT_INT_EQ(unlink(sym), 0);
+  PT_ASSERT_INT_EQ(rename(real, sym), 0);
+  /* symbols/ another user's (root only: chown) */
+  if (geteuid() == 0) {
+    PT_ASSERT_INT_EQ(chown(sym, 65534, 65534), 0);
+    PT_ASSERT_INT_EQ(load(dir, BID_A, 3, bias, &got), -EPERM);
+    PT_ASSERT_INT_EQ(ptp_cficache_write(dir, BID_A, img, len), -EPERM);
+    PT_ASSERT_INT_EQ(chown(sym, 0, 0), 0);
+  } else {
+    printf("# not root: the foreign-owner case is not run\n");
+  }
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 3, bias, &got), 0);
   ptp_cfi_tab_free(got);
   free(img);
   free(t);

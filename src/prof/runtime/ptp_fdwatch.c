@@ -1,0 +1,129 @@
+/*
+ * ptp_fdwatch.c - the close family (close, close_range, closefrom, dup2,
+ * dup3) interposed, so that the program closing one of the library's
+ * long-lived descriptors is noticed at once (docs/sampler.md,
+ * "Descriptors").
+ *
+ * The descriptor table is the program's and it may close any number, ours
+ * included (close_range(3, ~0U, 0) at a program's start closes the perf
+ * event the preload constructor opened). Each wrapper calls the real
+ * function first, unchanged (the program gets exactly its result, errno
+ * included), then, if a number it closed was one of ours (cache/
+ * ptp_fdmarks.h: one atomic load for a plain close), wakes the consumer,
+ * which forgets that descriptor without touching the number again and
+ * opens the thread's event anew 100 ms later (ptp_threads_check_fds).
+ * Async-signal-safe, as close is. The library's own closes go through
+ * these too (they bind like the program's): it unmarks a number before
+ * closing it.
+ *
+ * Binding as ptp_interpose.c's: exported with default visibility. The
+ * next definitions (a sanitizer's interceptor, else libc's) are looked up
+ * once, in this file's constructor (dlsym RTLD_NEXT); before it ran, close
+ * and dup2 call libc's exported __close and __dup2, and close_range,
+ * closefrom and dup3 their system call.
+ *
+ * Calls: cache/ptp_fdmarks.c, the ring's producer (the futex wake); neither
+ * calls close. Process-wide state (runtime/ptp_process.h): `fw`, libc's
+ * functions.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/close_range.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ptprof.h"
+#include "prof/cache/ptp_fdmarks.h"
+#include "prof/runtime/ptp_fdwatch.h"
+#include "prof/signal/ptp_producer.h"
+
+static struct {
+  _Atomic(void *) close, dup2, close_range, closefrom, dup3;
+} fw;
+
+__attribute__((constructor)) static void resolve_fw(void) {
+  atomic_store(&fw.close, dlsym(RTLD_NEXT, "close"));
+  atomic_store(&fw.dup2, dlsym(RTLD_NEXT, "dup2"));
+  atomic_store(&fw.close_range, dlsym(RTLD_NEXT, "close_range"));
+  atomic_store(&fw.closefrom, dlsym(RTLD_NEXT, "closefrom"));
+  atomic_store(&fw.dup3, dlsym(RTLD_NEXT, "dup3"));
+}
+
+void ptp_fdwatch_link(void) {}
+
+
+typedef int (*close_range_fn)(unsigned, unsigned, int);
+typedef void (*closefrom_fn)(int);
+typedef int (*dup3_fn)(int, int, int);
+
+int __close(int fd);
+int __dup2(int oldfd, int newfd);
+
+/* After the program closed [lo, hi]: if one of ours was among them, wake
+ * the consumer to check (it holds no lock here; the wake is a futex on the
+ * running sampler's word, read under the handler grace). */
+static void closed_range(unsigned lo, unsigned hi) {
+  if (!ptp_fd_note_closed(lo, hi)) return;
+  atomic_fetch_add(&ptp_g_inside, 1);
+  ptp_shared *sh = atomic_load(&ptp_g_shared);
+  if (sh) ptp_wake_now(sh);
+  atomic_fetch_sub(&ptp_g_inside, 1);
+}
+
+PTPROF_API int close(int fd) {
+  /* the next close (a sanitizer's interceptor, else libc's: a cancellation
+   * point, as is), or libc's __close before this file's constructor ran */
+  int (*real)(int) = (int (*)(int))atomic_load_explicit(&fw.close, memory_order_relaxed);
+  int rc = real ? real(fd) : __close(fd);
+  if (fd >= 0) {
+    int saved = errno;
+    closed_range((unsigned)fd, (unsigned)fd);
+    errno = saved;
+  }
+  return rc;
+}
+
+PTPROF_API int close_range(unsigned lo, unsigned hi, int flags) {
+  close_range_fn real = (close_range_fn)atomic_load(&fw.close_range);
+  int rc = real ? real(lo, hi, flags) : (int)syscall(SYS_close_range, lo, hi, flags);
+  /* CLOSE_RANGE_CLOEXEC only marks them close-on-exec (ours are already) */
+  if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
+    int saved = errno;
+    closed_range(lo, hi);
+    errno = saved;
+  }
+  return rc;
+}
+
+PTPROF_API void closefrom(int lo) {
+  closefrom_fn real = (closefrom_fn)atomic_load(&fw.closefrom);
+  if (real) real(lo);
+  else (void)syscall(SYS_close_range, (unsigned)lo, ~0u, 0);
+  int saved = errno;
+  if (lo >= 0) closed_range((unsigned)lo, ~0u);
+  errno = saved;
+}
+
+PTPROF_API int dup2(int oldfd, int newfd) {
+  int (*real)(int, int) = (int (*)(int, int))atomic_load_explicit(&fw.dup2, memory_order_relaxed);
+  int rc = real ? real(oldfd, newfd) : __dup2(oldfd, newfd);
+  if (rc >= 0 && oldfd != newfd) {
+    int saved = errno;
+    closed_range((unsigned)newfd, (unsigned)newfd);
+    errno = saved;
+  }
+  return rc;
+}
+
+PTPROF_API int dup3(int oldfd, int newfd, int flags) {
+  dup3_fn real = (dup3_fn)atomic_load(&fw.dup3);
+  int rc = real ? real(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+  if (rc >= 0) {
+    int saved = errno;
+    closed_range((unsigned)newfd, (unsigned)newfd);
+    errno = saved;
+  }
+  return rc;
+}
+
