@@ -55,7 +55,7 @@ FRAMES_JS = r"""(() => {
     W: g.clientWidth, total: +g.dataset.total, docTotal: +document.documentElement.dataset.ptTotal,
     frames: Array.from(g.querySelectorAll('.f')).map(b => {
       const r = b.getBoundingClientRect();
-      return {name: b.textContent, level: +b.getAttribute('aria-level'), role: b.getAttribute('role'),
+      return {name: b.dataset.name, text: b.textContent, level: +b.getAttribute('aria-level'), role: b.getAttribute('role'),
               x: r.left - gr.left - g.clientLeft, w: r.width, h: r.height, value: +b.dataset.value,
               delta: b.dataset.delta === undefined ? null : +b.dataset.delta,
               cls: Array.from(b.classList), label: b.getAttribute('aria-label') || ''};
@@ -78,6 +78,12 @@ def check_layout(g, what):
     for f in fr:
         if f["role"] != "treeitem" or not f["label"].startswith(f["name"]):
             fail("%s: box %r has role %r and aria-label %r" % (what, f["name"], f["role"], f["label"]))
+        # the box shows its name, or as much of it as fits (ending in an ellipsis)
+        t = f["text"]
+        if not (t == f["name"] or t == "" or (t.endswith("\u2026") and f["name"].startswith(t[:-1]))):
+            fail("%s: box %s shows the text %r" % (what, f["name"], t))
+        if f["w"] > 8 * len(f["name"]) + 12 and t != f["name"]:
+            fail("%s: box %s is %.0f px wide but shows %r" % (what, f["name"], f["w"], t))
         if "anc" in f["cls"]:  # a caller of the zoomed frame: the whole width
             if abs(f["w"] - W) > 1.0 or f["value"] < total:
                 fail("%s: the caller box %s is %.2f px wide (graph %d) with %s of %s"
@@ -129,7 +135,7 @@ def search(page, q, regex):
               "the search %r to be applied" % q)
     return page.eval("""(() => { const m = document.getElementById('pt-match');
       return {value: +m.dataset.value, text: m.textContent,
-              marked: Array.from(document.querySelectorAll('#pt-graph .f.m')).map(b => b.textContent)}; })()""")
+              marked: Array.from(document.querySelectorAll('#pt-graph .f.m')).map(b => b.dataset.name)}; })()""")
 
 
 def choose_key(page, key):
@@ -239,7 +245,7 @@ def main():
 
         # --- zoom ---
         page.eval("""Array.from(document.querySelectorAll('#pt-graph .f'))
-          .find(b => b.textContent === 'burn_b').click()""")
+          .find(b => b.dataset.name === 'burn_b').click()""")
         g = frames(page)
         if g["total"] != cum["burn_b"][1]:
             fail("zoomed into burn_b: the graph's total is %s, not its %s samples" % (g["total"], cum["burn_b"][1]))

@@ -22,7 +22,7 @@
 (function () {
   'use strict';
   var $ = function (id) { return document.getElementById(id); };
-  var MIN_PX = 0.5;      /* narrower boxes are not drawn */
+  var MIN_PX = 1;        /* narrower boxes are not drawn (a DOM box costs layout time) */
   var MAX_BOXES = 40000; /* at most this many boxes per drawing */
   var NONE = -1;         /* label value id: the sample lacks the key */
 
@@ -49,25 +49,39 @@
 
   var nDepth = D.nodes.depth, nFrame = D.nodes.frame, nLine = D.nodes.line, NS = nDepth.length;
   var sParent = new Int32Array(NS), s2v = new Int32Array(NS);
-  var vFrame = [-1], vParent = [-1], vDepth = [0];
+  /* view nodes: at most one per site; typed arrays, no per-node object */
+  var vFrame = new Int32Array(NS), vParent = new Int32Array(NS), vDepth = new Int32Array(NS);
+  var NV = 1;
+  vFrame[0] = -1;
+  vParent[0] = -1;
   (function () {
-    var stack = [0], kid = new Map();
+    /* (view parent, frame) -> view node: open addressing in typed arrays
+       (a Map of a million entries costs seconds) */
+    var cap = 1;
+    while (cap < 2 * NS) cap *= 2;
+    var mask = cap - 1, hk = new Int32Array(cap).fill(-1), hf = new Int32Array(cap), hv = new Int32Array(cap);
+    var stack = new Int32Array(1024), depthCap = 1024;
     sParent[0] = -1;
     for (var i = 1; i < NS; i++) {
       var d = nDepth[i];
+      if (d >= depthCap) { var ns = new Int32Array(depthCap *= 2); ns.set(stack); stack = ns; }
       stack[d] = i;
       var ps = stack[d - 1], pv = s2v[ps], f = nFrame[i];
       sParent[i] = ps;
-      var key = pv * (NF + 1) + f, v = kid.get(key);
-      if (v === undefined) {
-        v = vFrame.length;
-        vFrame.push(f); vParent.push(pv); vDepth.push(vDepth[pv] + 1);
-        kid.set(key, v);
+      var h = (Math.imul(pv, 0x9E3779B1) ^ Math.imul(f + 1, 0x85EBCA77)) & mask, v = -1;
+      while (hk[h] >= 0) {
+        if (hk[h] === pv && hf[h] === f) { v = hv[h]; break; }
+        h = (h + 1) & mask;
+      }
+      if (v < 0) {
+        v = NV++;
+        vFrame[v] = f; vParent[v] = pv; vDepth[v] = vDepth[pv] + 1;
+        hk[h] = pv; hf[h] = f; hv[h] = v;
       }
       s2v[i] = v;
     }
   })();
-  var NV = vFrame.length;
+  vFrame = vFrame.subarray(0, NV); vParent = vParent.subarray(0, NV); vDepth = vDepth.subarray(0, NV);
 
   /* frames in name order (then file, then kind), for a stable layout */
   var frameRank = new Int32Array(NF);
@@ -83,11 +97,18 @@
     });
     for (var i = 0; i < NF; i++) frameRank[idx[i]] = i;
   })();
-  var kids = new Array(NV);
-  for (var v0 = 0; v0 < NV; v0++) kids[v0] = [];
-  for (var v1 = 1; v1 < NV; v1++) kids[vParent[v1]].push(v1);
-  for (var v2 = 0; v2 < NV; v2++)
-    if (kids[v2].length > 1) kids[v2].sort(function (a, b) { return frameRank[vFrame[a]] - frameRank[vFrame[b]]; });
+  /* children of view node v: kidArr[kidOff[v] .. kidOff[v + 1]), in frame order */
+  var kidOff = new Int32Array(NV + 1), kidArr = new Int32Array(Math.max(NV - 1, 1));
+  (function () {
+    for (var v = 1; v < NV; v++) kidOff[vParent[v] + 1]++;
+    for (var u = 0; u < NV; u++) kidOff[u + 1] += kidOff[u];
+    var fillAt = kidOff.slice(0, NV);
+    for (var w = 1; w < NV; w++) kidArr[fillAt[vParent[w]]++] = w;
+    var byRank = function (a, b) { return frameRank[vFrame[a]] - frameRank[vFrame[b]]; };
+    for (var x = 0; x < NV; x++)
+      if (kidOff[x + 1] - kidOff[x] > 1) kidArr.subarray(kidOff[x], kidOff[x + 1]).sort(byRank);
+  })();
+  function kids(v) { return Array.prototype.slice.call(kidArr.subarray(kidOff[v], kidOff[v + 1])); }
 
   function name(v) { return v === 0 ? 'all' : S[FN[vFrame[v]]]; }
   function isPseudo(n) { return n === '[truncated]' || n.lastIndexOf('[lost:', 0) === 0; }
@@ -196,8 +217,11 @@
 
   function unitOf(t) { return D.profile.sample_types[t][1]; }
   function typeName(t) { return D.profile.sample_types[t][0]; }
-  function num(x, d) {
-    return x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+  var numFormats = [];
+  function num(x, d) { /* Intl.NumberFormat made once per precision: toLocaleString is slow */
+    var f = numFormats[d];
+    if (!f) f = numFormats[d] = new Intl.NumberFormat('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+    return f.format(x);
   }
   function fmtDur(ns) {
     var a = Math.abs(ns);
@@ -297,8 +321,7 @@
     while (stack.length) {
       var v = stack.pop();
       if (v && st.match[vFrame[v]]) { total += vals[v]; continue; }
-      var k = kids[v];
-      for (var i = 0; i < k.length; i++) stack.push(k[i]);
+      for (var i = kidOff[v]; i < kidOff[v + 1]; i++) stack.push(kidArr[i]);
     }
     return total;
   }
@@ -314,7 +337,7 @@
       else while (stack.length) {
         var v = stack.pop();
         if (v !== st.zoom && st.match[vFrame[v]]) { zx += C.cur[v]; continue; }
-        for (var i = 0; i < kids[v].length; i++) stack.push(kids[v][i]);
+        for (var i = kidOff[v]; i < kidOff[v + 1]; i++) stack.push(kidArr[i]);
       }
       s += ', ' + pct(zx, C.cur[st.zoom]) + ' of the zoomed frame';
     }
@@ -325,6 +348,20 @@
   /* ---- drawing ---- */
 
   var graph = $('pt-graph'), boxOf = new Map();
+
+  var charW = 0;
+  function fitText(n, width) {
+    if (!charW) { /* the monospace font's advance, measured once */
+      var probe = el('div', 'MMMMMMMMMMMMMMMMMMMM', 'f');
+      probe.style.cssText = 'visibility:hidden;width:auto;text-indent:0';
+      graph.appendChild(probe);
+      charW = probe.getBoundingClientRect().width / 20 || 7.2;
+      graph.removeChild(probe);
+    }
+    var fit = Math.floor((width - 4) / charW);
+    if (fit < 2) return '';
+    return n.length <= fit ? n : n.slice(0, fit - 1) + '\u2026';
+  }
 
   function ariaText(v) {
     var s = name(v);
@@ -344,7 +381,11 @@
     /* the largest change among the frames drawn, for the diff colors */
     var maxDelta = 0;
     function box(v, x, width, anc) {
-      var b = el('div', name(v), 'f');
+      /* the text that fits, cut here: the browser's own ellipsis would lay
+         out every whole name (slow with thousands of boxes); the full
+         name is in the aria-label and data-name */
+      var b = el('div', fitText(name(v), width), 'f');
+      b.dataset.name = name(v);
       var f = vFrame[v];
       if (anc) b.classList.add('anc');
       if (f >= 0 && FK[f] === 1) b.classList.add('inl');
@@ -380,7 +421,7 @@
         if (width < MIN_PX) { hidden++; continue; }
         if (todo.length >= MAX_BOXES) { hidden++; continue; }
         todo.push([v, x, width, false]);
-        var k = kids[v], cx = x, pos = [];
+        var k = kids(v), cx = x, pos = [];
         for (var j = 0; j < k.length; j++) { pos.push(cx); cx += C.w[k[j]] * W / wz; }
         for (var j2 = k.length - 1; j2 >= 0; j2--) stack.push([k[j2], pos[j2]]);
         if (C.hasDiff && v !== z && Math.abs(C.delta[v]) > maxDelta) maxDelta = Math.abs(C.delta[v]);
@@ -622,11 +663,11 @@
     if (e.key === 'ArrowUp') to = v ? vParent[v] : -1;
     else if (e.key === 'ArrowDown') {
       var best = -1;
-      kids[v].forEach(function (c) { if (boxOf.has(c) && (best < 0 || C.w[c] > C.w[best])) best = c; });
+      kids(v).forEach(function (c) { if (boxOf.has(c) && (best < 0 || C.w[c] > C.w[best])) best = c; });
       to = best;
     } else if (e.key === 'ArrowLeft' || e.key === 'ArrowRight') {
       if (v) {
-        var sib = kids[vParent[v]].filter(function (c) { return boxOf.has(c); }), i = sib.indexOf(v);
+        var sib = kids(vParent[v]).filter(function (c) { return boxOf.has(c); }), i = sib.indexOf(v);
         to = sib[i + (e.key === 'ArrowLeft' ? -1 : 1)];
         if (to === undefined) to = -1;
       }
