@@ -208,9 +208,15 @@ def main():
                  % (r2["value"], sorted(set(r2["marked"])), want2))
         if "%.2f%%" % (100.0 * want2 / total) not in r2["text"]:
             fail("the match text %r does not show the share %.2f%%" % (r2["text"], 100.0 * want2 / total))
+        # matches on one stack (spin below main) count once
+        r3 = search(page, "^(main|spin)$", True)
+        want3 = pp_shown("focus_nested")
+        if r3["value"] != want3 or set(r3["marked"]) != {"main", "spin"}:
+            fail("regex search ^(main|spin)$: matched %s, marked %s; pprof -focus says %s"
+                 % (r3["value"], sorted(set(r3["marked"])), want3))
         search(page, "", False)
-        print("# search: ^burn_a$ (regex) %d and burn_a (substring) %d samples, as pprof -focus"
-              % (r["value"], r2["value"]))
+        print("# search: ^burn_a$ (regex) %d, burn_a (substring) %d, ^(main|spin)$ %d samples, as pprof -focus"
+              % (r["value"], r2["value"], r3["value"]))
 
         # --- label filter ---
         choose_key(page, "task_kind")

@@ -66,6 +66,7 @@ pp() { # pp NAME FILE ARGS...: go tool pprof -sample_index=samples ARGS FILE > p
 pp top "$SNAP"
 pp focus_re "$SNAP" -focus='^burn_a$'
 pp focus_sub "$SNAP" -focus='burn_a'
+pp focus_nested "$SNAP" -focus='^(main|spin)$'
 pp tagfocus_a "$SNAP" -tagfocus='task_kind=^labels\.A$'
 pp tagignore_a "$SNAP" -tagignore='task_kind=^labels\.A$'
 pp tagignore_any "$SNAP" -tagignore='task_kind=.'
