@@ -340,7 +340,8 @@ void pt_flame_json_write(const pt_flame_json_in *in, pt_flame_buf *b) {
   for (size_t i = 0; i < m->n_lsets && !b->err; i++) {
     if (i) pt_flame_buf_raw(b, ",", 1);
     size_t a = m->lset_off[i], e = m->lset_off[i + 1];
-    j_u32s(b, m->lset_pairs + 2 * a, 2 * (e - a), 1);
+    if (e == a) pt_flame_buf_cstr(b, "[]"); /* lset_pairs may be NULL */
+    else j_u32s(b, m->lset_pairs + 2 * a, 2 * (e - a), 1);
   }
   pt_flame_buf_cstr(b, "],");
 

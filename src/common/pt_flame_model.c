@@ -291,6 +291,10 @@ static int fm_labelset(fm_ctx *c, const pt_pprof *pp, const pt_pprof_sample *s, 
   pt_flame_model *m = c->m;
   fm_priv *p = c->p;
   int r;
+  if (!s->n_labels) { /* set 0 */
+    *out = 0;
+    return 0;
+  }
   if (fm_grow(&p->pairs, &p->cap_tmp, (size_t)s->n_labels * 2, sizeof *p->pairs)) return -ENOMEM;
   size_t n = 0;
   for (uint32_t i = 0; i < s->n_labels; i++) {
@@ -324,7 +328,11 @@ static int fm_labelset(fm_ctx *c, const pt_pprof *pp, const pt_pprof_sample *s, 
       w++;
     }
   fm_lskey k = {p->pairs, w};
-  uint32_t h = w ? fm_hash_bytes((const char *)p->pairs, w * 2 * sizeof *p->pairs) : 0;
+  if (!w) { /* every label was empty */
+    *out = 0;
+    return 0;
+  }
+  uint32_t h = fm_hash_bytes((const char *)p->pairs, w * 2 * sizeof *p->pairs);
   uint32_t e = fm_find(&p->lsets, h, fm_ls_eq, &k, m);
   if (e == UINT32_MAX) {
     size_t used = m->lset_off[m->n_lsets];
@@ -558,9 +566,8 @@ int pt_flame_model_build(const pt_pprof *cur, const pt_pprof *base, size_t max_n
     goto fail;
   m->nodes[0] = (pt_flame_node){0, PT_FLAME_NO_FRAME, 0, 0};
   m->n_nodes = 1;
-  m->lset_off[0] = m->lset_off[1] = 0; /* set 0: empty */
+  m->lset_off[0] = m->lset_off[1] = 0; /* set 0: empty (never looked up) */
   m->n_lsets = 1;
-  if (fm_add(&p->lsets, 0, 0)) goto fail;
   if ((r = fm_add_profile(&c, cur, 0, NULL))) goto fail;
   if (base && (r = fm_add_profile(&c, base, 1, m->base_type))) goto fail;
   r = -ENOMEM;
