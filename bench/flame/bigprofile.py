@@ -8,37 +8,12 @@ location holds an inlined frame; each stack has 1 to ~20 samples and the
 labels thread_name (8 values), task_kind (6, absent on 1 in 7), session (3)
 and task (numeric). pprof wire format as in tests/mkprofile.py."""
 import gzip
+import os
 import random
 import sys
 
-
-def varint(n):
-    out = bytearray()
-    n &= (1 << 64) - 1
-    while True:
-        b = n & 0x7f
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def key(field, wt):
-    return varint((field << 3) | wt)
-
-
-def f_varint(field, n):
-    return key(field, 0) + varint(n)
-
-
-def f_bytes(field, b):
-    return key(field, 2) + varint(len(b)) + b
-
-
-def f_packed(field, nums):
-    return f_bytes(field, b"".join(varint(n) for n in nums))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
+from mkprofile import f_bytes, f_packed, f_varint  # noqa: E402  (the wire encoding)
 
 
 def main(argv):

@@ -159,6 +159,13 @@ static void j_key(pt_flame_buf *b, const char *k) {
   pt_flame_buf_raw(b, "\":", 2);
 }
 
+/* "k":v, */
+static void j_kv_i64(pt_flame_buf *b, const char *k, int64_t v) {
+  j_key(b, k);
+  pt_flame_buf_i64(b, v);
+  pt_flame_buf_raw(b, ",", 1);
+}
+
 static void j_cstr(pt_flame_buf *b, const char *s) { pt_flame_buf_json_str(b, s, strlen(s)); }
 
 static void j_pstr(pt_flame_buf *b, const pt_pprof *p, uint32_t i) {
@@ -167,15 +174,9 @@ static void j_pstr(pt_flame_buf *b, const pt_pprof *p, uint32_t i) {
 
 static void j_meta(pt_flame_buf *b, const pt_pprof *p, size_t n_samples) {
   pt_flame_buf_cstr(b, "{");
-  j_key(b, "time_nanos");
-  pt_flame_buf_i64(b, p->time_nanos);
-  pt_flame_buf_cstr(b, ",");
-  j_key(b, "duration_nanos");
-  pt_flame_buf_i64(b, p->duration_nanos);
-  pt_flame_buf_cstr(b, ",");
-  j_key(b, "period");
-  pt_flame_buf_i64(b, p->period);
-  pt_flame_buf_cstr(b, ",");
+  j_kv_i64(b, "time_nanos", p->time_nanos);
+  j_kv_i64(b, "duration_nanos", p->duration_nanos);
+  j_kv_i64(b, "period", p->period);
   j_key(b, "period_type");
   pt_flame_buf_cstr(b, "[");
   j_pstr(b, p, p->period_type.type);
@@ -199,9 +200,7 @@ static void j_meta(pt_flame_buf *b, const pt_pprof *p, size_t n_samples) {
     j_pstr(b, p, p->comments[i]);
   }
   pt_flame_buf_cstr(b, "],");
-  j_key(b, "n_samples");
-  pt_flame_buf_i64(b, (int64_t)n_samples);
-  pt_flame_buf_cstr(b, ",");
+  j_kv_i64(b, "n_samples", (int64_t)n_samples);
   j_key(b, "drop_frames");
   j_pstr(b, p, p->drop_frames);
   pt_flame_buf_cstr(b, ",");
@@ -265,9 +264,7 @@ void pt_flame_json_write(const pt_flame_json_in *in, pt_flame_buf *b) {
   if (in->base) j_meta(b, in->base, m->n_samples[1]);
   else pt_flame_buf_cstr(b, "null");
   pt_flame_buf_cstr(b, ",");
-  j_key(b, "default_type");
-  pt_flame_buf_i64(b, (int64_t)in->default_type);
-  pt_flame_buf_cstr(b, ",");
+  j_kv_i64(b, "default_type", (int64_t)in->default_type);
   j_key(b, "base_type");
   if (m->has_base) {
     pt_flame_buf_cstr(b, "[");
@@ -312,28 +309,19 @@ void pt_flame_json_write(const pt_flame_json_in *in, pt_flame_buf *b) {
 
   j_key(b, "nodes");
   pt_flame_buf_cstr(b, "{");
-  j_key(b, "depth");
-  pt_flame_buf_cstr(b, "[");
-  for (size_t i = 0; i < m->n_nodes && !b->err; i++) {
-    if (i) pt_flame_buf_raw(b, ",", 1);
-    pt_flame_buf_i64(b, m->nodes[i].depth);
+  static const char *const node_fields[3] = {"depth", "frame", "line"};
+  for (int field = 0; field < 3; field++) {
+    j_key(b, node_fields[field]);
+    pt_flame_buf_cstr(b, "[");
+    for (size_t i = 0; i < m->n_nodes && !b->err; i++) {
+      if (i) pt_flame_buf_raw(b, ",", 1);
+      const pt_flame_node *n = &m->nodes[i];
+      pt_flame_buf_i64(b, field == 0   ? (int64_t)n->depth
+                          : field == 1 ? (n->frame == PT_FLAME_NO_FRAME ? -1 : (int64_t)n->frame)
+                                       : n->line);
+    }
+    pt_flame_buf_cstr(b, field < 2 ? "]," : "]},");
   }
-  pt_flame_buf_cstr(b, "],");
-  j_key(b, "frame");
-  pt_flame_buf_cstr(b, "[");
-  for (size_t i = 0; i < m->n_nodes && !b->err; i++) {
-    if (i) pt_flame_buf_raw(b, ",", 1);
-    uint32_t f = m->nodes[i].frame;
-    pt_flame_buf_i64(b, f == PT_FLAME_NO_FRAME ? -1 : (int64_t)f);
-  }
-  pt_flame_buf_cstr(b, "],");
-  j_key(b, "line");
-  pt_flame_buf_cstr(b, "[");
-  for (size_t i = 0; i < m->n_nodes && !b->err; i++) {
-    if (i) pt_flame_buf_raw(b, ",", 1);
-    pt_flame_buf_i64(b, m->nodes[i].line);
-  }
-  pt_flame_buf_cstr(b, "]},");
 
   j_key(b, "labelsets");
   pt_flame_buf_cstr(b, "[");
