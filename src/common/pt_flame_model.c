@@ -126,6 +126,8 @@ typedef struct fm_ctx {
   fm_priv *p;
   char *err;
   size_t errlen;
+  const pt_pprof *sp; /* the profile being added, and its string index ->  */
+  uint32_t *smap;     /* model string index (UINT32_MAX: not yet) */
 } fm_ctx;
 
 /* ---- strings ---- */
@@ -171,8 +173,16 @@ static int fm_str(fm_ctx *c, const char *s, size_t len, bool copy, uint32_t *out
   return 0;
 }
 
+/* String i of pp: each is hashed once per profile (smap), not once per
+ * use (a large profile names the same functions millions of times). */
 static int fm_pstr(fm_ctx *c, const pt_pprof *pp, uint32_t i, uint32_t *out) {
-  return fm_str(c, pp->strings[i].s, pp->strings[i].len, false, out);
+  if (c->sp == pp && c->smap[i] != UINT32_MAX) {
+    *out = c->smap[i];
+    return 0;
+  }
+  int r = fm_str(c, pp->strings[i].s, pp->strings[i].len, false, out);
+  if (!r && c->sp == pp) c->smap[i] = *out;
+  return r;
 }
 
 /* ---- frames ---- */
@@ -391,7 +401,21 @@ static int fm_overflow(fm_ctx *c) {
   return -EINVAL;
 }
 
+static int fm_add_samples(fm_ctx *c, const pt_pprof *pp, int which, const int32_t *type_map);
+
 static int fm_add_profile(fm_ctx *c, const pt_pprof *pp, int which, const int32_t *type_map) {
+  c->smap = pt_malloc(pp->n_strings * sizeof *c->smap);
+  if (!c->smap) return -ENOMEM;
+  memset(c->smap, 0xff, pp->n_strings * sizeof *c->smap);
+  c->sp = pp;
+  int r = fm_add_samples(c, pp, which, type_map);
+  free(c->smap);
+  c->smap = NULL;
+  c->sp = NULL;
+  return r;
+}
+
+static int fm_add_samples(fm_ctx *c, const pt_pprof *pp, int which, const int32_t *type_map) {
   pt_flame_model *m = c->m;
   int r;
   for (size_t si = 0; si < pp->n_samples; si++) {
@@ -558,7 +582,7 @@ int pt_flame_model_build(const pt_pprof *cur, const pt_pprof *base, size_t max_n
           m->base_type[t] = (int32_t)u;
     }
   }
-  fm_ctx c = {m, p, err, errlen};
+  fm_ctx c = {m, p, err, errlen, NULL, NULL};
   uint32_t z;
   if (fm_str(&c, "", 0, false, &z)) goto fail; /* string 0 */
   if (fm_grow(&m->nodes, &p->cap_nodes, 1, sizeof *m->nodes) ||
