@@ -565,7 +565,9 @@ static int seg_push(cu_seg **segs, size_t *n, size_t *cap, uint64_t lo, uint64_t
  * element's hi is <= the one below it (a range overhanging its container,
  * which only broken DWARF produces, is clipped to the container). */
 static int cu_flatten(cu_build *b, cu_index *ci) {
-  qsort(b->rs, b->nrs, sizeof *b->rs, cu_range_cmp);
+  /* a CU without code (only data, e.g. a generated file of constants)
+   * has no range: rs is NULL, which qsort may not be given */
+  if (b->nrs) qsort(b->rs, b->nrs, sizeof *b->rs, cu_range_cmp);
   cu_range *stack = malloc((b->nrs + 1) * sizeof *stack);
   if (!stack) return -ENOMEM;
   size_t sp = 0, cap = 0;
