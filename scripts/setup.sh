@@ -17,6 +17,7 @@ PKGS=(
   sqlite3 xz-utils python3.11                # bench/real: Debian programs without frame pointers
   nodejs npm                                 # gRPC test client, rust-just
   python3-h2                                 # hostile HTTP/2 clients of the console tests (tests/console/h2_hostile.py)
+  chromium                                   # a real browser for the flame graph page's test (tests/common/flame_browser_test.sh)
 )
 
 SUDO=""

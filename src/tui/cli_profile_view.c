@@ -17,6 +17,7 @@
 #include "tui/cli_profile_internal.h"
 
 #include "tui/tui_cli_common.h"
+#include "common/pt_flame.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -24,17 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Built with the page's renderer when it is in the tree (it is developed
- * beside this file); without it, `view` says so. */
-#if defined(__has_include)
-#if __has_include("common/pt_flame.h")
-#include "common/pt_flame.h"
-#define CLI_HAVE_FLAME 1
-#endif
-#endif
-#ifndef CLI_HAVE_FLAME
-#define CLI_HAVE_FLAME 0
-#endif
 
 #define VIEW_USAGE                                                                         \
   "usage: polytoken profile view FILE | --session ID [--process P] [-o OUT.html] "         \
@@ -60,7 +50,6 @@ static void view_help(void) {
          VIEW_USAGE);
 }
 
-#if CLI_HAVE_FLAME
 /* FILE's default page: FILE without .pb.gz / .pb / .gz, plus .html. */
 static char *default_out(const char *file) {
   size_t n = strlen(file);
@@ -75,7 +64,6 @@ static char *default_out(const char *file) {
   char *o = NULL;
   return asprintf(&o, "%.*s.html", (int)n, file) < 0 ? NULL : o;
 }
-#endif
 
 int cli_profile_view_main(int argc, char **argv) {
   const char *out = NULL, *session = NULL, *process = NULL, *base = NULL, *stype = NULL;
@@ -101,12 +89,6 @@ int cli_profile_view_main(int argc, char **argv) {
   if (process && cli_prof_parse_which(process, &which) < 0)
     return cli_prof_usage_error("view", VIEW_USAGE, "--process '%s': expected daemon, tui or all",
                                 process);
-#if !CLI_HAVE_FLAME
-  (void)base;
-  (void)stype;
-  tui_cli_fail("profile view: this build has no flame graph renderer (src/common/pt_flame.c)");
-  return 1;
-#else
   rc = 1;
   char *home = NULL, *dir = NULL, *def = NULL, **paths = NULL;
   size_t n = 0;
@@ -178,5 +160,4 @@ out:
   free(dir);
   free(home);
   return rc;
-#endif
 }

@@ -12,7 +12,9 @@ set -euo pipefail
 fuzz_require
 srcs=()
 for f in "$PT_SRC"/src/daemon/*.c "$PT_SRC"/src/common/*.c; do
-  case "$(basename "$f")" in main.c|pd_profiling.c) continue ;; esac
+  # pt_flame*.c: the flame graph page (not the daemon's; needs the
+  # build's generated pt_flame_assets.c)
+  case "$(basename "$f")" in main.c|pd_profiling.c|pt_flame*.c) continue ;; esac
   srcs+=("$f")
 done
 # shellcheck disable=SC2046
