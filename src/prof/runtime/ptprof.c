@@ -49,6 +49,7 @@
 #include "prof/runtime/ptp_agg.h"
 #include "prof/runtime/ptp_grace.h"
 #include "prof/unwind/ptp_cfi.h"
+#include "prof/unwind/ptp_xranges.h"
 #include "prof/signal/ptp_handler.h"
 #include "prof/runtime/ptp_interpose.h"
 #include "prof/runtime/ptp_labels.h"
@@ -385,6 +386,7 @@ static void *consumer_main(void *arg) {
     ptp_cfi_refresh();
     ptp_cfi_save_pending();   /* new tables to the persistent cache (I/O here, not at start) */
     now = ptp_now_mono();
+    ptp_xranges_poll(now);    /* JIT code the walker met outside the known ranges (rate-bounded) */
     int dump_due = now >= due && !atomic_load(&p->consumer_stop);
     /* Threads made without pthread_create (raw clone, libc helpers) are only
      * found by listing /proc/self/task: at most once a second while the
