@@ -128,7 +128,7 @@ static inline int ra_known(const ptp_cfi_set *cfi, const ptp_xrange_set *xr, uin
 
 /* One step out of a frame in x (see above). Returns 1 with *npc, *nsp,
  * *nfp set, or 0 (end the walk, truncated). */
-PTP_NO_ASAN static int jit_step(const ptp_cfi_set *cfi, const ptp_xrange_set *xr,
+__attribute__((noinline)) PTP_NO_ASAN static int jit_step(const ptp_cfi_set *cfi, const ptp_xrange_set *xr,
                                 const ptp_xrange *x, int leaf, uintptr_t pc, uintptr_t sp,
                                 uintptr_t fp, int fp_known, uintptr_t lo, uintptr_t hi,
                                 uintptr_t *npc, uintptr_t *nsp, uintptr_t *nfp) {
@@ -194,14 +194,9 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
     }
     ptp_cfi_lib *lib = cfi ? ptp_cfi_find(cfi, pc) : NULL;
     uint8_t state = lib ? atomic_load_explicit(&lib->state, memory_order_acquire) : PTP_LIB_FP;
-    const ptp_cfi_row *row = NULL;
-    /* Code without unwind table whose frames are walked as JIT code's
-     * (jit_step): a published range, or an object's code its CFI misses. */
-    const ptp_xrange *jit = NULL;
-    ptp_xrange gap;
     if (cfi && !lib) {
-      jit = ptp_xrange_find(xr, pc);
-      if (!jit) {
+      const ptp_xrange *x = ptp_xrange_find(xr, pc);
+      if (!x) {
         /* In no object and no range we know of (JIT code made since the
          * ranges were read, or an object loaded after the set was built):
          * nothing tells how to get out of this frame. Keep what we have,
@@ -216,10 +211,16 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
         *flags |= PTP_SAMPLE_TRUNCATED;
         break;
       }
-    } else if (state == PTP_LIB_NOCFI) {
-      *flags |= PTP_SAMPLE_TRUNCATED;
-      break;
-    } else if (state != PTP_LIB_FP) {
+      /* JIT code: frame pointers, validated (jit_step). */
+      if (!jit_step(cfi, xr, x, leaf, pc, sp, fp, fp_known, lo, hi, &npc, &nsp, &nfp)) {
+        *flags |= PTP_SAMPLE_TRUNCATED;
+        break;
+      }
+      fp_known = 1;
+      goto next;
+    }
+    if (state == PTP_LIB_NOCFI) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
+    if (state != PTP_LIB_FP) {
       const ptp_cfi_tab *tab = atomic_load_explicit(&lib->tab, memory_order_acquire);
       if (!tab) {
         /* No table yet: ask the consumer for one (it builds it at its next
@@ -235,26 +236,22 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
       }
       /* A return address points after the call; pc - 1 is inside it (and
        * inside the right function when the call was the last instruction). */
-      row = ptp_cfi_tab_lookup(tab, leaf ? pc : pc - 1);
-      if (!row && !lib->system) {
-        /* Code of the object that its CFI does not describe: code a JIT
-         * compiler generated at build time and linked in (V8's builtins in
-         * node's text, which its JIT code calls). glibc's objects describe
-         * all their code: there a PC without a row stays truncated. */
-        gap = (ptp_xrange){ .flags = lib->code_readable ? PTP_XR_READABLE : 0u };
-        jit = &gap;
-      } else if (!row || row->kind == PTP_CFI_NORULE) {
-        *flags |= PTP_SAMPLE_TRUNCATED;
-        break;
+      const ptp_cfi_row *row = ptp_cfi_tab_lookup(tab, leaf ? pc : pc - 1);
+      if (!row || row->kind == PTP_CFI_NORULE) {
+        /* Code of a non-system object that its CFI does not describe: code
+         * a JIT compiler generated at build time and linked in (V8's
+         * builtins in node's text, which its JIT code calls), walked as JIT
+         * code is. glibc's objects describe all their code: there a PC
+         * without a row stays truncated, as does a row without a rule. */
+        const ptp_xrange gap = { .flags = lib->code_readable ? PTP_XR_READABLE : 0u };
+        if (row || lib->system ||
+            !jit_step(cfi, xr, &gap, leaf, pc, sp, fp, fp_known, lo, hi, &npc, &nsp, &nfp)) {
+          *flags |= PTP_SAMPLE_TRUNCATED;
+          break;
+        }
+        fp_known = 1;
+        goto next;
       }
-    }
-    if (jit) {
-      if (!jit_step(cfi, xr, jit, leaf, pc, sp, fp, fp_known, lo, hi, &npc, &nsp, &nfp)) {
-        *flags |= PTP_SAMPLE_TRUNCATED;
-        break;
-      }
-      fp_known = 1;
-    } else if (row) {
       if (row->kind == PTP_CFI_END) break;             /* outermost frame: complete */
       uintptr_t cfa;
       if (row->kind == PTP_CFI_RSP) {
@@ -299,6 +296,7 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
       nsp = fp + 16;
       fp_known = 1;
     }
+  next:
     if (nsp <= sp) { *flags |= PTP_SAMPLE_TRUNCATED; break; }  /* no progress */
     if (npc == 0) break;                                /* end of the chain */
     frames[n++] = npc;
