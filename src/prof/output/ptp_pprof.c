@@ -461,7 +461,8 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
                                           "by the runtime's perf map, %llu in remapped object code; "
                                           "perf map %s: %s (%llu lines, %llu entries, %llu skipped, "
                                           "%llu over the caps, %zu ranges); %zu executable ranges "
-                                          "outside objects",
+                                          "outside objects (%llu reads of /proc/self/maps, %.1f ms "
+                                          "CPU)",
                                           (unsigned long long)(st1.jit_lookups - st0.jit_lookups),
                                           (unsigned long long)(st1.jit_named - st0.jit_named),
                                           (unsigned long long)(st1.jit_alias - st0.jit_alias),
@@ -469,7 +470,8 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
                                           ji.perfmap_state ? ji.perfmap_state : "not read",
                                           (unsigned long long)ji.lines, (unsigned long long)ji.entries,
                                           (unsigned long long)ji.bad, (unsigned long long)ji.dropped,
-                                          ji.ranges, ji.exec_ranges));
+                                          ji.ranges, ji.exec_ranges, ji.range_reads,
+                                          (double)ji.range_read_ns / 1e6));
       }
     }
     for (size_t i = 0; i < nc; i++)

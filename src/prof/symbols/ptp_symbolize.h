@@ -122,6 +122,8 @@ typedef struct ptp_symbolizer_jit_info {
   uint64_t restarts, capped;    /* re-read from its start; per-dump cap hit */
   size_t ranges;                /* named ranges now */
   size_t exec_ranges;           /* the walker's ranges at the last read */
+  unsigned long long range_reads;     /* re-reads of /proc/self/maps so far */
+  unsigned long long range_read_ns;   /* their CPU time (the consumer's) */
 } ptp_symbolizer_jit_info;
 void ptp_symbolizer_get_jit_info(const ptp_symbolizer *s, ptp_symbolizer_jit_info *out);
 

@@ -192,4 +192,8 @@ void ptp_symbolizer_get_jit_info(const ptp_symbolizer *s, ptp_symbolizer_jit_inf
   out->restarts = in.restarts;
   out->capped = in.capped;
   out->exec_ranges = s->jit.nxr;
+  ptp_xranges_info xi;
+  ptp_xranges_get_info(&xi);
+  out->range_reads = xi.refreshes;
+  out->range_read_ns = xi.cpu_ns;
 }
