@@ -50,7 +50,8 @@ libptprof's and gperftools' files, `perf script` for perf.data; every
 address in an object is then named by one symbolizer (elfsyms.py) so the
 tools' naming differences do not count as disagreement; a JIT frame keeps
 the name the tool read from the perf map (its first word: V8's "JS:*fib").
-The perf maps a run leaves in /tmp are removed once its profiles are read.
+The perf maps a run leaves in /tmp (of its processes, gone by then) are
+removed once its profiles are read.
 """
 import argparse
 import glob
@@ -249,8 +250,17 @@ def one_run(prog, tool, args, d):
         res["samples"] = read_perf(d + "/perf.data")
         res["files"] = 1
     # The perf maps the run's runtime wrote (read by now: ours at dump time,
-    # perf's at `perf script`).
+    # perf's at `perf script`): new ones whose process is gone (a map of
+    # some other process running meanwhile stays).
     for f in set(glob.glob("/tmp/perf-*.map")) - maps_before:
+        pid = int(re.match(r"/tmp/perf-(\d+)\.map$", f).group(1))
+        try:
+            os.kill(pid, 0)
+            continue
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
         try:
             os.unlink(f)
         except OSError:
