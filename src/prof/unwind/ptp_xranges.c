@@ -204,7 +204,7 @@ int ptp_xranges_from_maps(const char *maps, size_t len, const ptp_xranges_obj *o
     if (!r && !(r = ptp_malloc((nex - i) * sizeof *r))) goto out;
     r[nr++] = x;
   }
-  qsort(r, nr, sizeof *r, cmp_range);   /* the kernel's order already; be sure */
+  if (nr) qsort(r, nr, sizeof *r, cmp_range);   /* the kernel's order already; be sure */
   /* Merge touching ranges of one kind (a JIT's code space grows page by
    * page); drop any overlap (lines read across a concurrent mmap). */
   size_t w = 0;

@@ -213,3 +213,51 @@ PT_TEST(prof_xranges_poll_rate) {
   PT_ASSERT_UINT_EQ(b.refreshes, a.refreshes + 1);
   atomic_store(&ptp_g_xranges_wanted, 0);
 }
+
+/* ---- publication under concurrent readers ------------------------------------ */
+
+#include <pthread.h>
+#include "prof/signal/ptp_producer.h"
+
+static _Atomic int g_stop;
+
+/* A handler's view: inside the grace counter, load the set, read it all. */
+static void *reader(void *arg) {
+  (void)arg;
+  uint64_t sum = 0;
+  while (!atomic_load(&g_stop)) {
+    atomic_fetch_add(&ptp_g_inside, 1);
+    const ptp_xrange_set *s = atomic_load(&ptp_g_xranges);
+    if (s) {
+      for (size_t i = 0; i < s->n; i++) sum += s->r[i].lo ^ s->r[i].hi;
+      if (s->n) sum += ptp_xrange_find(s, s->r[0].lo) != NULL;
+    }
+    atomic_fetch_sub(&ptp_g_inside, 1);
+  }
+  return (void *)(uintptr_t)sum;
+}
+
+/* Named prof_sampler_* so that the ThreadSanitizer stage runs it: sets
+ * replaced 200 times while two threads read them as the handler does; a
+ * set freed before its readers left would be a use after free (ASan), a
+ * publication without ordering a race (TSan). */
+PT_TEST(prof_sampler_xranges_publish) {
+  pthread_t t[2];
+  atomic_store(&g_stop, 0);
+  for (int i = 0; i < 2; i++) PT_ASSERT_INT_EQ(pthread_create(&t[i], NULL, reader, NULL), 0);
+  int published = 0;
+  for (int k = 0; k < 200; k++) {
+    void *p = mmap(NULL, 4096 * (1 + k % 3), PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    PT_ASSERT(p != MAP_FAILED);
+    int rc = ptp_xranges_refresh();
+    PT_ASSERT(rc >= 0);
+    published += rc;
+    PT_ASSERT(ptp_xrange_find(atomic_load(&ptp_g_xranges), (uintptr_t)p));
+    munmap(p, 4096 * (1 + k % 3));
+  }
+  atomic_store(&g_stop, 1);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  PT_ASSERT(published >= 100);
+  /* Everything retired can go now: a last re-read frees them. */
+  ptp_xranges_refresh();
+}
