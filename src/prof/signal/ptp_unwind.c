@@ -162,7 +162,7 @@ __attribute__((noinline)) PTP_NO_ASAN static int jit_step(const ptp_cfi_set *cfi
 }
 
 PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
-                              const ptp_cfi_set *cfi, const ptp_xrange_set *xr,
+                              const ptp_cfi_set *cfi, const ptp_xrange_set *xr_in,
                               uintptr_t *frames, int max, uint16_t *flags, int *asked) {
   *flags = 0;
   if (asked) *asked = 0;
@@ -177,6 +177,10 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
     *flags |= PTP_SAMPLE_TRUNCATED;
     return 1;
   }
+  /* The ranges are read only on the JIT branches: kept in memory, so that
+   * native stacks (the common case) keep the loop's values in registers
+   * (measured: held in a register, it cost the CFI path three spills). */
+  const ptp_xrange_set *volatile xr = xr_in;
   /* Nothing below the interrupted sp is part of any caller's frame; only
    * [sp, top) is read (and it is mapped: it is this thread's live stack). */
   const uintptr_t lo = sp, hi = stack_hi;
@@ -188,6 +192,8 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
   int leaf = 1;       /* pc is an interrupted PC, not a return address */
   for (;;) {
     uintptr_t npc, nsp, nfp;
+    const ptp_xrange *jx;
+    ptp_xrange gap;
     if (n >= max) {
       *flags |= PTP_SAMPLE_TRUNCATED | PTP_SAMPLE_DEPTH_CAP;
       break;
@@ -195,29 +201,21 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
     ptp_cfi_lib *lib = cfi ? ptp_cfi_find(cfi, pc) : NULL;
     uint8_t state = lib ? atomic_load_explicit(&lib->state, memory_order_acquire) : PTP_LIB_FP;
     if (cfi && !lib) {
-      const ptp_xrange *x = ptp_xrange_find(xr, pc);
-      if (!x) {
-        /* In no object and no range we know of (JIT code made since the
-         * ranges were read, or an object loaded after the set was built):
-         * nothing tells how to get out of this frame. Keep what we have,
-         * truncated; the walk that raises the flag wakes the consumer,
-         * which looks for new objects and ranges. */
-        int expect = 0;
-        if (atomic_load_explicit(&ptp_g_xranges_wanted, memory_order_relaxed) == 0 &&
-            atomic_compare_exchange_strong_explicit(&ptp_g_xranges_wanted, &expect, 1,
-                                                    memory_order_relaxed, memory_order_relaxed) &&
-            asked)
-          *asked = 1;
-        *flags |= PTP_SAMPLE_TRUNCATED;
-        break;
-      }
-      /* JIT code: frame pointers, validated (jit_step). */
-      if (!jit_step(cfi, xr, x, leaf, pc, sp, fp, fp_known, lo, hi, &npc, &nsp, &nfp)) {
-        *flags |= PTP_SAMPLE_TRUNCATED;
-        break;
-      }
-      fp_known = 1;
-      goto next;
+      jx = ptp_xrange_find(xr, pc);
+      if (jx) goto jit;
+      /* In no object and no range we know of (JIT code made since the
+       * ranges were read, or an object loaded after the set was built):
+       * nothing tells how to get out of this frame. Keep what we have,
+       * truncated; the walk that raises the flag wakes the consumer, which
+       * looks for new objects and ranges. */
+      int expect = 0;
+      if (atomic_load_explicit(&ptp_g_xranges_wanted, memory_order_relaxed) == 0 &&
+          atomic_compare_exchange_strong_explicit(&ptp_g_xranges_wanted, &expect, 1,
+                                                  memory_order_relaxed, memory_order_relaxed) &&
+          asked)
+        *asked = 1;
+      *flags |= PTP_SAMPLE_TRUNCATED;
+      break;
     }
     if (state == PTP_LIB_NOCFI) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
     if (state != PTP_LIB_FP) {
@@ -237,21 +235,20 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
       /* A return address points after the call; pc - 1 is inside it (and
        * inside the right function when the call was the last instruction). */
       const ptp_cfi_row *row = ptp_cfi_tab_lookup(tab, leaf ? pc : pc - 1);
-      if (!row || row->kind == PTP_CFI_NORULE) {
+      if (!row) {
         /* Code of a non-system object that its CFI does not describe: code
          * a JIT compiler generated at build time and linked in (V8's
          * builtins in node's text, which its JIT code calls), walked as JIT
          * code is. glibc's objects describe all their code: there a PC
-         * without a row stays truncated, as does a row without a rule. */
-        const ptp_xrange gap = { .flags = lib->code_readable ? PTP_XR_READABLE : 0u };
-        if (row || lib->system ||
-            !jit_step(cfi, xr, &gap, leaf, pc, sp, fp, fp_known, lo, hi, &npc, &nsp, &nfp)) {
-          *flags |= PTP_SAMPLE_TRUNCATED;
-          break;
-        }
-        fp_known = 1;
-        goto next;
+         * without a row stays truncated. (lib is looked up again: kept
+         * across the lookup above, it would cost the common path a spill.) */
+        const ptp_cfi_lib *l = ptp_cfi_find(cfi, pc);
+        if (l->system) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
+        gap = (ptp_xrange){ .flags = l->code_readable ? PTP_XR_READABLE : 0u };
+        jx = &gap;
+        goto jit;
       }
+      if (row->kind == PTP_CFI_NORULE) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
       if (row->kind == PTP_CFI_END) break;             /* outermost frame: complete */
       uintptr_t cfa;
       if (row->kind == PTP_CFI_RSP) {
@@ -296,14 +293,30 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
       nsp = fp + 16;
       fp_known = 1;
     }
-  next:
     if (nsp <= sp) { *flags |= PTP_SAMPLE_TRUNCATED; break; }  /* no progress */
     if (npc == 0) break;                                /* end of the chain */
+  next:
     frames[n++] = npc;
     pc = npc;
     sp = nsp;
     fp = nfp;
     leaf = 0;
+    continue;
+  jit: __attribute__((cold));
+    {
+      /* A frame in JIT code: one validated frame-pointer step (jit_step:
+       * nsp > sp, npc != 0), its results through locals of this block. */
+      uintptr_t jpc, jsp, jfp;
+      if (!jit_step(cfi, xr, jx, leaf, pc, sp, fp, fp_known, lo, hi, &jpc, &jsp, &jfp)) {
+        *flags |= PTP_SAMPLE_TRUNCATED;
+        break;
+      }
+      npc = jpc;
+      nsp = jsp;
+      nfp = jfp;
+      fp_known = 1;
+      goto next;
+    }
   }
   return n;
 }
