@@ -25,6 +25,13 @@ _Atomic(const ptp_cfi_set *) ptp_g_cfi;
 #define PTP_NO_ASAN
 #endif
 
+/* A label's block is rarely run (GCC; clang ignores label attributes). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define PTP_COLD_LABEL __attribute__((cold))
+#else
+#define PTP_COLD_LABEL
+#endif
+
 /* Reads one word of the stack if [a, a + 8) lies within [lo, hi) and a is
  * aligned; returns 0 otherwise (the caller ends the walk). */
 PTP_NO_ASAN static inline int stack_read(uintptr_t a, uintptr_t lo, uintptr_t hi, uintptr_t *v) {
@@ -302,7 +309,7 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
     fp = nfp;
     leaf = 0;
     continue;
-  jit: __attribute__((cold));
+  jit: PTP_COLD_LABEL;
     {
       /* A frame in JIT code: one validated frame-pointer step (jit_step:
        * nsp > sp, npc != 0), its results through locals of this block. */
