@@ -5,8 +5,10 @@
 
 Programs: Debian's own binaries, built without frame pointers (xz, the
 python3.11 interpreter, the sqlite3 shell, gcc with its exec'd cc1 and as),
-and split_work, our workload with a known split over three functions
-(short threads, 16 threads). Profilers, each at 99 Hz:
+Debian's node (V8: JIT code, named only by the perf map it writes with
+--perf-basic-prof, and builtins without CFI) running jswork.js, and
+split_work, our workload with a known split over three functions (short
+threads, 16 threads). Profilers, each at 99 Hz:
 
   none         the program alone
   libptprof    LD_PRELOAD=libptprof.so PTPROF_DIR=... PTPROF_HZ=99
@@ -31,6 +33,9 @@ Per program and profiler:
   rooted        share of sampled CPU whose stack contains a thread entry
                 (__libc_start_call_main, __libc_start_main, _start,
                 start_thread, clone, clone3)
+  named         share of sampled CPU whose every frame has a function
+                name (a JIT frame: the runtime's perf map name; not a
+                pseudo-frame, not an address alone)
   leaf TVD      total variation distance between the leaf-function
                 distribution and perf-dwarf's (pooled; 0 = identical, 1 =
                 disjoint); perf-fp vs perf-dwarf is the sampling-noise floor
@@ -42,10 +47,14 @@ Per program and profiler:
 
 Profiles are read back with the real tools: `go tool pprof -raw` for
 libptprof's and gperftools' files, `perf script` for perf.data; every
-address is then named by one symbolizer (elfsyms.py) so the tools' naming
-differences do not count as disagreement.
+address in an object is then named by one symbolizer (elfsyms.py) so the
+tools' naming differences do not count as disagreement; a JIT frame keeps
+the name the tool read from the perf map (its first word: V8's "JS:*fib").
+The perf maps a run leaves in /tmp (of its processes, gone by then) are
+removed once its profiles are read.
 """
 import argparse
+import glob
 import json
 import math
 import os
@@ -131,7 +140,9 @@ def read_pprof_raw(path):
                 if va is not None:
                     frames.append(_frame(mpath, va, k == 0))
                     continue
-            # No object: a pseudo-frame of the tool (its name), or unknown.
+            # No object: a pseudo-frame of the tool (its name), a JIT frame
+            # named from the perf map (libptprof's "[jit]" mapping: the
+            # runtime's name, first word), or unknown.
             frames.append(text.split()[0] if text else "?")
         out.append((w, frames))
     return out
@@ -170,6 +181,11 @@ def read_perf(data):
                 # Compare like with like: drop them, keep the weight.
                 continue
             path = m.group(3)
+            if re.match(r"^/tmp/perf-\d+\.map$", path):
+                # JIT code named by the runtime's perf map: its name.
+                sym = m.group(2).split()
+                cur[1].append(sym[0] if sym and sym[0] != "[unknown]" else "?")
+                continue
             o = elfsyms.obj(path) if path.startswith("/") else None
             va = o.vaddr(int(m.group(1), 16)) if o else None
             if va is not None:
@@ -215,6 +231,7 @@ def one_run(prog, tool, args, d):
                "-o", d + "/perf.data", "--"] + cmd
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
+    maps_before = set(glob.glob("/tmp/perf-*.map"))
     text, cpu = run(cmd, env, d, prog.get("stdin"))
     u, s = open(cpufile).read().split()
     res = {"cpu": cpu, "prog_cpu": float(u) + float(s), "samples": [], "files": 0}
@@ -232,6 +249,22 @@ def one_run(prog, tool, args, d):
     elif tool.startswith("perf"):
         res["samples"] = read_perf(d + "/perf.data")
         res["files"] = 1
+    # The perf maps the run's runtime wrote (read by now: ours at dump time,
+    # perf's at `perf script`): new ones whose process is gone (a map of
+    # some other process running meanwhile stays).
+    for f in set(glob.glob("/tmp/perf-*.map")) - maps_before:
+        pid = int(re.match(r"/tmp/perf-(\d+)\.map$", f).group(1))
+        try:
+            os.kill(pid, 0)
+            continue
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        try:
+            os.unlink(f)
+        except OSError:
+            pass
     return res
 
 
@@ -279,7 +312,7 @@ class Acc:
     """Pooled sums of one (program, profiler) over its runs."""
 
     def __init__(self):
-        self.ratios, self.sampled, self.prog_cpu, self.rooted = [], 0, 0.0, 0
+        self.ratios, self.sampled, self.prog_cpu, self.rooted, self.named = [], 0, 0.0, 0, 0
         self.leaf, self.steps, self.real_steps, self.files, self.nsamples = {}, {}, {}, 0, 0
         self.worker_cpu = 0.0   # split_work: its threads' own CPU (its JSON "total")
 
@@ -293,6 +326,9 @@ class Acc:
             names = [f.split(":", 1)[-1] for f in fr]
             if any(n in ENTRY for n in names):
                 self.rooted += w
+            if fr and all(n not in ("?", "") and not n.startswith("[") and not n.startswith("fde@")
+                          for n in names):
+                self.named += w
             if fr:
                 self.leaf[fr[0]] = self.leaf.get(fr[0], 0) + w
             for st in STEPS:
@@ -315,6 +351,7 @@ class Acc:
              "worker_cpu_s": self.worker_cpu, "ratios": self.ratios,
              "completeness": self.sampled / 1e9 / denom if denom else None,
              "rooted": self.rooted / self.sampled if self.sampled else None,
+             "named": self.named / self.sampled if self.sampled else None,
              "leaf_tvd": tvd(self.leaf, perf_dwarf_leaf) if perf_dwarf_leaf is not None else None,
              "split_err_pp": None, "in_steps": None,
              "top_leaves": sorted(self.leaf.items(), key=lambda kv: -kv[1])[:8]}
@@ -373,6 +410,10 @@ def programs(args):
                     "what": "sqlite3 shell, query.sql"},
         "gcc": {"cmd": ["gcc", "-O2", "-c", w + "/gen.c", "-o", w + "/gen.o"],
                 "what": "gcc -O2 -c (gcc, cc1, as)"},
+        # V8: the same command for every profiler (the perf map costs all
+        # alike); SCALE 6: ~1.6 CPU s here.
+        "node": {"cmd": ["node", "--perf-basic-prof", args.src + "/bench/real/jswork.js", "6"],
+                 "what": "node --perf-basic-prof jswork.js (V8 JIT)"},
         # SCALE 3: ~1.9 CPU s each, ~180 samples per run at 99 Hz, so 20
         # pairs pool ~3,600: enough to resolve a 2 pp split error (with
         # SCALE 1, ~1,200 samples, an ideal sampler's max-over-three error
@@ -456,17 +497,17 @@ def main():
     json.dump({"pairs": args.pairs, "hz": HZ, "summary": summary},
               open(os.path.join(args.out, "results.json"), "w"), indent=1)
 
-    print("| program | profiler | CPU ratio (95 % CI) | completeness | rooted | "
+    print("| program | profiler | CPU ratio (95 % CI) | completeness | rooted | named | "
           "leaf TVD vs perf-dwarf | split error | in steps |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for p in names:
         s = summary[p]
-        print("| %s | none: %.2f s CPU, mean of %d runs | | | | | | |" % (p, s["none_cpu_s"], args.pairs))
+        print("| %s | none: %.2f s CPU, mean of %d runs | | | | | | | |" % (p, s["none_cpu_s"], args.pairs))
         for t in tools:
             x = s[t]
             ratio = "%.3f" % x["ratio"] + (" ± %.3f" % x["ratio_ci"] if x["ratio_ci"] is not None else "")
-            print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                p, t, ratio, fmt_pct(x["completeness"]), fmt_pct(x["rooted"]),
+            print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                p, t, ratio, fmt_pct(x["completeness"]), fmt_pct(x["rooted"]), fmt_pct(x["named"]),
                 "-" if x["leaf_tvd"] is None else "%.3f" % x["leaf_tvd"],
                 "-" if x["split_err_pp"] is None else "%.2f pp (noise p95 %.2f)" % (
                     x["split_err_pp"], x["split_noise_p95_pp"]),

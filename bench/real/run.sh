@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # bench/real/run.sh - the real-program bench (on demand, `just bench`; not
 # part of the test suite). Debian programs built without frame pointers (xz,
-# python3.11, the sqlite3 shell, gcc with cc1 and as) and split_work (known
-# splits: short threads, 16 threads), each unprofiled, with libptprof
+# python3.11, the sqlite3 shell, gcc with cc1 and as), Debian's node (V8:
+# JIT code with --perf-basic-prof) and split_work (known splits: short
+# threads, 16 threads), each unprofiled, with libptprof
 # (preload), gperftools (preload), `perf record -g` and `perf record
 # --call-graph dwarf`, all at 99 Hz, in paired interleaved runs; prints a
-# Markdown table (CPU ratio with 95 % CI, completeness, rooted share, leaf
-# TVD vs perf-dwarf, split error) and writes results.json.
+# Markdown table (CPU ratio with 95 % CI, completeness, rooted share, named
+# share, leaf TVD vs perf-dwarf, split error) and writes results.json.
 #
 #   bench/real/run.sh [--quick] [BUILD_DIR]    default build/profile
 # --quick: 2 pairs (a smoke run); default: 20 pairs (the overhead figures).
 # Environment: PAIRS (overrides), PROGRAMS (comma-separated subset, e.g.
-# "xz,short threads"; "xz 2 s", xz -9 of 3.2 MB for the preloaded-2-s-program
+# "xz,short threads", "node"; "xz 2 s", xz -9 of 3.2 MB for the preloaded-2-s-program
 # figure, runs only when named), TOOLS (subset of
 # libptprof,gperftools,perf-fp,perf-dwarf), OUT (default $TMPDIR/ptprof-real),
 # KEEP=1 keeps the last pair's profiles in $OUT/last.

@@ -19,15 +19,15 @@ rc=$?
 [ $rc = 0 ] || { cat "$TMPDIR/run.err" >&2; fail "run.sh --quick exited $rc"; }
 cat "$TMPDIR/table.md"
 
-header='| program | profiler | CPU ratio (95 % CI) | completeness | rooted | leaf TVD vs perf-dwarf | split error | in steps |'
+header='| program | profiler | CPU ratio (95 % CI) | completeness | rooted | named | leaf TVD vs perf-dwarf | split error | in steps |'
 grep -qxF "$header" "$TMPDIR/table.md" || fail "table header missing or changed"
 grep -qE '^\| xz \| none: [0-9.]+ s CPU, mean of 2 runs \|' "$TMPDIR/table.md" || fail "no baseline row"
 for t in libptprof gperftools perf-fp perf-dwarf; do
   row=$(grep -E "^\| xz \| $t \|" "$TMPDIR/table.md") || fail "no row for $t"
-  # 8 columns: the ratio with its CI, completeness and rooted share as
-  # percentages, the TVD a number (perf-dwarf, the reference, has none).
-  [ "$(echo "$row" | awk -F'|' '{print NF - 2}')" = 8 ] || fail "row for $t has not 8 columns: $row"
-  echo "$row" | grep -qE "^\| xz \| $t \| [0-9]+\.[0-9]{3} ± [0-9]+\.[0-9]{3} \| [0-9.]+ % \| [0-9.]+ % \| ([0-9]\.[0-9]{3}|-) \|" \
+  # 9 columns: the ratio with its CI, completeness, rooted and named shares
+  # as percentages, the TVD a number (perf-dwarf, the reference, has none).
+  [ "$(echo "$row" | awk -F'|' '{print NF - 2}')" = 9 ] || fail "row for $t has not 9 columns: $row"
+  echo "$row" | grep -qE "^\| xz \| $t \| [0-9]+\.[0-9]{3} ± [0-9]+\.[0-9]{3} \| [0-9.]+ % \| [0-9.]+ % \| [0-9.]+ % \| ([0-9]\.[0-9]{3}|-) \|" \
     || fail "row for $t is malformed: $row"
 done
 

@@ -473,6 +473,28 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
                                         (unsigned long long)(st1.modules_opened - st0.modules_opened),
                                         (double)(sym_t1.tv_sec - sym_t0.tv_sec) * 1e3 +
                                             (double)(sym_t1.tv_nsec - sym_t0.tv_nsec) / 1e6));
+      /* JIT code: only when the window had addresses in no object. Says
+       * where names came from and why some may be missing (no map, a map
+       * refused, lines skipped). */
+      if (st1.jit_lookups > st0.jit_lookups) {
+        ptp_symbolizer_jit_info ji;
+        ptp_symbolizer_get_jit_info(s, &ji);
+        cidx[nc++] = intern_owned(&e, fmt("jit code: %llu addresses in no loaded object, %llu named "
+                                          "by the runtime's perf map, %llu in remapped object code; "
+                                          "perf map %s: %s (%llu lines, %llu entries, %llu skipped, "
+                                          "%llu over the caps, %zu ranges); %zu executable ranges "
+                                          "outside objects (%llu reads of /proc/self/maps, %.1f ms "
+                                          "CPU)",
+                                          (unsigned long long)(st1.jit_lookups - st0.jit_lookups),
+                                          (unsigned long long)(st1.jit_named - st0.jit_named),
+                                          (unsigned long long)(st1.jit_alias - st0.jit_alias),
+                                          ji.perfmap_path ? ji.perfmap_path : "-",
+                                          ji.perfmap_state ? ji.perfmap_state : "not read",
+                                          (unsigned long long)ji.lines, (unsigned long long)ji.entries,
+                                          (unsigned long long)ji.bad, (unsigned long long)ji.dropped,
+                                          ji.ranges, ji.exec_ranges, ji.range_reads,
+                                          (double)ji.range_read_ns / 1e6));
+      }
     }
     for (size_t i = 0; i < nc; i++)
       if (cidx[i] < 0) { r = -ENOMEM; goto out; }

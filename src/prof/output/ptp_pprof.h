@@ -8,7 +8,10 @@
  * labels thread_name (string; omitted when the name is unknown/empty) and
  * thread_id (number), then each sample's resolved labels (ptp_sample.labels:
  * task number, task_kind, task_loc, user labels), time_nanos/duration_nanos from the window, mappings
- * (main executable first, ids 1..n), locations deduplicated by address (leaf
+ * (main executable first, ids 1..n; then, for addresses in no object, a
+ * "[jit]" mapping per JIT code range and a mapping of an object's file per
+ * range of its remapped code: ptp_symbolize.h, "JIT code"), locations
+ * deduplicated by address (leaf
  * = interrupted PC as is, callers = return address - 1), functions
  * deduplicated by (name, system_name, file, start_line), a "[truncated]"
  * root frame for PTP_SAMPLE_TRUNCATED samples, one "[lost: <cause>]"
@@ -16,7 +19,9 @@
  * whose stack is unknown, ptp_lost_frame_name), and comments: the window
  * bounds, the sampler rate, the drop counts by cause, the blind window
  * before this one and the profiler's own work (both counted only, never
- * samples), symbolization, then the window's own comment lines.
+ * samples), symbolization (and, when the window has addresses in no object, where
+ * JIT names came from: "jit code: ..."), then the window's own comment
+ * lines.
  *
  * Threads: reentrant for distinct symbolizers; the symbolizer is used
  * without locking (the caller serializes). Allocates freely: never call from

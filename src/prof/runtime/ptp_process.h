@@ -17,6 +17,7 @@
  *   where (struct)                what                         guarded by
  *   signal/ptp_producer.c         ptp_g_shared, ptp_g_inside   atomics; grace (ptp_grace.h)
  *   signal/ptp_unwind.c           ptp_g_cfi                    atomic; written by unwind/ptp_cfi.c
+ *   signal/ptp_xrange.c           ptp_g_xranges, _wanted       atomics; written by unwind/ptp_xranges.c
  *   signal/ptp_thread_sig.c       ptp_g_thread_sigs, _tidmap   publication rule (ptp_thread_sig.h)
  *   signal/ptp_label_set.c        ptp_t_labels (TLS)           its own thread
  *   signal/ptp_own_work.c         ptp_t_own_work (TLS)         its own thread
@@ -44,6 +45,8 @@
  *   unwind/ptp_cfi.c (cfi)        set generation, retired      cfi.mu
  *                                 sets, lazy-table accounting,
  *                                 the table cache's pending saves
+ *   unwind/ptp_xranges.c (xr)     retired range sets, the      xr.mu
+ *                                 re-read rate, counters
  *   cache/ptp_cachefile.c         a temp-name counter          atomic
  *   cache/ptp_fd.c (place)        where the next long-lived    atomic (a hint)
  *                                 descriptor goes
@@ -73,8 +76,8 @@
  *     re-keyed to its new tid; engine: no sampler is active, no source is
  *     the child's (POSIX timers are not inherited; the child's copies of
  *     perf event fds are closed, the events stay the parent's);
- *   - unwind tables, labels, graveyard: kept as they are (the same address
- *     space, copied);
+ *   - unwind tables, executable ranges, labels, graveyard: kept as they
+ *     are (the same address space, copied);
  *   - signal interposers (ptp_siginterpose.c): their writers' lock is
  *     taken before fork and released in both; the program's virtual
  *     SIGPROF disposition is the parent's (as a real one would be), our

@@ -67,6 +67,7 @@
 #include "prof/runtime/ptp_grace.h"
 #include "prof/runtime/ptp_graveyard.h"
 #include "prof/unwind/ptp_cfi.h"
+#include "prof/unwind/ptp_xranges.h"
 #include "prof/signal/ptp_handler.h"
 #include "prof/signal/ptp_own_work.h"
 #include "prof/signal/ptp_sigstate.h"
@@ -453,6 +454,7 @@ static void *consumer_main(void *arg) {
       logf_(p, PTPROF_LOG_WARN, "ptprof: sampling stopped: %s",
             ptp_sig_stop_text(PTP_SIG_STOP_REPLACED));
     now = ptp_now_mono();
+    ptp_xranges_poll(now);    /* JIT code the walker met outside the known ranges (rate-bounded) */
     int dump_due = now >= due && !atomic_load(&p->consumer_stop);
     /* Threads made without pthread_create (raw clone, libc helpers) are only
      * found by listing /proc/self/task: at most once a second while the

@@ -169,8 +169,9 @@ static void take(ptp_shared *sh, siginfo_t *si, void *ucv, ptp_thread_sig *rec) 
   uint16_t flags = 0;
   int asked = 0;
   const ptp_cfi_set *cfi = atomic_load(&ptp_g_cfi);
+  const ptp_xrange_set *xr = atomic_load(&ptp_g_xranges);
   int n = ptp_unwind_ex(&regs, rec ? rec->stack_lo : 0, rec ? rec->stack_hi : 0,
-                        cfi, slot->frames, PTP_MAX_FRAMES, &flags, &asked);
+                        cfi, xr, slot->frames, PTP_MAX_FRAMES, &flags, &asked);
   slot->tid = tid;
   slot->weight = weight;
   slot->ts = ptp_now_mono();

@@ -12,6 +12,9 @@
  *    publication rule written there;
  *  - ptp_g_cfi (ptp_unwind.h): the unwind tables, published by
  *    unwind/ptp_cfi.c;
+ *  - ptp_g_xranges (ptp_xrange.h): the executable ranges outside objects
+ *    (JIT code), published by unwind/ptp_xranges.c; the walker may set
+ *    ptp_g_xranges_wanted;
  *  - ptp_t_labels (ptp_label_set.h): the calling thread's own labels,
  *    written by that thread;
  *  - ptp_t_own_work (ptp_own_work.h): whether the calling thread is inside

@@ -16,17 +16,26 @@
  *    builds the table at its next pass;
  *  - an object without CFI whose code keeps frame pointers (PTP_LIB_FP,
  *    decided from its function prologues by ptp_fpdetect.c): frame pointers;
+ *  - a PC in no loaded object but in a published executable range
+ *    (ptp_xrange.h: JIT code, code a runtime remapped): frame pointers,
+ *    every step validated (stack bounds, alignment, progress, a return
+ *    address in known executable memory) and the leaf checked for a frame
+ *    not set up yet or torn down already (ptp_unwind.c, jit_step); the walk
+ *    goes on with CFI once a return address is back in an object;
  *  - an object without CFI and without frame pointers (PTP_LIB_NOCFI), or a
- *    PC in no known object (JIT code, an object loaded since the set was
- *    built): the walk stops there, truncated (never a guessed frame); for an
- *    unknown PC the consumer is woken to rebuild the set.
+ *    PC in no known object and no published range (JIT code made since the
+ *    ranges were read, an object loaded since the set was built): the walk
+ *    stops there, truncated (never a guessed frame); the first such walk
+ *    raises ptp_g_xranges_wanted and wakes the consumer, which rebuilds the
+ *    set and re-reads the ranges.
  * cfi == NULL (tests only) walks every frame with frame pointers.
  * Every stack read is checked against [sp of the interrupted frame, stack
  * top of the thread); a read that would leave it ends the walk (truncated).
  *
- * Threads: ptp_unwind reads only its arguments, the stack and the table set
- * (whose only writable parts are atomics); the set it is given must stay
- * alive during the call (ptp_cfi.c's grace counter).
+ * Threads: ptp_unwind reads only its arguments, the stack, the table set
+ * and range set (whose only writable parts are atomics) and the code bytes
+ * of a JIT leaf; the sets it is given must stay alive during the call (the
+ * handler grace of ptp_cfi.c and ptp_xranges.c).
  */
 #ifndef PTP_UNWIND_H
 #define PTP_UNWIND_H
@@ -34,6 +43,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "prof/signal/ptp_xrange.h"
 
 /* ptp_cfi_row.kind */
 #define PTP_CFI_RSP    0   /* CFA = caller-visible rsp + cfa_off */
@@ -95,6 +106,9 @@ typedef struct ptp_cfi_lib {
   uint8_t system;                     /* table built eagerly with the set */
   uint8_t owns_tab;                   /* the set frees tab (cleared when a
                                        * newer set took the table over) */
+  uint8_t code_readable;              /* its executable segments are mapped
+                                       * readable (the walker may read the
+                                       * code at a leaf its CFI misses) */
   uintptr_t base;                     /* dlpi_addr: identity for the lazy build */
   uintptr_t text_lo;                  /* lowest executable segment start */
   uint64_t id;                        /* hash of the name and .eh_frame_hdr:
@@ -138,16 +152,20 @@ typedef struct ptp_regs {
  * then return addresses, unadjusted) and PTP_SAMPLE_* bits into *flags.
  * cfi may be NULL (tests: frame pointers everywhere).
  * A walk that reaches a CFI object without a table marks it WANTED.
+ * No executable ranges outside objects: a PC in no object ends the walk.
  * Returns the number of frames (>= 1 when r->pc != 0, else 0).
  * Async-signal-safe. */
 int ptp_unwind(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
                const ptp_cfi_set *cfi, uintptr_t *frames, int max, uint16_t *flags);
-/* Same; *asked (may be NULL) is set to 1 when this walk is the one that
- * marked a slot WANTED, or met a PC in no object of the set (the handler
- * then wakes the consumer at once), else to 0. Async-signal-safe. */
+/* Same, with xr (may be NULL) the executable ranges outside objects whose
+ * frames are walked with frame pointers (ptp_xrange.h; the handler passes
+ * ptp_g_xranges). *asked (may be NULL) is set to 1 when this walk is the one
+ * that marked a slot WANTED, or raised ptp_g_xranges_wanted for a PC in no
+ * object and no range (the handler then wakes the consumer at once), else
+ * to 0. Async-signal-safe. */
 int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
-                  const ptp_cfi_set *cfi, uintptr_t *frames, int max, uint16_t *flags,
-                  int *asked);
+                  const ptp_cfi_set *cfi, const ptp_xrange_set *xr, uintptr_t *frames,
+                  int max, uint16_t *flags, int *asked);
 
 /* The slot of the CFI object containing pc, or NULL (frame-pointer code or
  * unknown). Async-signal-safe (binary search). */

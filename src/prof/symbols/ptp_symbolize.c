@@ -77,6 +77,8 @@ static void update_flags(ptp_symbolizer *s, size_t mod_index) {
   }
 }
 
+static int obj_mapping(const ptp_symbolizer *s, uint64_t addr) { return find_mapping(s, addr); }
+
 int ptp_symbolizer_lookup(ptp_symbolizer *s, uint64_t addr, ptp_sym_result *out) {
   uint32_t idx;
   if (ptp_u64map_get(&s->pc, addr + 1, &idx)) {
@@ -94,6 +96,24 @@ int ptp_symbolizer_lookup(ptp_symbolizer *s, uint64_t addr, ptp_sym_result *out)
     s->nframes = 0;
   }
   int mi = find_mapping(s, addr);
+  if (mi < 0) {
+    /* In no object: JIT code or remapped object code (ptp_symbolize_jit.c),
+     * never cached by address. */
+    sym_jit_hit h;
+    int r = ptp_symbolize_jit_find(s, addr, obj_mapping, &h);
+    if (r) return r;
+    if (h.alias) {
+      r = ptp_symbolizer_lookup(s, h.orig, out);
+      if (r) return r;
+      out->mapping = h.mapping;
+      return 0;
+    }
+    s->jit_frame = h.frame;
+    out->mapping = h.mapping;
+    out->nframes = h.named ? 1 : 0;
+    out->frames = h.named ? &s->jit_frame : NULL;
+    return 0;
+  }
   size_t first = s->nframes;
   s->st.lookups++;
   if (mi >= 0) {
@@ -154,8 +174,9 @@ int ptp_symbolizer_lookup(ptp_symbolizer *s, uint64_t addr, ptp_sym_result *out)
 }
 
 size_t ptp_symbolizer_mappings(ptp_symbolizer *s, const ptp_sym_mapping **out) {
+  ptp_symbolize_jit_sync_flags(s);
   *out = s->maps;
-  return s->nmaps;
+  return s->nmaps + s->jit.nextra;
 }
 
 /* ---- refresh: the list of loaded objects ---- */
@@ -365,6 +386,7 @@ fail:
 void ptp_symbolizer_set_dwfl_reference(ptp_symbolizer *s, bool on) { s->dwfl_reference = on; }
 
 int ptp_symbolizer_refresh(ptp_symbolizer *s) {
+  ptp_symbolize_jit_reset(s);    /* a new dump: the perf map may say more */
   scan_state st = {.s = s, .check_only = true, .vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR)};
   dl_iterate_phdr(scan_cb, &st);
   if (st.unchanged) return 0;
@@ -413,6 +435,7 @@ void ptp_symbolizer_del(ptp_symbolizer *s) {
   free(s->exe_path);
   free(s->cache_dir);
   ptp_debugcache_del(s->dc);
+  ptp_symbolize_jit_free(s);
   ptp_u64map_free(&s->pc);
   free(s->ents);
   free(s->frames);

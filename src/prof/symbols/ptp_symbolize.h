@@ -77,6 +77,11 @@ typedef struct ptp_symbolizer_stats {
                                    cache/ptp_fileopen.h) */
   uint64_t fds_lost;            /* modules dropped whose descriptor the program
                                    had closed (their Dwfl left unended) */
+  /* addresses in no loaded object (JIT code; ptp_symbolize_jit.c) */
+  uint64_t jit_lookups;         /* looked up (never cached: the map changes) */
+  uint64_t jit_named;           /* of those, named by the runtime's perf map */
+  uint64_t jit_alias;           /* of those, remapped object code */
+  uint64_t jit_map_reads;       /* updates of the perf map (one per dump at most) */
 } ptp_symbolizer_stats;
 
 void ptp_symbolizer_get_stats(const ptp_symbolizer *s, ptp_symbolizer_stats *out);
@@ -103,12 +108,37 @@ int ptp_symbolizer_flush(ptp_symbolizer *s);
  * error (the copies are best effort). */
 int ptp_symbolizer_make_debug_copies(ptp_symbolizer *s);
 
+/* ---- JIT code ----
+ * An address in no loaded object is looked for in the walker's executable
+ * ranges (unwind/ptp_xranges.h) and in the runtime's perf map
+ * (/tmp/perf-<pid>.map, ptp_perfmap_file.h; re-read incrementally once per
+ * dump, at the first such address after a refresh): remapped object code
+ * is named through the object under a mapping of its file; JIT code gets
+ * the runtime's name as written, one frame, under a "[jit]" mapping. */
+
+/* Where the perf map is read from (tests); NULL: /tmp/perf-<pid>.map. */
+void ptp_symbolizer_set_perfmap_path(ptp_symbolizer *s, const char *path);
+
+typedef struct ptp_symbolizer_jit_info {
+  const char *perfmap_path;     /* NULL: no address in no object yet */
+  const char *perfmap_state;    /* "read", "not found", "refused: ..." */
+  bool perfmap_read;
+  uint64_t lines, entries, bad, dropped;   /* of the map so far */
+  uint64_t restarts, capped;    /* re-read from its start; per-dump cap hit */
+  size_t ranges;                /* named ranges now */
+  size_t exec_ranges;           /* the walker's ranges at the last read */
+  unsigned long long range_reads;     /* re-reads of /proc/self/maps so far */
+  unsigned long long range_read_ns;   /* their CPU time (the consumer's) */
+} ptp_symbolizer_jit_info;
+void ptp_symbolizer_get_jit_info(const ptp_symbolizer *s, ptp_symbolizer_jit_info *out);
+
 /* ---- the seam used by the pprof encoder (and tests) ---- */
 
 /* One executable segment of a loaded object, as a pprof Mapping. */
 typedef struct ptp_sym_mapping {
   uint64_t start, limit, offset;   /* [start, limit) page-rounded; file offset */
-  const char *file;                /* path, or "[vdso]"; never NULL */
+  const char *file;                /* path, "[vdso]", or "[jit]" (JIT code: after
+                                      the objects' mappings); never NULL */
   const char *build_id;            /* lowercase hex, "" if none; never NULL */
   bool is_main;                    /* the main executable (index 0 if present) */
   /* Set once a lookup touched the object (what was found there): */

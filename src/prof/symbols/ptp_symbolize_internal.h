@@ -11,6 +11,10 @@
  *   ptp_symbolize_cache.c   the glue to the persistent cache (ptp_symcache.h):
  *                           opening a module's cache file, filling it a
  *                           whole compile unit at a time, flushing;
+ *   ptp_symbolize_jit.c     addresses in no loaded object: the runtime's
+ *                           perf map (ptp_perfmap_file.h) and the walker's
+ *                           executable ranges (JIT code, remapped text),
+ *                           their "[jit]" and alias mappings;
  *   ptp_symbolize.c         the symbolizer: the object list (refresh), the
  *                           in-memory PC cache, lookups, new/del.
  * Lifetime rule they share: a sym_module and everything hanging off it
@@ -29,6 +33,8 @@
 
 #include "prof/cache/ptp_fd.h"
 #include "prof/symbols/ptp_debugcache.h"
+#include "prof/symbols/ptp_perfmap_file.h"
+#include "prof/signal/ptp_xrange.h"
 #include "prof/symbols/ptp_strarena.h"
 #include "prof/symbols/ptp_sym_map.h"
 #include "prof/symbols/ptp_symbolize.h"
@@ -161,6 +167,21 @@ typedef struct sym_module {
 
 /* ---- the symbolizer ---- */
 
+/* ptp_symbolize_jit.c's state: the perf map, the ranges copied for this
+ * dump, and the extra mappings after the object mappings in s->maps. */
+typedef struct sym_jit {
+  char *path;                  /* the perf map; NULL: /tmp/perf-<pid>.map */
+  ptp_perfmap_file *pmf;       /* made at the first address in no object */
+  bool fresh;                  /* pmf and xr read since the last refresh */
+  ptp_xrange *xr;              /* the walker's ranges (copy), sorted */
+  size_t nxr;
+  size_t nextra, capextra;     /* mappings s->maps[nmaps ..] */
+  int *extra_src;              /* per extra: the object mapping an alias
+                                  mirrors, -1 for "[jit]" */
+  const ptp_sym_mapping *maps_seen;   /* s->maps the capacity is for */
+  ptp_u64map extra_by_lo;      /* start + 1 -> extra index */
+} sym_jit;
+
 typedef struct cache_ent {
   int32_t mapping;
   uint32_t first, n;   /* into s->frames */
@@ -191,7 +212,33 @@ struct ptp_symbolizer {
   uint64_t dc_max;         /* their size bound */
   ptp_symbolizer_stats st;
   bool dwfl_reference;     /* modules loaded from now on read through libdwfl only */
+  sym_jit jit;
+  ptp_sym_frame jit_frame;       /* the result of the last JIT lookup */
 };
+
+/* ---- ptp_symbolize_jit.c ---- */
+
+/* What an address in no loaded object is. */
+typedef struct sym_jit_hit {
+  int mapping;          /* index into s->maps (an extra mapping), -1: none */
+  bool alias;           /* remapped object code: look orig up in the object */
+  uint64_t orig;
+  bool named;           /* frame holds the runtime's name */
+  ptp_sym_frame frame;  /* name owned by the perf map until the next refresh */
+} sym_jit_hit;
+
+/* At every refresh: the next address in no object re-reads the map and
+ * the ranges; the extra mappings go. */
+void ptp_symbolize_jit_reset(ptp_symbolizer *s);
+/* Frees the unit's state (at del). */
+void ptp_symbolize_jit_free(ptp_symbolizer *s);
+/* Classifies addr, which lies in no object mapping; obj_mapping finds the
+ * object mapping of an address (-1 none). Returns 0 or -ENOMEM. */
+int ptp_symbolize_jit_find(ptp_symbolizer *s, uint64_t addr,
+                           int (*obj_mapping)(const ptp_symbolizer *, uint64_t), sym_jit_hit *hit);
+/* Copies the has_* flags of each alias mapping's object mapping (they grow
+ * as lookups load objects). */
+void ptp_symbolize_jit_sync_flags(ptp_symbolizer *s);
 
 /* ---- ptp_symbolize.c ---- */
 

@@ -137,6 +137,9 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   lib->text_lo = o.text_lo;
   lib->id = obj_id(info, &o);
   lib->owns_tab = 1;
+  lib->code_readable = 1;   /* every executable segment mapped readable (PF_R) */
+  for (int i = 0; i < o.ntext; i++)
+    if (!ptp_cfi_mem_ok(&o.m, o.text[i].lo, o.text[i].hi - o.text[i].lo)) lib->code_readable = 0;
   atomic_init(&lib->tab, NULL);
   atomic_init(&lib->state, PTP_LIB_NONE);
   if (nocfi_state != PTP_LIB_NONE) {
