@@ -1,16 +1,18 @@
-/* pt_thread_name.c - naming pool threads once (see pt_thread_name.h). */
+/* pt_thread_name.c - naming pool threads after their job (see
+ * pt_thread_name.h). */
 #include "common/pt_thread_name.h"
 
 #include <pthread.h>
 #include <string.h>
 
-/* One flag per thread for the whole program (a static in the header would
- * be one per translation unit). */
-static __thread int named;
+/* The name this thread was last given here (one per thread for the whole
+ * program; a static in the header would be one per translation unit).
+ * Compared by pointer first: callers pass the header's constants. */
+static __thread const char *current;
 
-void pt_thread_name_once(const char *name) {
-  if (named) return;
-  named = 1;
+void pt_thread_name_job(const char *name) {
+  if (current == name || (current && strcmp(current, name) == 0)) return;
+  current = name;
   char n[16];
   size_t len = strlen(name);
   if (len > 15) len = 15;

@@ -109,7 +109,7 @@ static void log_from_lib(int level, const char *msg, void *user_data) {
 /* ---- snapshot writer (uv threadpool) ---- */
 
 static void writer_work(uv_work_t *w) {
-  pt_thread_name_once(PT_THREAD_DAEMON_WORKER);
+  pt_thread_name_job(PT_THREAD_DAEMON_SNAPSHOT);
   pd_writer_job *job = w->data;
   PD_POLL(&job->task);
   job->rc = ptprof_dump(g.prof, job->path, sizeof job->path);

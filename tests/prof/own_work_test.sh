@@ -21,7 +21,10 @@
 #   - names: the thread that renamed itself and exited before any dump
 #     ("gone-early") has its samples in gone_work; the burner, renamed after
 #     start ("burner") and renamed again after the first dump
-#     ("burner-late"), has each name in the snapshots of its time;
+#     ("burner-late"), has each name on the samples of its time (names are
+#     read at each sample): none of the first snapshot's is "burner-late",
+#     and the second has "burner-late" (its first samples, taken before
+#     the rename while the first dump finished, may still say "burner");
 #   - as user nobody when this runs as root at perf_event_paranoid 2 (the
 #     perf engine limited to user mode, as for a developer's daemon): the
 #     same, and the first dump's 100 ms of kernel-mode own work (read(2)
@@ -100,7 +103,7 @@ check_run() {
   grep -qE '\): burner$' "$D/burner1.txt" || { cat "$D/burner1.txt" >&2; fail "$L: first snapshot: no thread_name burner"; }
   pp burner2 -tags "${SNAPS[1]}"
   grep -qE '\): burner-late$' "$D/burner2.txt" || { cat "$D/burner2.txt" >&2; fail "$L: second snapshot: no thread_name burner-late"; }
-  if grep -qE '\): burner$' "$D/burner2.txt"; then fail "$L: second snapshot: the old name burner"; fi
+  if grep -qE '\): burner-late$' "$D/burner1.txt"; then fail "$L: first snapshot: the later name burner-late"; fi
 
   # --- the dumper's kernel time inside its own work is not the program's ---
   pp dumper -tagfocus='thread_name=^dumper$' -top -nodefraction=0 "${SNAPS[@]}"

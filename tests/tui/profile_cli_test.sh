@@ -86,7 +86,7 @@ done
 pid=$(daemon_pid)
 names=$(cat /proc/"$pid"/task/*/comm | sort -u)
 note "daemon threads: $(echo $names)"
-for n in polytokend pd-worker ptcon-server; do
+for n in polytokend ptcon-server ptprof-consumer; do
   printf '%s\n' "$names" | grep -qx "$n" || fail "no thread named $n in the daemon: $(echo $names)"
 done
 go tool pprof -sample_index=samples -tags "${files[@]}" 2>/dev/null >"$TMPDIR/tags"
@@ -96,7 +96,11 @@ sys.path.insert(0, os.environ["PT_SRC"] + "/tests/prof")
 import pprof_tags
 seen = set(pprof_tags.tags(open(sys.argv[1]).read()).get("thread_name", {}))
 print("thread_name values:", sorted(seen))
-assert seen and seen <= set(sys.argv[2].split()), seen
+# Names as the threads had them when sampled: the loop, and the pool thread
+# that built the responder's model for the long turns above (the snapshot
+# writer's CPU is the profiler's own: never a sample).
+known = {"polytokend", "pd-responder", "pd-catalog", "ptcon-server"}
+assert {"polytokend", "pd-responder"} <= seen <= known, seen
 PY
 
 # list --json: the three windows, absolute paths, go's sample counts.

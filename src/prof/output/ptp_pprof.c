@@ -336,11 +336,15 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
     uint64_t vals[2] = {sm->count, sm->count * (uint64_t)w->period_ns};
     ptp_pb_packed_uint64(b, S_VALUE, vals, 2);
     uint32_t ti;
-    if (ptp_u64map_get(&tids, (uint64_t)sm->tid + 1, &ti) && w->threads[ti].name[0]) {
+    /* The name the thread had when these samples were taken, else the one
+     * the window read for its tid (at the dump, or at the thread's exit). */
+    const char *nm = sm->thread_name && sm->thread_name[0] ? sm->thread_name
+                     : ptp_u64map_get(&tids, (uint64_t)sm->tid + 1, &ti) && w->threads[ti].name[0]
+                         ? w->threads[ti].name
+                         : NULL;
+    if (nm) {
       /* names are at most 15 chars + NUL by contract; intern a bounded view */
-      const char *nm = w->threads[ti].name;
-      int64_t si = memchr(nm, 0, sizeof w->threads[ti].name) ? intern(&e, nm)
-                                                               : intern_owned(&e, ptp_strndup(nm, 15));
+      int64_t si = memchr(nm, 0, 16) ? intern(&e, nm) : intern_owned(&e, ptp_strndup(nm, 15));
       if (si < 0) { r = -ENOMEM; goto out; }
       ptp_pb_mark lm = ptp_pb_begin(b, S_LABEL);
       ptp_pb_int64(b, L_KEY, s_tname);

@@ -142,6 +142,9 @@ typedef struct ptp_sample {
                               frames[i > 0]: return addresses, NOT adjusted:
                               the encoder uses frames[i] - 1 for callers */
   ptp_label_ids ids;       /* as recorded (the aggregation's key) */
+  const char *thread_name; /* the thread's name when the samples were taken
+                              (part of the aggregation's key), or NULL: then
+                              the encoder uses the window's name of tid */
   const ptp_label *labels; /* resolved ids (ptp_labels_resolve), written after
                               thread_name/thread_id; may be NULL */
   size_t nlabels;

@@ -17,6 +17,7 @@ typedef struct entry {
   uint64_t count;
   size_t off;           /* into frames arena */
   uint32_t tid;
+  uint32_t nid;         /* thread name: names[nid - 1], 0 = not known */
   uint16_t n, flags;
   ptp_label_ids lb;     /* part of the key: the same stack under two tasks
                            or label sets is two entries */
@@ -30,6 +31,8 @@ struct ptp_agg {
   uint32_t *index;      /* entry number + 1, 0 = empty */
   size_t capindex;      /* power of two */
   uint64_t total;
+  char names[PTP_AGG_NAMES][16];   /* distinct thread names of the window */
+  uint32_t nnames;
 };
 
 static uint64_t mix(uint64_t x) {
@@ -38,9 +41,9 @@ static uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-static uint64_t hash_of(uint32_t tid, uint16_t flags, const ptp_label_ids *lb, const uintptr_t *f,
+static uint64_t hash_of(uint32_t tid, uint32_t nid, uint16_t flags, const ptp_label_ids *lb, const uintptr_t *f,
                         uint16_t n) {
-  uint64_t h = mix(((uint64_t)tid << 32) | ((uint64_t)flags << 16) | n);
+  uint64_t h = mix(((uint64_t)tid << 32) | ((uint64_t)flags << 16) | n) ^ nid;
   h = mix(h ^ lb->task) + lb->n;
   for (uint32_t i = 0; i < 2 * lb->n; i++) h = mix(h ^ lb->kv[i]);
   for (uint16_t i = 0; i < n; i++) h = mix(h ^ (uint64_t)f[i]) + i;
@@ -72,6 +75,7 @@ void ptp_agg_reset(ptp_agg *a) {
   a->nents = 0;
   a->narena = 0;
   a->total = 0;
+  a->nnames = 0;
   memset(a->index, 0, a->capindex * sizeof *a->index);
 }
 
@@ -97,9 +101,29 @@ static int same_labels(const ptp_label_ids *x, const ptp_label_ids *y) {
   return 1;
 }
 
+/* The id of a thread name (1-based), interned into a; 0 for none or when
+ * the table is full. A window sees few distinct names: a linear scan. */
+static uint32_t name_id(ptp_agg *a, const char *name) {
+  if (!name || !name[0]) return 0;
+  size_t len = strnlen(name, 15);
+  for (uint32_t i = 0; i < a->nnames; i++)
+    if (strncmp(a->names[i], name, 16) == 0) return i + 1;
+  if (a->nnames == PTP_AGG_NAMES) return 0;
+  memcpy(a->names[a->nnames], name, len);
+  a->names[a->nnames][len] = 0;
+  return ++a->nnames;
+}
+
 int ptp_agg_add(ptp_agg *a, uint32_t tid, uint16_t flags, const ptp_label_ids *labels,
                 const uintptr_t *frames, uint16_t n, uint64_t count) {
+  return ptp_agg_add_named(a, tid, NULL, flags, labels, frames, n, count);
+}
+
+int ptp_agg_add_named(ptp_agg *a, uint32_t tid, const char *name, uint16_t flags,
+                      const ptp_label_ids *labels, const uintptr_t *frames, uint16_t n,
+                      uint64_t count) {
   if (n == 0) return -EINVAL;
+  uint32_t nid = name_id(a, name);
   /* Normalized copy: ids past n are ignored, so they are zero in the key. */
   ptp_label_ids lb = {0};
   if (labels) {
@@ -107,11 +131,11 @@ int ptp_agg_add(ptp_agg *a, uint32_t tid, uint16_t flags, const ptp_label_ids *l
     lb.n = labels->n <= PTP_LABELS_MAX ? labels->n : PTP_LABELS_MAX;
     for (uint32_t i = 0; i < 2 * lb.n; i++) lb.kv[i] = labels->kv[i];
   }
-  uint64_t h = hash_of(tid, flags, &lb, frames, n);
+  uint64_t h = hash_of(tid, nid, flags, &lb, frames, n);
   size_t k = h & (a->capindex - 1);
   for (uint32_t v; (v = a->index[k]); k = (k + 1) & (a->capindex - 1)) {
     entry *e = &a->ents[v - 1];
-    if (e->hash == h && e->tid == tid && e->flags == flags && e->n == n && same_labels(&e->lb, &lb) &&
+    if (e->hash == h && e->tid == tid && e->nid == nid && e->flags == flags && e->n == n && same_labels(&e->lb, &lb) &&
         memcmp(a->arena + e->off, frames, n * sizeof *frames) == 0) {
       e->count += count;
       a->total += count;
@@ -141,7 +165,7 @@ int ptp_agg_add(ptp_agg *a, uint32_t tid, uint16_t flags, const ptp_label_ids *l
   }
   memcpy(a->arena + a->narena, frames, n * sizeof *frames);
   a->ents[a->nents] = (entry){ .hash = h, .count = count, .off = a->narena, .tid = tid,
-                               .n = n, .flags = flags, .lb = lb };
+                               .nid = nid, .n = n, .flags = flags, .lb = lb };
   a->narena += n;
   a->index[k] = (uint32_t)(++a->nents);
   a->total += count;
@@ -160,7 +184,8 @@ int ptp_agg_samples(const ptp_agg *a, ptp_sample **out, size_t *n) {
   for (size_t i = 0; i < a->nents; i++) {
     const entry *e = &a->ents[i];
     s[i] = (ptp_sample){ .count = e->count, .tid = e->tid, .nframes = e->n, .flags = e->flags,
-                         .frames = a->arena + e->off, .ids = e->lb };
+                         .frames = a->arena + e->off, .ids = e->lb,
+                         .thread_name = e->nid ? a->names[e->nid - 1] : NULL };
   }
   *out = s;
   *n = a->nents;

@@ -328,7 +328,7 @@ static size_t drain_locked(ptprof *p) {
           atomic_fetch_add(&sh->drops[PTP_DROP_NO_MEMORY], s->weight);
         else
           atomic_fetch_add(&sh->drops[cause], s->weight);
-      } else if (ptp_agg_add(p->agg, s->tid, s->flags, &s->labels, s->frames, s->nframes,
+      } else if (ptp_agg_add_named(p->agg, s->tid, s->name, s->flags, &s->labels, s->frames, s->nframes,
                              s->weight) < 0) {
         /* Out of memory for a new stack: taken, but not recorded. Its own
          * cause: the ring was not full. */

@@ -39,6 +39,8 @@
  */
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -180,6 +182,13 @@ static void take(ptp_shared *sh, siginfo_t *si, void *ucv, ptp_thread_sig *rec) 
   /* The handler runs on the sampled thread (both engines signal the thread
    * whose CPU time expired), so its TLS labels are that thread's. */
   ptp_label_set_copy(&slot->labels);
+  /* The thread's name now, not when the snapshot is written: a thread that
+   * names itself after its work (a pool thread running one kind of job)
+   * is named as it was while it used this CPU. A bare system call; on
+   * failure the dump falls back to the name it reads then. */
+  if (syscall(SYS_prctl, PR_GET_NAME, (unsigned long)slot->name, 0UL, 0UL, 0UL) != 0)
+    slot->name[0] = 0;
+  slot->name[15] = 0;
   /* A slot with no frame is published empty (it was claimed) and skipped by
    * the consumer; the expirations count as "no stack". */
   if (n == 0) ptp_drop(sh, PTP_DROP_NO_STACK, weight);

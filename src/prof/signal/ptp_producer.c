@@ -70,6 +70,7 @@ int ptp_push_sample(uint32_t tid, uint32_t weight, uint16_t flags,
   slot->nframes = n;
   slot->flags = flags;
   slot->labels = (ptp_label_ids){0};   /* not taken in a poll: no labels */
+  slot->name[0] = 0;                   /* name not read: the dump's is used */
   ptp_ring_publish(&sh->ring, slot, pos);
   ptp_wake_maybe(sh, 0);
 out:

@@ -50,6 +50,8 @@ typedef struct ptp_slot {
   uint16_t flags;           /* PTP_SAMPLE_* */
   uint32_t pad_;
   ptp_label_ids labels;     /* the thread's task and user labels when taken */
+  char name[16];            /* the thread's name when taken (PR_GET_NAME:
+                               at most 15 bytes and a NUL; "" if unknown) */
   uintptr_t frames[PTP_MAX_FRAMES];
 } ptp_slot;
 

@@ -145,3 +145,65 @@ PT_TEST_T(prof_sampler_names_many_exited, 120000) {
   pt_rm_rf(dir);
   free(dir);
 }
+
+/* A thread that renames itself inside one window: each sample carries the
+ * name the thread had when it was taken (the handler reads it), not the
+ * one it has at the dump. The thread burns ~150 ms of CPU as "phase-a",
+ * then ~150 ms as "phase-b"; at 999 Hz each half expects ~150 samples
+ * (binomial sd ~9), so the [100, 200] band is > 5 sd wide. Reading the
+ * name at the dump would give 0 "phase-a" samples. */
+typedef struct rename_check {
+  _Atomic uint32_t tid;
+  uint64_t a, b, other;
+} rename_check;
+
+static void rename_hook(const ptp_window *w, void *ctx) {
+  rename_check *rc = ctx;
+  uint32_t tid = atomic_load(&rc->tid);
+  for (size_t i = 0; i < w->nsamples; i++) {
+    const ptp_sample *s = &w->samples[i];
+    if (s->tid != tid || (s->flags & PTP_SAMPLE_LOST)) continue;
+    const char *nm = s->thread_name ? s->thread_name : "";
+    if (strcmp(nm, "phase-a") == 0) rc->a += s->count;
+    else if (strcmp(nm, "phase-b") == 0) rc->b += s->count;
+    else rc->other += s->count;
+  }
+}
+
+static rename_check g_rc;
+
+static void *renaming(void *arg) {
+  (void)arg;
+  atomic_store(&g_rc.tid, (uint32_t)gettid());
+  pthread_setname_np(pthread_self(), "phase-a");
+  ptt_fn_hot_a(150000000);
+  pthread_setname_np(pthread_self(), "phase-b");
+  ptt_fn_hot_a(150000000);
+  return NULL;
+}
+
+PT_TEST_T(prof_sampler_names_at_sample_time, 60000) {
+  char *dir = pt_tmpdir("thread-rename");
+  memset(&g_rc, 0, sizeof g_rc);
+  ptprof_options o;
+  ptprof_options_init(&o);
+  o.hz = 999;
+  o.dir = dir;
+  o.prefix = "ptt-";
+  ptprof *p;
+  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
+  ptp_set_window_hook(p, rename_hook, &g_rc);
+  PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  pthread_t th;
+  PT_ASSERT_INT_EQ(pthread_create(&th, NULL, renaming, NULL), 0);
+  PT_ASSERT_INT_EQ(pthread_join(th, NULL), 0);
+  PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), 0);
+  printf("# samples named phase-a %llu, phase-b %llu, other %llu\n", (unsigned long long)g_rc.a,
+         (unsigned long long)g_rc.b, (unsigned long long)g_rc.other);
+  PT_ASSERT_MSG(g_rc.a >= 100 && g_rc.a <= 200, "phase-a: %llu samples", (unsigned long long)g_rc.a);
+  PT_ASSERT_MSG(g_rc.b >= 100 && g_rc.b <= 200, "phase-b: %llu samples", (unsigned long long)g_rc.b);
+  PT_ASSERT_MSG(g_rc.other <= 2, "%llu samples under another name", (unsigned long long)g_rc.other);
+  ptprof_del(p);
+  pt_rm_rf(dir);
+  free(dir);
+}
