@@ -31,6 +31,7 @@
 
 #include "common/pt_alloc.h"
 #include "common/pt_err.h"
+#include "common/pt_fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -661,17 +662,6 @@ static void free_result(pt_pprof_merge *m) {
   memset(&m->res, 0, sizeof m->res);
 }
 
-static void fmt_time(int64_t ns, char *out, size_t cap) {
-  if (ns <= 0) {
-    snprintf(out, cap, "unknown");
-    return;
-  }
-  time_t t = (time_t)(ns / 1000000000);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  size_t n = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out + n, cap - n, ".%03dZ", (int)(ns % 1000000000 / 1000000));
-}
 
 static char *textf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *textf(const char *fmt, ...) {
@@ -721,7 +711,7 @@ int pt_pprof_merge_result(pt_pprof_merge *m, const pt_pprof **out, char *err, si
     if (e > end) end = e;
   }
   char span[64];
-  fmt_time(t0, span, sizeof span);
+  pt_fmt_utc_ms(t0, 1, "unknown", span, sizeof span);
   m->res_texts[m->n_res_texts++] =
       textf("merged profile: %zu window%s, %" PRId64 " sample%s; samples with the same stack and "
             "labels are summed (polytoken profile merge)",
@@ -729,7 +719,7 @@ int pt_pprof_merge_result(pt_pprof_merge *m, const pt_pprof **out, char *err, si
   for (size_t i = 0; i < m->n_wins; i++) {
     const window *w = &m->wins[i];
     char when[64];
-    fmt_time(w->time_nanos, when, sizeof when);
+    pt_fmt_utc_ms(w->time_nanos, 1, "unknown", when, sizeof when);
     m->res_texts[m->n_res_texts++] =
         textf("merged window %zu of %zu: %s, start %s, length %.3f s, %" PRId64 " sample%s",
               i + 1, m->n_wins, w->name, when, (double)w->duration_nanos / 1e9, w->samples,

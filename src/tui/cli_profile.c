@@ -16,6 +16,7 @@
 #include "tui/cli_profile_internal.h"
 #include "tui/tui_cli_common.h"
 #include "common/pt_client.h"
+#include "common/pt_fmt.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -79,27 +80,6 @@ typedef struct block {
   int fallback; /* the state root's profiling/ (session NULL) */
 } block;
 
-static void fmt_start(int64_t ns, char *out, size_t cap) {
-  if (ns <= 0) {
-    snprintf(out, cap, "?");
-    return;
-  }
-  time_t t = (time_t)(ns / 1000000000);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  size_t n = strftime(out, cap, "%Y-%m-%d %H:%M:%S", &tm);
-  snprintf(out + n, cap - n, ".%03d", (int)(ns % 1000000000 / 1000000));
-}
-
-static void fmt_rfc3339(int64_t ns, char *out, size_t cap) {
-  fmt_start(ns, out, cap);
-  char *sp = strchr(out, ' ');
-  if (sp) {
-    *sp = 'T';
-    strncat(out, "Z", cap - strlen(out) - 1);
-  }
-}
-
 /* "perf_event task-clock per thread" -> "perf_event", and so on. */
 static const char *short_engine(const char *e) {
   if (!*e) return "?";
@@ -143,14 +123,14 @@ static int list_block(const block *b, json_t *jlists) {
     int64_t samples = pt_pprof_sample_total(p), cpu = cli_prof_cpu_ns(p);
     cli_prof_engine(p, engine, sizeof engine);
     if (jsnaps) {
-      fmt_rfc3339(p->time_nanos, start, sizeof start);
+      pt_fmt_utc_ms(p->time_nanos, 1, "?", start, sizeof start);
       json_array_append_new(
           jsnaps, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "process", proc, "path",
                             paths[i], "start", start, "time_nanos", (json_int_t)p->time_nanos,
                             "duration_nanos", (json_int_t)p->duration_nanos, "samples",
                             (json_int_t)samples, "cpu_nanos", (json_int_t)cpu, "engine", engine));
     } else {
-      fmt_start(p->time_nanos, start, sizeof start);
+      pt_fmt_utc_ms(p->time_nanos, 0, "?", start, sizeof start);
       char len[32], cpus[32];
       snprintf(len, sizeof len, "%.2f s", (double)p->duration_nanos / 1e9);
       snprintf(cpus, sizeof cpus, "%.3f s", (double)cpu / 1e9);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer over the artifact catalog's loader of catalog.json
 # (src/daemon/pd_catalog.c via pd_catalog_new, with the other catalog units; tests/daemon/fuzz_catalog_load.c)
-# for PT_FUZZ_SECONDS (30) from tests/daemon/fuzz_seeds/catalog_json. Any
+# for PT_FUZZ_SECONDS (20) from tests/daemon/fuzz_seeds/catalog_json. Any
 # crash, sanitizer report or wrongly loaded generation fails.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -16,6 +16,6 @@ fuzz_build fuzz_catalog_load "$PT_SRC/tests/daemon/fuzz_catalog_load.c" \
   "$PT_SRC/src/common/pt_write_all.c" "$PT_SRC/src/common/pt_alloc.c" \
   "$PT_SRC/src/common/pt_gunzip.c" "$PT_SRC/src/common/pt_gzip.c" \
   "$PT_SRC/src/common/pt_pprof_read.c" "$PT_SRC/src/common/pt_pprof_write.c" \
-  "$PT_SRC/src/common/pt_pprof_merge.c" \
+  "$PT_SRC/src/common/pt_pprof_merge.c" "$PT_SRC/src/common/pt_fmt.c" \
   $(pkg-config --cflags --libs jansson libcrypto zlib)
 fuzz_run fuzz_catalog_load "$PT_SRC/tests/daemon/fuzz_seeds/catalog_json" -max_len=4096
