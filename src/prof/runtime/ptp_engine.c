@@ -23,6 +23,7 @@
 #include "prof/cache/ptp_fdmarks.h"
 #include "prof/runtime/ptp_engine.h"
 #include "prof/runtime/ptp_perf.h"
+#include "prof/signal/ptp_perffd.h"
 #include "prof/runtime/ptp_procfs.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/signal/ptp_sigstate.h"
@@ -95,6 +96,7 @@ static void remember_prev(ptp_thread_rec *r) {
 static void close_event(const ptp_thread_rec *r, int fd) {
   ptp_perf_ident id = rec_ident(r);
   ptp_fd_unmark(fd);
+  ptp_perffd_released(fd);
   if (ptp_perf_is(fd, &id)) {
     close(fd);
   } else {
@@ -154,6 +156,7 @@ void ptp_engine_forget_in_child(ptp_thread_rec *r) {
   int fd = atomic_exchange_explicit(&r->sig->perf_fd, -1, memory_order_relaxed);
   ptp_perf_ident id = rec_ident(r);
   if (fd >= 0) ptp_fd_unmark(fd);
+  if (fd >= 0) ptp_perffd_released(fd);
   if (fd >= 0 && ptp_perf_is(fd, &id)) close(fd);    /* our copy only, if still ours */
   if (fd >= 0) atomic_fetch_sub(&eng.perf_live, 1);
   r->has_perf = 0;
@@ -181,6 +184,7 @@ int ptp_engine_check(ptp_thread_rec *r) {
                           &cause, 1);
   }
   ptp_fd_unmark(fd);
+  ptp_perffd_released(fd);
   r->has_perf = 0;
   atomic_fetch_add(&eng.fds_lost, 1);
   atomic_fetch_sub(&eng.perf_live, 1);

@@ -15,6 +15,7 @@
 #include "prof/cache/ptp_fd.h"
 #include "prof/cache/ptp_fdmarks.h"
 #include "prof/runtime/ptp_perf.h"
+#include "prof/signal/ptp_perffd.h"
 
 /* exclude_kernel is required by perf_event_paranoid > 1 unless the process
  * has CAP_PERFMON (or CAP_SYS_ADMIN). Asking for it costs truth: a period
@@ -94,6 +95,7 @@ int ptp_perf_open(uint32_t tid, int64_t first_ns, int *fd_out, ptp_perf_ident *i
   id_out->dev = fid.dev;
   id_out->ino = fid.ino;
   ptp_fd_mark(fd);        /* the close-family interposers notice its close */
+  ptp_perffd_opened(fd);  /* the handler tells its signals apart, even late ones */
   *fd_out = fd;
   return 0;
 }

@@ -21,6 +21,8 @@
  *   signal/ptp_thread_sig.c       ptp_g_thread_sigs, _tidmap   publication rule (ptp_thread_sig.h)
  *   signal/ptp_label_set.c        ptp_t_labels (TLS)           its own thread
  *   signal/ptp_own_work.c         ptp_t_own_work (TLS)         its own thread
+ *   signal/ptp_perffd.c           perffd_state: per number,    atomics
+ *                                 our perf events now/lately
  *   signal/ptp_sigstate.c         ptp_g_sig: the program's     two slots + gen (readers
  *                                 SIGPROF disposition, our     lock-free); writers:
  *                                 timers' magic, installed     ptp_siginterpose.c's lock

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "prof/signal/ptp_sigstate.h"
+#include "prof/signal/ptp_perffd.h"
 
 ptp_sigstate ptp_g_sig;
 
@@ -59,10 +60,15 @@ int ptp_sig_ours(const siginfo_t *si, ptp_thread_sig **rec) {
   }
   if (si->si_code < POLL_IN || si->si_code > POLL_HUP || si->si_fd < 0) return 0;
   ptp_thread_sig *r = ptp_thread_sig_lookup((uint32_t)gettid());
-  if (!r) return 0;
   *rec = r;
-  return si->si_fd == atomic_load_explicit(&r->perf_fd, memory_order_acquire) ||
-         si->si_fd == atomic_load_explicit(&r->perf_fd_prev, memory_order_relaxed);
+  if (r && (si->si_fd == atomic_load_explicit(&r->perf_fd, memory_order_acquire) ||
+            si->si_fd == atomic_load_explicit(&r->perf_fd_prev, memory_order_relaxed)))
+    return 1;
+  /* An event of ours that the thread's record no longer names (closed on
+   * the thread's exit, re-opened, closed by the program) may still have a
+   * signal pending: ours, ignored by the caller (signal_tid finds no
+   * published event with that number). */
+  return ptp_perffd_ours(si->si_fd);
 }
 
 int ptp_sig_uc_blocked(const void *ucv) {
