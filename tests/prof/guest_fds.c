@@ -8,6 +8,8 @@
  *       "a" (fd 3), "b" (fd 4) and fopen "report" (fd 5); burn MS ms of
  *       CPU writing 100 buffered lines to report (left for exit's stdio
  *       flush, after every atexit handler), one line to a.
+ *   guest_fds closeloop MS    the same, but closing with close(2) on every
+ *       number from 3 to sysconf(_SC_OPEN_MAX) (an old daemon's start).
  *   guest_fds reuse MS        close_range as above, then read the 10000
  *       bytes of "input" (written by the test) through fd 3 in 100-byte
  *       reads while burning MS ms of CPU; write what was read to "copy".
@@ -54,6 +56,13 @@ static void close_all(void) {
   }
 }
 
+/* The old daemon way: close(2) on every number up to the limit, errors
+ * (EBADF on the numbers not open) ignored. */
+static void close_loop(void) {
+  long max = sysconf(_SC_OPEN_MAX);
+  for (long fd = 3; fd < max; fd++) (void)close((int)fd);
+}
+
 static int open_w(const char *name, int want) {
   int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) { perror(name); exit(4); }
@@ -64,8 +73,9 @@ static int open_w(const char *name, int want) {
   return fd;
 }
 
-static int do_closefrom(double ms) {
-  close_all();
+static int do_closefrom(double ms, int loop) {
+  if (loop) close_loop();
+  else close_all();
   int a = open_w("a", 3);
   int b = open_w("b", 4);
   FILE *r = fopen("report", "w");
@@ -171,7 +181,8 @@ static int do_waitfile(const char *path, double ms) {
 }
 
 int main(int argc, char **argv) {
-  if (argc >= 3 && !strcmp(argv[1], "closefrom")) return do_closefrom(atof(argv[2]));
+  if (argc >= 3 && !strcmp(argv[1], "closefrom")) return do_closefrom(atof(argv[2]), 0);
+  if (argc >= 3 && !strcmp(argv[1], "closeloop")) return do_closefrom(atof(argv[2]), 1);
   if (argc >= 3 && !strcmp(argv[1], "reuse")) return do_reuse(atof(argv[2]));
   if (argc >= 4 && !strcmp(argv[1], "many")) return do_many(atoi(argv[2]), atof(argv[3]));
   if (argc >= 4 && !strcmp(argv[1], "nofile")) return do_nofile(atoi(argv[2]), atof(argv[3]));

@@ -41,6 +41,19 @@ int ptp_fd_note_closed(unsigned lo, unsigned hi) {
   return hit;
 }
 
+int ptp_fd_next_mark(unsigned lo, unsigned hi) {
+  if (lo >= PTP_FD_MARK_MAX || hi < lo) return -1;
+  if (hi >= PTP_FD_MARK_MAX) hi = PTP_FD_MARK_MAX - 1;
+  for (unsigned w = lo / 64; w <= hi / 64; w++) {
+    uint64_t m = ~0ull;
+    if (w == lo / 64) m &= ~0ull << (lo % 64);
+    if (w == hi / 64 && hi % 64 != 63) m &= (1ull << (hi % 64 + 1)) - 1;
+    uint64_t hit = atomic_load_explicit(&marks.bits[w], memory_order_relaxed) & m;
+    if (hit) return (int)(w * 64 + (unsigned)__builtin_ctzll(hit));
+  }
+  return -1;
+}
+
 int ptp_fd_take_lost(void) {
   return atomic_load_explicit(&marks.lost, memory_order_relaxed) && atomic_exchange(&marks.lost, 0);
 }

@@ -29,6 +29,10 @@ void ptp_fd_unmark(int fd);
  * (their marks are cleared and the "lost" flag set), else 0.
  * Async-signal-safe. */
 int ptp_fd_note_closed(unsigned lo, unsigned hi);
+/* The lowest marked number in [lo, hi], or -1 when there is none (hi is
+ * capped below PTP_FD_MARK_MAX). The range closers (close_range,
+ * closefrom) close around these. Async-signal-safe. */
+int ptp_fd_next_mark(unsigned lo, unsigned hi);
 /* 1 once after ptp_fd_note_closed found one of ours closed (the consumer
  * then checks its descriptors), else 0. */
 int ptp_fd_take_lost(void);

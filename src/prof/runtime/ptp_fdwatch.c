@@ -4,14 +4,18 @@
  * long-lived descriptors is noticed at once (docs/sampler.md,
  * "Descriptors").
  *
- * The descriptor table is the program's and it may close any number, ours
- * included (close_range(3, ~0U, 0) at a program's start closes the perf
- * event the preload constructor opened). Each wrapper calls the real
- * function first, unchanged (the program gets exactly its result, errno
- * included), then, if a number it closed was one of ours (cache/
- * ptp_fdmarks.h: one atomic load for a plain close), wakes the consumer,
- * which forgets that descriptor without touching the number again and
- * opens the thread's event anew 100 ms later (ptp_threads_check_fds).
+ * The descriptor table is the program's and it may close any number.
+ * The range closers (close_range without flags, closefrom: a program's
+ * start, a daemon detaching) close around our marked numbers, which the
+ * program never held: it sees what it sees unprofiled and our events stay
+ * (reopening them would take the lowest free number for a moment, the very
+ * number the program's next open counts on). The others (close, dup2 and
+ * dup3 onto a number, close_range with flags) call the real function
+ * first, unchanged (the program gets exactly its result, errno included),
+ * then, if a number they closed was one of ours (cache/ptp_fdmarks.h: one
+ * atomic load for a plain close), wake the consumer, which forgets that
+ * descriptor without touching the number again and opens the thread's
+ * event anew 100 ms later (ptp_threads_check_fds).
  * Async-signal-safe, as close is. The library's own closes go through
  * these too (they bind like the program's): it unmarks a number before
  * closing it.
@@ -54,7 +58,6 @@ void ptp_fdwatch_link(void) {}
 
 
 typedef int (*close_range_fn)(unsigned, unsigned, int);
-typedef void (*closefrom_fn)(int);
 typedef int (*dup3_fn)(int, int, int);
 
 int __close(int fd);
@@ -84,10 +87,40 @@ PTPROF_API int close(int fd) {
   return rc;
 }
 
-PTPROF_API int close_range(unsigned lo, unsigned hi, int flags) {
+static int real_close_range(unsigned lo, unsigned hi, int flags) {
   close_range_fn real = (close_range_fn)atomic_load(&fw.close_range);
-  int rc = real ? real(lo, hi, flags) : (int)syscall(SYS_close_range, lo, hi, flags);
-  /* CLOSE_RANGE_CLOEXEC only marks them close-on-exec (ours are already) */
+  return real ? real(lo, hi, flags) : (int)syscall(SYS_close_range, lo, hi, flags);
+}
+
+/* Closes [lo, hi] but our marked numbers, in the runs between them: the
+ * program sees what it sees unprofiled (everything it held in the range is
+ * closed; ours were never its own), and our events stay, so no descriptor
+ * is opened anew while the program, having just closed everything, counts
+ * on open(2) giving it the lowest numbers. A number marked between the
+ * scan and a run's close is noticed as for a plain close. Returns 0, or
+ * the first failing run's -1 (errno set). */
+static int close_around_ours(unsigned lo, unsigned hi) {
+  unsigned cur = lo;
+  for (;;) {
+    int m = ptp_fd_next_mark(cur, hi);
+    if (m < 0 || (unsigned)m > cur) {
+      unsigned end = m < 0 ? hi : (unsigned)m - 1;
+      if (real_close_range(cur, end, 0) != 0) return -1;
+      int saved = errno;
+      closed_range(cur, end);
+      errno = saved;
+    }
+    if (m < 0 || (unsigned)m >= hi) return 0;
+    cur = (unsigned)m + 1;
+  }
+}
+
+PTPROF_API int close_range(unsigned lo, unsigned hi, int flags) {
+  if (flags == 0 && lo <= hi) return close_around_ours(lo, hi);
+  /* CLOSE_RANGE_UNSHARE: the caller's new table is its own (ours stay in
+   * the shared one); CLOSE_RANGE_CLOEXEC only marks them close-on-exec
+   * (ours are already). As is, noticed as a plain close. */
+  int rc = real_close_range(lo, hi, flags);
   if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
     int saved = errno;
     closed_range(lo, hi);
@@ -97,11 +130,10 @@ PTPROF_API int close_range(unsigned lo, unsigned hi, int flags) {
 }
 
 PTPROF_API void closefrom(int lo) {
-  closefrom_fn real = (closefrom_fn)atomic_load(&fw.closefrom);
-  if (real) real(lo);
-  else (void)syscall(SYS_close_range, (unsigned)lo, ~0u, 0);
+  /* glibc's closefrom: close_range(max(lo, 0), ~0U, 0), or a walk of
+   * /proc/self/fd where the kernel lacks it, which runs need not */
   int saved = errno;
-  if (lo >= 0) closed_range((unsigned)lo, ~0u);
+  (void)close_around_ours(lo < 0 ? 0u : (unsigned)lo, ~0u);
   errno = saved;
 }
 

@@ -3,7 +3,10 @@
  *
  * Every file is opened O_NONBLOCK | O_CLOEXEC (the library's rule for
  * whatever it opens, docs/sampler.md "Files") and closed in the same
- * call: no descriptor of ours outlives a call here.
+ * call: no descriptor of ours outlives a call here. Each read runs on the
+ * ptprof-io helper (ptp_privio.h), in a descriptor table of its own: the
+ * sweep reads these files every second, while the program may be opening
+ * its own and counting on the lowest numbers.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -14,6 +17,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "prof/runtime/ptp_privio.h"
 #include "prof/runtime/ptp_procfs.h"
 #include "prof/signal/ptp_thread_sig.h"
 #include "prof/ptp_alloc.h"
@@ -23,7 +27,7 @@ static int cmp_u32(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-int ptp_procfs_tasks(uint32_t **out, size_t *n_out) {
+static int tasks_read(uint32_t **out, size_t *n_out) {
   *out = NULL;
   *n_out = 0;
   int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
@@ -57,7 +61,7 @@ int ptp_procfs_tasks(uint32_t **out, size_t *n_out) {
   return 0;
 }
 
-uint64_t ptp_procfs_start_ticks(uint32_t tid) {
+static uint64_t start_ticks_read(uint32_t tid) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/self/task/%u/stat", tid);
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -74,7 +78,7 @@ uint64_t ptp_procfs_start_ticks(uint32_t tid) {
   return field == 22 ? strtoull(p, NULL, 10) : 0;
 }
 
-int ptp_procfs_comm(uint32_t tid, char name[16]) {
+static int comm_read(uint32_t tid, char name[16]) {
   name[0] = 0;
   char path[64];
   snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
@@ -93,7 +97,7 @@ int ptp_procfs_comm(uint32_t tid, char name[16]) {
   return 0;
 }
 
-void ptp_procfs_main_stack(uintptr_t *lo, uintptr_t *hi) {
+static void main_stack_read(uintptr_t *lo, uintptr_t *hi) {
   *lo = *hi = 0;
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return;
@@ -118,4 +122,58 @@ void ptp_procfs_main_stack(uintptr_t *lo, uintptr_t *hi) {
     break;
   }
   fclose(f);
+}
+
+/* ---- the public calls: each read on the helper ---- */
+
+typedef struct procfs_job {
+  uint32_t tid;
+  uint32_t **tids;
+  size_t *n;
+  char *name;
+  uint64_t ticks;
+  uintptr_t *lo, *hi;
+} procfs_job;
+
+static int tasks_job(void *p) {
+  procfs_job *j = p;
+  return tasks_read(j->tids, j->n);
+}
+
+int ptp_procfs_tasks(uint32_t **out, size_t *n) {
+  procfs_job j = { .tids = out, .n = n };
+  return ptp_privio_call(tasks_job, &j);
+}
+
+static int start_ticks_job(void *p) {
+  procfs_job *j = p;
+  j->ticks = start_ticks_read(j->tid);
+  return 0;
+}
+
+uint64_t ptp_procfs_start_ticks(uint32_t tid) {
+  procfs_job j = { .tid = tid };
+  (void)ptp_privio_call(start_ticks_job, &j);
+  return j.ticks;
+}
+
+static int comm_job(void *p) {
+  procfs_job *j = p;
+  return comm_read(j->tid, j->name);
+}
+
+int ptp_procfs_comm(uint32_t tid, char name[16]) {
+  procfs_job j = { .tid = tid, .name = name };
+  return ptp_privio_call(comm_job, &j);
+}
+
+static int main_stack_job(void *p) {
+  procfs_job *j = p;
+  main_stack_read(j->lo, j->hi);
+  return 0;
+}
+
+void ptp_procfs_main_stack(uintptr_t *lo, uintptr_t *hi) {
+  procfs_job j = { .lo = lo, .hi = hi };
+  (void)ptp_privio_call(main_stack_job, &j);
 }

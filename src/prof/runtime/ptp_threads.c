@@ -46,6 +46,7 @@
 #include "prof/runtime/ptp_grace.h"
 #include "prof/runtime/ptp_graveyard.h"
 #include "prof/runtime/ptp_perf.h"
+#include "prof/runtime/ptp_privio.h"
 #include "prof/runtime/ptp_procfs.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/output/ptp_window.h"
@@ -436,6 +437,7 @@ int ptp_threads_sweep(void) {
   uint32_t pid = (uint32_t)getpid();
   pthread_mutex_lock(&reg.mu);
   for (size_t i = 0; i < n; i++) {
+    if (ptp_privio_is_helper(tids[i])) continue;    /* ours: never sampled */
     ptp_thread_rec *r = rec_find(tids[i]);
     if (!r) {
       uintptr_t lo = 0, hi = 0;
