@@ -20,6 +20,8 @@ neighbours' load hit all alike):
                 first: what a developer's second and later sessions see)
   prof-cold     the profiling build's daemon, an empty symbol cache each run
                 (the first session on a machine)
+  prof-timer    as profiling, with POLYTOKEN_PROFILE_ENGINE=timer (what the
+                engine's context switches cost; not part of the default set)
   gperftools    the normal daemon with gperftools' CPU profiler preloaded
                 (LD_PRELOAD=libprofiler.so.0, CPUPROFILE=<home>/gperf.prof,
                 CPUPROFILE_FREQUENCY=99): the anchor of issue 20's target
@@ -53,7 +55,7 @@ from real import mean_ci  # noqa: E402  (Student-t interval, shared with the rea
 TURNS = 20
 HZ = 99
 GPERF = "/usr/lib/x86_64-linux-gnu/libprofiler.so.0"
-CONFIGS = ("normal", "profiling", "prof-cold", "gperftools", "perf")
+CONFIGS = ("normal", "profiling", "prof-cold", "gperftools", "perf", "prof-timer")
 PROMPTS = [
     "hello, what can you do",
     "tell me about profiling a daemon",
@@ -156,6 +158,8 @@ def one_run(conf, args, cache_dir):
     env["POLYTOKEN_CONSOLE_DAEMON_BIND"] = "127.0.0.1:%d" % free_port()
     build = args.profiling if conf.startswith("prof") else args.normal
     cmd = [build + "/polytokend", "--home", home]
+    if conf == "prof-timer":
+        env["POLYTOKEN_PROFILE_ENGINE"] = "timer"
     if conf == "gperftools":
         env["LD_PRELOAD"] = GPERF
         env["CPUPROFILE"] = os.path.join(home, "gperf.prof")
@@ -225,7 +229,7 @@ def main():
     ap.add_argument("--profiling", required=True, help="build dir of the profiling build")
     ap.add_argument("--out", required=True)
     ap.add_argument("--pairs", type=int, default=20)
-    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--configs", default=",".join(CONFIGS[:5]))
     ap.add_argument("--cpuwrap", help="bench/real/cpuwrap.c built (for the perf configuration)")
     ap.add_argument("--keep-homes", action="store_true")
     ap.add_argument("--turns", type=int, default=TURNS, help="turns per session (the figure: 20)")
@@ -242,7 +246,7 @@ def main():
         ap.error("perf: needs perf on PATH and --cpuwrap")
     warm = os.path.join(args.out, "cache-warm")
     os.makedirs(warm, mode=0o700, exist_ok=True)
-    if "profiling" in configs:
+    if "profiling" in configs or "prof-timer" in configs:
         one_run("profiling", args, warm)   # untimed: fills the warm cache
     rng = random.Random(20)
     runs = {c: [] for c in configs}
@@ -252,7 +256,7 @@ def main():
         rng.shuffle(order)
         loads.append(os.getloadavg()[0])
         for c in order:
-            cache = warm
+            cache = warm   # profiling and prof-timer share the warm cache
             if c == "prof-cold":
                 cache = tempfile.mkdtemp(dir=args.out, prefix="cache-cold-")
             runs[c].append(one_run(c, args, cache))
