@@ -20,9 +20,23 @@ neighbours' load hit all alike):
                 first: what a developer's second and later sessions see)
   prof-cold     the profiling build's daemon, an empty symbol cache each run
                 (the first session on a machine)
-The CLI is the normal build's in all three, so the client is the same.
-Per configuration: mean daemon CPU, and the mean of the per-round ratios to
-the normal run with a 95 % Student-t interval.
+  prof-timer    as profiling, with POLYTOKEN_PROFILE_ENGINE=timer (what the
+                engine's context switches cost; not part of the default set)
+  gperftools    the normal daemon with gperftools' CPU profiler preloaded
+                (LD_PRELOAD=libprofiler.so.0, CPUPROFILE=<home>/gperf.prof,
+                CPUPROFILE_FREQUENCY=99): the anchor of issue 20's target
+  perf          the normal daemon under `perf record -F 99 -g` (perf's
+                default build-id pass at the end included); the daemon runs
+                under bench/real/cpuwrap.c, so its CPU (wait4 of the daemon)
+                and perf's own (perf's wait4 minus the daemon's tree) are
+                told apart
+The CLI is the normal build's in all of them, so the client is the same.
+Per configuration: mean daemon CPU, the mean of the per-round ratios to the
+normal run with a 95 % Student-t interval, and CPU by phase (the sum of the
+daemon's threads' schedstat when its socket came up, after the last turn,
+and the close event); and the paired difference profiling - gperftools
+(ms and ratio points, 95 % interval): issue 20's test of "no more than
+gperftools".
 """
 import argparse
 import json
@@ -39,6 +53,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from real import mean_ci  # noqa: E402  (Student-t interval, shared with the real-program bench)
 
 TURNS = 20
+HZ = 99
+GPERF = "/usr/lib/x86_64-linux-gnu/libprofiler.so.0"
+CONFIGS = ("normal", "profiling", "prof-cold", "gperftools", "perf", "prof-timer")
 PROMPTS = [
     "hello, what can you do",
     "tell me about profiling a daemon",
@@ -91,6 +108,24 @@ def final_snapshot_comments(home):
     return r.stdout.strip().splitlines() if r.returncode == 0 else ["(unreadable: %s)" % r.stderr[-200:]]
 
 
+def daemon_pid(pid, conf):
+    """The daemon's pid: pid itself, or (perf) the polytokend below perf and
+    cpuwrap, found through /proc/PID/task/*/children."""
+    if conf != "perf":
+        return pid
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            if open("/proc/%d/comm" % p).read().strip() == "polytokend":
+                return p
+            for t in os.listdir("/proc/%d/task" % p):
+                todo += [int(c) for c in open("/proc/%d/task/%s/children" % (p, t)).read().split()]
+        except OSError:
+            continue
+    raise RuntimeError("perf: no polytokend below pid %d" % pid)
+
+
 def thread_cpu_ms(pid):
     """CPU of each of the daemon's threads so far, summed by thread name
     (/proc/PID/task/*/schedstat: ns on the CPU), for the breakdown."""
@@ -106,6 +141,14 @@ def thread_cpu_ms(pid):
     return out
 
 
+def env_cli(env):
+    """The CLI's environment: the daemon's, without the profilers'."""
+    e = dict(env)
+    for k in ("LD_PRELOAD", "CPUPROFILE", "CPUPROFILE_FREQUENCY"):
+        e.pop(k, None)
+    return e
+
+
 def one_run(conf, args, cache_dir):
     home = tempfile.mkdtemp(dir=args.out, prefix="home-")
     env = dict(os.environ)
@@ -113,38 +156,65 @@ def one_run(conf, args, cache_dir):
     env["POLYTOKEN_HOME"] = home
     env["XDG_CACHE_HOME"] = cache_dir
     env["POLYTOKEN_CONSOLE_DAEMON_BIND"] = "127.0.0.1:%d" % free_port()
-    build = args.normal if conf == "normal" else args.profiling
+    build = args.profiling if conf.startswith("prof") else args.normal
+    cmd = [build + "/polytokend", "--home", home]
+    if conf == "prof-timer":
+        env["POLYTOKEN_PROFILE_ENGINE"] = "timer"
+    if conf == "gperftools":
+        env["LD_PRELOAD"] = GPERF
+        env["CPUPROFILE"] = os.path.join(home, "gperf.prof")
+        env["CPUPROFILE_FREQUENCY"] = str(HZ)
+    elif conf == "perf":
+        cmd = ["perf", "record", "-q", "-F", str(HZ), "-g", "-o", os.path.join(home, "perf.data"),
+               "--", args.cpuwrap, os.path.join(home, "cpuwrap.out"), "--"] + cmd
     out = open(os.path.join(home, "daemon.out"), "wb")
-    p = subprocess.Popen([build + "/polytokend", "--home", home], env=env, stdout=out,
-                         stderr=subprocess.STDOUT)
+    p = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         end = time.monotonic() + 20
         while not os.path.exists(os.path.join(home, "daemon.sock")):
             if time.monotonic() > end or p.poll() is not None:
                 raise RuntimeError("%s daemon did not start: %s" % (conf, open(out.name).read()[-800:]))
-            time.sleep(0.01)
+            time.sleep(0.005)
+        dpid = daemon_pid(p.pid, conf)
+        at_start = sum(thread_cpu_ms(dpid).values())
         t0 = time.monotonic()
-        sid = cli(args.normal, env, "new", "--name", "bench").strip()
+        sid = cli(args.normal, env_cli(env), "new", "--name", "bench").strip()
         for i in range(args.turns):
-            cli(args.normal, env, "send", "--session", sid, PROMPTS[i % len(PROMPTS)])
+            cli(args.normal, env_cli(env), "send", "--session", sid, PROMPTS[i % len(PROMPTS)])
         wall = time.monotonic() - t0
-        threads = thread_cpu_ms(p.pid)
-        cli(args.normal, env, "daemon", "stop")
+        threads = thread_cpu_ms(dpid)
+        cli(args.normal, env_cli(env), "daemon", "stop")
         _, status, ru = os.wait4(p.pid, 0)
     except BaseException:
         p.kill()
         p.wait()
         raise
     if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError("%s daemon exited %d" % (conf, os.waitstatus_to_exitcode(status)))
+        raise RuntimeError("%s daemon exited %d: %s" % (conf, os.waitstatus_to_exitcode(status),
+                                                        open(out.name).read()[-800:]))
     ev = close_event(home)
     if ev.get("turns_total") != args.turns:
         raise RuntimeError("%s: close event says %s turns" % (conf, ev.get("turns_total")))
-    res = {"tele_ms": ev["cpu_user_ms"] + ev["cpu_sys_ms"], "user_ms": ev["cpu_user_ms"],
+    tele = ev["cpu_user_ms"] + ev["cpu_sys_ms"]
+    before_stop = sum(threads.values())
+    res = {"tele_ms": tele, "user_ms": ev["cpu_user_ms"],
            "sys_ms": ev["cpu_sys_ms"], "wait4_ms": (ru.ru_utime + ru.ru_stime) * 1000,
            "wall_s": wall, "uptime_ms": ev["uptime_ms"], "maxrss_kb": ev.get("maxrss_kb"),
-           "threads_before_stop_ms": threads}
-    if conf != "normal":
+           "threads_before_stop_ms": threads,
+           "phase_ms": {"start": at_start, "session": before_stop - at_start,
+                        "stop": tele - before_stop}}
+    if conf == "perf":
+        # The daemon's own CPU is cpuwrap's wait4 of it; perf's is the rest
+        # of perf's tree (cpuwrap's own ~1 ms included).
+        u, s_ = (float(x) for x in open(os.path.join(home, "cpuwrap.out")).read().split())
+        res["wait4_ms"] = (u + s_) * 1000
+        res["perf_own_ms"] = (ru.ru_utime + ru.ru_stime) * 1000 - res["wait4_ms"]
+    if conf == "gperftools":
+        prof = os.path.join(home, "gperf.prof")
+        if not os.path.exists(prof) or os.path.getsize(prof) == 0:
+            raise RuntimeError("gperftools wrote no profile (%s)" % prof)
+        res["gperf_bytes"] = os.path.getsize(prof)
+    if conf.startswith("prof"):
         res["comments"] = final_snapshot_comments(home)
     if args.keep_homes:
         res["home"] = home
@@ -159,53 +229,85 @@ def main():
     ap.add_argument("--profiling", required=True, help="build dir of the profiling build")
     ap.add_argument("--out", required=True)
     ap.add_argument("--pairs", type=int, default=20)
-    ap.add_argument("--configs", default="normal,profiling,prof-cold")
+    ap.add_argument("--configs", default=",".join(CONFIGS[:5]))
+    ap.add_argument("--cpuwrap", help="bench/real/cpuwrap.c built (for the perf configuration)")
     ap.add_argument("--keep-homes", action="store_true")
     ap.add_argument("--turns", type=int, default=TURNS, help="turns per session (the figure: 20)")
     args = ap.parse_args()
     configs = [c for c in args.configs.split(",") if c]
     if "normal" not in configs:
         ap.error("--configs must include normal (the reference)")
+    for c in configs:
+        if c not in CONFIGS:
+            ap.error("unknown configuration %s (%s)" % (c, ",".join(CONFIGS)))
+    if "gperftools" in configs and not os.path.exists(GPERF):
+        ap.error("gperftools: no %s (apt-get install libgoogle-perftools4)" % GPERF)
+    if "perf" in configs and (not shutil.which("perf") or not args.cpuwrap):
+        ap.error("perf: needs perf on PATH and --cpuwrap")
     warm = os.path.join(args.out, "cache-warm")
     os.makedirs(warm, mode=0o700, exist_ok=True)
-    if "profiling" in configs:
+    if "profiling" in configs or "prof-timer" in configs:
         one_run("profiling", args, warm)   # untimed: fills the warm cache
     rng = random.Random(20)
     runs = {c: [] for c in configs}
+    loads = []
     for i in range(args.pairs):
         order = list(configs)
         rng.shuffle(order)
+        loads.append(os.getloadavg()[0])
         for c in order:
-            cache = warm
+            cache = warm   # profiling and prof-timer share the warm cache
             if c == "prof-cold":
                 cache = tempfile.mkdtemp(dir=args.out, prefix="cache-cold-")
             runs[c].append(one_run(c, args, cache))
             if c == "prof-cold":
                 shutil.rmtree(cache, ignore_errors=True)
-        sys.stderr.write("round %d/%d: %s\n" % (i + 1, args.pairs, ", ".join(
+        sys.stderr.write("round %d/%d (load %.2f): %s\n" % (i + 1, args.pairs, loads[-1], ", ".join(
             "%s %d ms" % (c, runs[c][-1]["tele_ms"]) for c in configs)))
-    json.dump({"pairs": args.pairs, "turns": args.turns, "runs": runs},
+    loads.append(os.getloadavg()[0])
+    json.dump({"pairs": args.pairs, "turns": args.turns, "loads": loads, "runs": runs},
               open(os.path.join(args.out, "results.json"), "w"), indent=1)
 
     print("| daemon | CPU, close event (mean) | ratio to normal (95 % CI) | CPU, wait4 (mean) | "
-          "ratio, wait4 (95 % CI) | session wall time |")
-    print("|---|---|---|---|---|---|")
+          "ratio, wait4 (95 % CI) | start / session / stop (medians, ms) | session wall time |")
+    print("|---|---|---|---|---|---|---|")
     base = runs["normal"]
+
+    def med(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
     for c in configs:
         rs = runs[c]
         tele = sum(r["tele_ms"] for r in rs) / len(rs)
         w4 = sum(r["wait4_ms"] for r in rs) / len(rs)
         wall = sum(r["wall_s"] for r in rs) / len(rs)
+        ph = " / ".join("%.1f" % med([r["phase_ms"][k] for r in rs]) for k in ("start", "session", "stop"))
         if c == "normal":
-            print("| normal | %.1f ms | | %.1f ms | | %.1f s |" % (tele, w4, wall))
+            print("| normal | %.1f ms | | %.1f ms | | %s | %.1f s |" % (tele, w4, ph, wall))
             continue
         m, ci = mean_ci([r["tele_ms"] / b["tele_ms"] for r, b in zip(rs, base)])
         m4, ci4 = mean_ci([r["wait4_ms"] / b["wait4_ms"] for r, b in zip(rs, base)])
-        print("| %s | %.1f ms | %.3f ± %.3f | %.1f ms | %.3f ± %.3f | %.1f s |"
-              % (c, tele, m, ci or 0, w4, m4, ci4 or 0, wall))
+        print("| %s | %.1f ms | %.3f ± %.3f | %.1f ms | %.3f ± %.3f | %s | %.1f s |"
+              % (c, tele, m, ci or 0, w4, m4, ci4 or 0, ph, wall))
     print()
-    print("%d rounds, %d turns per session; ratios: mean of the per-round ratios, Student t."
-          % (args.pairs, args.turns))
+    print("%d rounds, %d turns per session, load %.2f-%.2f; ratios: mean of the per-round ratios,"
+          " Student t." % (args.pairs, args.turns, min(loads), max(loads)))
+    if "perf" in configs:
+        own = [r["perf_own_ms"] for r in runs["perf"]]
+        m, ci = mean_ci(own)
+        print("perf's own CPU (perf's wait4 minus the daemon's): %.1f ± %.1f ms per session"
+              " (daemon: the perf row's wait4)." % (m, ci or 0))
+    if "gperftools" in configs:
+        g = runs["gperftools"]
+        for c in ("profiling", "prof-cold"):
+            if c not in configs:
+                continue
+            for key, what in (("tele_ms", "close event"), ("wait4_ms", "wait4")):
+                d, dci = mean_ci([r[key] - x[key] for r, x in zip(runs[c], g)])
+                dr, drci = mean_ci([(r[key] - x[key]) / b[key] for r, x, b in zip(runs[c], g, base)])
+                print("%s - gperftools, %s: %+.1f ± %.1f ms, %+.3f ± %.3f of normal (paired; met when"
+                      " <= 0)" % (c, what, d, dci or 0, dr, drci or 0))
     print("\nCPU by thread name before the stop request (mean ms; the final dump and"
           " shutdown come after, on the loop thread):")
     for c in configs:
