@@ -80,19 +80,19 @@
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_handler.h"
 #include "prof/runtime/ptp_interpose.h"
+#include "prof/runtime/ptp_libc.h"
 #include "prof/runtime/ptp_siginterpose.h"
 #include "prof/signal/ptp_sigstate.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/ptp_alloc.h"
 
-typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef ptp_create_fn create_fn;
 
 /* This file's process-wide state (runtime/ptp_process.h): libc's
  * definitions of what we interpose, each looked up once (dlsym) and never
- * reset (a fork child has the same libc). */
+ * reset (a fork child has the same libc); pthread_create's is ptp_libc.c's. */
 static struct {
-  _Atomic(void *) create;
   _Atomic(void *) execve, execv, execvp, execvpe, fexecve, execveat;
   _Atomic(void *) dlopen, dlmopen;
 } libc;
@@ -108,9 +108,7 @@ static void *real_fn(_Atomic(void *) *slot, const char *name) {
 }
 
 
-static create_fn get_real(void) {
-  return (create_fn)real_fn(&libc.create, "pthread_create");
-}
+static create_fn get_real(void) { return ptp_libc_pthread_create(); }
 
 typedef struct tramp {
   void *(*fn)(void *);
@@ -141,11 +139,6 @@ PTPROF_API int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
   return rc;
 }
 
-int ptp_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                            void *(*start)(void *), void *arg) {
-  create_fn real = get_real();
-  return real ? real(thread, attr, start, arg) : EAGAIN;
-}
 
 /* ---- exec family ---------------------------------------------------------- */
 

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "prof/runtime/ptp_interpose.h"
+#include "prof/runtime/ptp_libc.h"
 #include "prof/runtime/ptp_privio.h"
 
 static struct {
@@ -112,13 +112,14 @@ static int start_locked(void) {
   if (pthread_attr_init(&at) != 0) return -ENOMEM;
   (void)pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
   (void)pthread_attr_setstacksize(&at, 64 * 1024);
-  /* every signal blocked: the program's signals go to its own threads */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
+  /* every signal blocked, inherited by the helper: the program's signals
+   * go to its own threads (the system call, not pthread_sigmask, which
+   * the library interposes) */
+  uint64_t all = ~0ull, old = 0;
+  (void)syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, sizeof all);
   pthread_t th;
   int rc = ptp_real_pthread_create(&th, &at, helper_main, NULL);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
   pthread_attr_destroy(&at);
   if (rc != 0) return -rc;
   pio.running = 1;

@@ -39,6 +39,7 @@
  *   runtime/ptp_interpose.c (libc) libc's functions (dlsym)    atomics, resolved once;
  *                                 a per-thread "inside a refresh" flag
  *   runtime/ptp_fdwatch.c (fw)    libc's close family (dlsym)  atomics, resolved once
+ *   runtime/ptp_libc.c            libc's pthread_create (dlsym) atomic, resolved once
  *   runtime/ptp_privio.c (pio)    the ptprof-io helper and its pio.mu (one call at a time:
  *                                 job slot; made anew in a     pio.call_mu); the helper's
  *                                 fork child                   tid atomic

@@ -72,6 +72,7 @@
 #include "prof/signal/ptp_own_work.h"
 #include "prof/signal/ptp_sigstate.h"
 #include "prof/runtime/ptp_interpose.h"
+#include "prof/runtime/ptp_libc.h"
 #include "prof/runtime/ptp_siginterpose.h"
 #include "prof/runtime/ptp_fdwatch.h"
 #include "prof/runtime/ptp_labels.h"
