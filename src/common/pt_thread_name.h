@@ -11,6 +11,8 @@
  *                            responder's model (a turn's CPU-heavy part)
  *   pd-catalog               a daemon pool thread scanning, hashing or
  *                            reading artifacts for the catalog
+ *   pd-writer                the daemon's session store writer thread
+ *                            (session.json rewrites; daemon/pd_writer.h)
  *   pd-snapshot              a daemon pool thread writing a profile
  *                            snapshot (the profiler's own work: it never
  *                            shows in a profile, but does in top -H)

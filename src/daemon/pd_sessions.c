@@ -2,6 +2,7 @@
 #include "pt_config.h"
 #include "daemon/pd_sessions.h"
 #include "daemon/pd_log.h"
+#include "daemon/pd_writer.h"
 #include "common/pt_file.h"
 #include "common/pt_jsonl.h"
 #include "common/pt_quarantine.h"
@@ -42,6 +43,7 @@ struct pd_sessions {
   active_listener listeners[PD_SESSIONS_MAX_LISTENERS];
   int nlisteners;
   pd_sessions_repair repair; /* what pd_sessions_open repaired */
+  pd_writer *writer;         /* session.json rewrites off the loop (NULL: at once) */
 };
 
 /* ---- active-session callbacks (seam 4), per store ---- */
@@ -120,33 +122,43 @@ static int add_skipped(pd_sessions *st, const char *id, const char *error) {
 
 /* ---- session.json ---- */
 
-/* Writes s's session.json into dir (its own directory, or the temporary
- * one a new session is built in). */
-static int save_session_json_in(const pd_session *s, const char *dir) {
+/* s's session.json text, with a trailing newline (friendlier to humans
+ * and tools), malloc'd; NULL when out of memory. */
+static char *session_json_text(const pd_session *s, size_t *len) {
   json_t *j = json_pack("{s:s, s:s, s:s}", "name", s->name, "created", s->created,
                         "last_activity", s->last_activity);
-  if (!j) return -ENOMEM;
+  if (!j) return NULL;
   char *txt = json_dumps(j, JSON_INDENT(2));
   json_decref(j);
-  if (!txt) return -ENOMEM;
+  if (!txt) return NULL;
   size_t n = strlen(txt);
-  char *path = path_join(dir, "session.json");
-  if (!path) {
-    free(txt);
-    return -ENOMEM;
-  }
-  /* keep a trailing newline: friendlier to humans and tools */
   char *buf = malloc(n + 2);
-  int r = -ENOMEM;
   if (buf) {
     memcpy(buf, txt, n);
     buf[n] = '\n';
-    r = pt_write_atomic(path, buf, n + 1, 0600);
-    free(buf);
+    buf[n + 1] = 0;
+    *len = n + 1;
   }
   free(txt);
+  return buf;
+}
+
+/* Writes s's session.json into dir (its own directory, or the temporary
+ * one a new session is built in), at once; with `writer`, queued there. */
+static int save_session_json_via(const pd_session *s, const char *dir, pd_writer *writer) {
+  size_t n = 0;
+  char *buf = session_json_text(s, &n);
+  char *path = path_join(dir, "session.json");
+  int r = -ENOMEM;
+  if (buf && path)
+    r = writer ? pd_writer_put(writer, path, buf, n, 0600) : pt_write_atomic(path, buf, n, 0600);
+  free(buf);
   free(path);
   return r;
+}
+
+static int save_session_json_in(const pd_session *s, const char *dir) {
+  return save_session_json_via(s, dir, NULL);
 }
 
 static int save_session_json(const pd_session *s) { return save_session_json_in(s, s->dir); }
@@ -239,6 +251,7 @@ static int load_session(pd_sessions *st, const char *id) {
   snprintf(s->created, sizeof s->created, "%s", sf.created);
   snprintf(s->last_activity, sizeof s->last_activity, "%s", sf.last);
   s->dir = dir;
+  s->writer = st->writer;
   dir = NULL;
   if (!s->name || pd_transcript_new(tj, sf.max_turn, &s->transcript) < 0) goto out;
   /* A valid session always has its profiling/ directory. */
@@ -455,6 +468,9 @@ int pd_sessions_open(const char *home, pd_sessions **out) {
   if (!st->home || !st->sessions_dir) goto fail;
   r = pt_mkdir_p(st->sessions_dir, 0700);
   if (r < 0) goto fail;
+  /* without a writer thread, touches write at once (slower, same files) */
+  int wr = pd_writer_new(&st->writer);
+  if (wr < 0) pd_warn("store: no writer thread (%s): session.json written on the loop", strerror(-wr));
   int homefd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   int sfd = homefd >= 0 ? pt_open_beneath(homefd, "sessions", O_RDONLY | O_DIRECTORY) : -errno;
   if (sfd < 0) {
@@ -500,6 +516,8 @@ fail:
 
 void pd_sessions_del(pd_sessions *st) {
   if (!st) return;
+  pd_writer_del(st->writer);   /* everything queued written first */
+  st->writer = NULL;
   while (st->sessions) {
     pd_session *s = st->sessions;
     st->sessions = s->next;
@@ -575,6 +593,7 @@ int pd_sessions_create(pd_sessions *st, const char *name, pd_session **out) {
   if (!s) return -ENOMEM;
   memcpy(s->id, id, sizeof s->id);
   s->name = strdup(name);
+  s->writer = st->writer;
   s->dir = path_join(st->sessions_dir, id);
   char *tr = s->dir ? path_join(s->dir, "transcript.jsonl") : NULL;
   if (!s->name || !tr || pd_transcript_new(tr, 0, &s->transcript) < 0) {
@@ -634,6 +653,9 @@ int pd_session_rename(pd_session *s, const char *name) {
   if (!nn) return -ENOMEM;
   char *old = s->name;
   s->name = nn;
+  /* written at once (the caller reports a failure), after any queued
+   * touch, whose older text would otherwise land on top of it */
+  if (s->writer) pd_writer_flush(s->writer);
   int r = save_session_json(s);
   if (r < 0) {
     s->name = old;
@@ -647,10 +669,17 @@ int pd_session_rename(pd_session *s, const char *name) {
 
 int pd_session_touch(pd_session *s) {
   pd_time_rfc3339(s->last_activity, sizeof s->last_activity);
-  return save_session_json(s);
+  return save_session_json_via(s, s->dir, s->writer);
+}
+
+void pd_sessions_flush(pd_sessions *st) {
+  if (st->writer) pd_writer_flush(st->writer);
 }
 
 int pd_sessions_delete(pd_sessions *st, pd_session *s) {
+  /* a queued session.json of this session would land in a directory
+   * being removed (or fail): written first */
+  pd_sessions_flush(st);
   char gone[PATH_MAX];
   snprintf(gone, sizeof gone, "%s/" DELETED_PREFIX "%s", st->sessions_dir, s->id);
   if (rename(s->dir, gone) != 0) return -errno;

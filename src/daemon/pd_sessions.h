@@ -50,6 +50,8 @@ typedef struct pd_session {
   pd_transcript *transcript; /* owned: <dir>/transcript.jsonl (turn count,
                                 appends, in-memory history) */
   struct pd_turn *running;   /* the running turn (pd_turn.c), NULL when idle */
+  struct pd_writer *writer;  /* borrowed from the store: where touch queues
+                                its session.json (NULL: written at once) */
   struct pd_session *next;
 } pd_session;
 
@@ -101,9 +103,15 @@ int pd_sessions_delete(pd_sessions *st, pd_session *s);
  * record is complete in itself (its directory is in s->dir), so this needs
  * no store. */
 int pd_session_rename(pd_session *s, const char *name);
-/* Sets last_activity to now and rewrites session.json; -errno if it cannot
- * be written (the new time stays in memory: it is what the user saw). */
+/* Sets last_activity to now and rewrites session.json: queued on the
+ * store's writer thread (pd_writer.h: the loop never waits for the disk;
+ * a failed write is logged there and leaves the old file), or written at
+ * once when the record has no writer. 0, or -errno (-ENOMEM: not queued;
+ * the new time stays in memory either way: it is what the user saw). */
 int pd_session_touch(pd_session *s);
+/* Waits until every session.json rewrite queued so far is on disk (or
+ * failed and logged). For tests and before reading the files back. */
+void pd_sessions_flush(pd_sessions *st);
 
 /* {id,name,created,last_activity,turns} (new reference; NULL on out of
  * memory). */

@@ -211,6 +211,7 @@ PT_TEST(daemon_session_rename_touch_write_session_json) {
   a->dir = real_dir;
   PT_ASSERT_INT_EQ(pd_session_touch(a), 0);
   PT_ASSERT(strcmp(a->last_activity, was) >= 0);
+  pd_sessions_flush(st);   /* the touch is written by the store's writer thread */
   got = pt_read_file(sj, &n);
   PT_ASSERT(strstr(got, a->last_activity) != NULL);
   free(got);

@@ -1,0 +1,46 @@
+/*
+ * pd_writer.h - ordered background rewrites of small files, so the event
+ * loop never waits for a disk.
+ *
+ * A session's session.json is rewritten twice a turn (last_activity), each
+ * time with pt_write_atomic: a temporary file, fsync, rename, fsync of the
+ * directory. On the loop thread that was a fifth of the daemon's CPU in a
+ * 20-turn session and stalled every reply stream behind the disk. A
+ * writer owns one thread ("pd-writer", so profiles and top -H show that
+ * work apart) that performs queued rewrites in order.
+ *
+ * Semantics: each put copies path and bytes; the file is rewritten
+ * atomically (pt_write_atomic) some time later. A put for a path whose
+ * earlier put has not started yet replaces that one's bytes in place
+ * (only the newest content of a file matters; order among paths is kept).
+ * A failed rewrite is logged (pd_warn, with the path and the error) and
+ * leaves the file as it was. pd_writer_flush and pd_writer_del return once
+ * everything put before has been written or has failed.
+ *
+ * Threads: put, flush and del from any one thread at a time (the loop);
+ * the writes happen on the writer's thread. Errors: 0 or -errno.
+ */
+#ifndef PD_WRITER_H
+#define PD_WRITER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define PD_WRITER_THREAD "pd-writer"
+
+typedef struct pd_writer pd_writer;
+
+/* Starts a writer and its thread. 0, -ENOMEM or the pthread error. */
+int pd_writer_new(pd_writer **out);
+
+/* Queues an atomic rewrite of path with len bytes of data (both copied)
+ * and the given mode. 0, or -ENOMEM (nothing queued). */
+int pd_writer_put(pd_writer *w, const char *path, const void *data, size_t len, mode_t mode);
+
+/* Waits until every rewrite queued so far is done (written or failed). */
+void pd_writer_flush(pd_writer *w);
+
+/* Flushes, stops the thread and frees the writer. NULL is a no-op. */
+void pd_writer_del(pd_writer *w);
+
+#endif
