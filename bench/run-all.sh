@@ -2,7 +2,8 @@
 # All benchmarks (on demand, `just bench`; never part of the test suite).
 # Builds the normal and profiling builds, then runs the sampler, real-program,
 # daemon-overhead and console benchmarks; their results and method are written up by hand in
-# docs/performance.md. QUICK=1 makes the real-program bench a smoke run.
+# docs/performance.md. QUICK=1 makes the real-program, daemon and engine
+# switch-cost benches smoke runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

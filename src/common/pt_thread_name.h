@@ -19,6 +19,7 @@
  *   tui-upload               the TUI's pool thread sending feedback
  *   ptcon-server             the task console (named by the library)
  *   ptprof-consumer          the sampler's own thread (named by the library)
+ *   ptprof-io                the sampler's /proc reader (named by the library)
  *
  * libuv (1.44) does not name its pool threads, and they are created on the
  * first queued work, from the loop thread, whose name they inherit. A pool

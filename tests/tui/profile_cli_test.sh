@@ -86,7 +86,7 @@ done
 pid=$(daemon_pid)
 names=$(cat /proc/"$pid"/task/*/comm | sort -u)
 note "daemon threads: $(echo $names)"
-for n in polytokend ptcon-server ptprof-consumer; do
+for n in polytokend pd-writer ptcon-server ptprof-consumer; do
   printf '%s\n' "$names" | grep -qx "$n" || fail "no thread named $n in the daemon: $(echo $names)"
 done
 go tool pprof -sample_index=samples -tags "${files[@]}" 2>/dev/null >"$TMPDIR/tags"
@@ -97,9 +97,10 @@ import pprof_tags
 seen = set(pprof_tags.tags(open(sys.argv[1]).read()).get("thread_name", {}))
 print("thread_name values:", sorted(seen))
 # Names as the threads had them when sampled: the loop, and the pool thread
-# that built the responder's model for the long turns above (the snapshot
-# writer's CPU is the profiler's own: never a sample).
-known = {"polytokend", "pd-responder", "pd-catalog", "ptcon-server"}
+# that built the responder's model for the long turns above; possibly the
+# store's writer (session.json) and the console (the snapshot writer's CPU
+# is the profiler's own: never a sample).
+known = {"polytokend", "pd-responder", "pd-catalog", "pd-writer", "ptcon-server"}
 assert {"polytokend", "pd-responder"} <= seen <= known, seen
 PY
 

@@ -83,6 +83,7 @@
 #include "prof/runtime/ptp_libc.h"
 #include "prof/runtime/ptp_siginterpose.h"
 #include "prof/signal/ptp_sigstate.h"
+#include "prof/signal/ptp_own_work.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/ptp_alloc.h"
@@ -120,7 +121,9 @@ typedef struct tramp {
 __attribute__((noinline)) static void *ptp_thread_trampoline(void *p) {
   tramp t = *(tramp *)p;
   free(p);
+  ptp_own_work_enter();                 /* registration is ours, not the program's */
   ptp_threads_on_thread_start((void *)t.fn);
+  ptp_own_work_leave();
   void *ret = t.fn(t.arg);
   __asm__ volatile("" ::: "memory");   /* keep the call a call, not a tail jump */
   return ret;
@@ -130,7 +133,13 @@ PTPROF_API int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                               void *(*start)(void *), void *arg) {
   create_fn real = get_real();
   if (!real) return EAGAIN;
+  /* Our bookkeeping on the program's thread is the profiler's own work
+   * (signal/ptp_own_work.h): a sample in this malloc was seen under
+   * pthread_create -> ptp_malloc in a user's profile. The thread's
+   * creation itself (real) is the program's. */
+  ptp_own_work_enter();
   tramp *t = ptp_malloc(sizeof *t);
+  ptp_own_work_leave();
   if (!t) return real(thread, attr, start, arg);   /* unregistered, still correct */
   t->fn = start;
   t->arg = arg;
