@@ -22,6 +22,10 @@
 #include <unistd.h>
 
 #define SESSION_JSON_MAX ((size_t)64 << 10)
+/* session.json touches wait this long on the writer, so a turn's two (its
+ * start and its end) make one write; a crash loses at most this much of
+ * last_activity, never the file. */
+#define PD_SESSIONS_TOUCH_DELAY_MS 1000
 
 typedef struct skipped {
   char *id, *error;
@@ -469,7 +473,7 @@ int pd_sessions_open(const char *home, pd_sessions **out) {
   r = pt_mkdir_p(st->sessions_dir, 0700);
   if (r < 0) goto fail;
   /* without a writer thread, touches write at once (slower, same files) */
-  int wr = pd_writer_new(&st->writer);
+  int wr = pd_writer_new(PD_SESSIONS_TOUCH_DELAY_MS, &st->writer);
   if (wr < 0) pd_warn("store: no writer thread (%s): session.json written on the loop", strerror(-wr));
   int homefd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   int sfd = homefd >= 0 ? pt_open_beneath(homefd, "sessions", O_RDONLY | O_DIRECTORY) : -errno;

@@ -104,9 +104,10 @@ int pd_sessions_delete(pd_sessions *st, pd_session *s);
  * no store. */
 int pd_session_rename(pd_session *s, const char *name);
 /* Sets last_activity to now and rewrites session.json: queued on the
- * store's writer thread (pd_writer.h: the loop never waits for the disk;
- * a failed write is logged there and leaves the old file), or written at
- * once when the record has no writer. 0, or -errno (-ENOMEM: not queued;
+ * store's writer thread, written a second later (pd_writer.h: the loop
+ * never waits for the disk, a turn's two touches make one write; a failed
+ * write is logged there and leaves the old file), or written at once when
+ * the record has no writer. 0, or -errno (-ENOMEM: not queued;
  * the new time stays in memory either way: it is what the user saw). */
 int pd_session_touch(pd_session *s);
 /* Waits until every session.json rewrite queued so far is on disk (or

@@ -1,13 +1,15 @@
 /*
  * pd_writer.c - see pd_writer.h.
  *
- * DESIGN. A FIFO of jobs under `mu`. The thread takes the head (marking it
+ * DESIGN. A FIFO of jobs under `mu`, each due `delay_ms` after its first
+ * put (so due times are in queue order). The thread waits for the head's
+ * due time (or less while `hurry` > 0), takes the head (marking it
  * started, so puts no longer coalesce into it), writes it without the
  * lock, then removes it, counts it done and signals `idle`. put appends,
  * or replaces the bytes of a queued job of the same path that has not
- * started. flush waits for `done` to reach the number of puts made so far
- * (`queued`). del sets `stop` after a flush; the thread exits when it sees
- * `stop` with an empty queue.
+ * started. flush raises `hurry` and waits for `done` to reach the number
+ * of puts made so far (`queued`). del sets `stop` after a flush; the
+ * thread exits when it sees `stop` with an empty queue.
  */
 #include "daemon/pd_writer.h"
 #include "daemon/pd_log.h"
@@ -19,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct job {
   char *path;
@@ -26,6 +29,7 @@ typedef struct job {
   size_t len;
   mode_t mode;
   int started;
+  struct timespec due;    /* CLOCK_MONOTONIC */
   struct job *next;
 } job;
 
@@ -36,8 +40,16 @@ struct pd_writer {
   pthread_cond_t idle;    /* a job finished */
   job *head, *tail;
   uint64_t queued, done;  /* puts accepted / jobs finished (coalesced puts count as done) */
+  int delay_ms;
+  int hurry;              /* flushes waiting: write without waiting for due times */
   int stop;
 };
+
+static int due_now(const job *j) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec > j->due.tv_sec || (now.tv_sec == j->due.tv_sec && now.tv_nsec >= j->due.tv_nsec);
+}
 
 static void job_free(job *j) {
   if (!j) return;
@@ -54,6 +66,11 @@ static void *writer_main(void *arg) {
     while (!w->head && !w->stop) pthread_cond_wait(&w->work, &w->mu);
     if (!w->head) break;   /* stop, and nothing left */
     job *j = w->head;
+    if (!w->hurry && !w->stop && !due_now(j)) {
+      /* woken early by a put, a flush or del: look again */
+      (void)pthread_cond_timedwait(&w->work, &w->mu, &j->due);
+      continue;
+    }
     j->started = 1;
     pthread_mutex_unlock(&w->mu);
     int r = pt_write_atomic(j->path, j->data, j->len, j->mode);
@@ -69,13 +86,19 @@ static void *writer_main(void *arg) {
   return NULL;
 }
 
-int pd_writer_new(pd_writer **out) {
+int pd_writer_new(int delay_ms, pd_writer **out) {
   *out = NULL;
   pd_writer *w = calloc(1, sizeof *w);
   if (!w) return -ENOMEM;
+  w->delay_ms = delay_ms > 0 ? delay_ms : 0;
   int r;
+  pthread_condattr_t ca;
   if ((r = pthread_mutex_init(&w->mu, NULL)) != 0) goto fail_free;
-  if ((r = pthread_cond_init(&w->work, NULL)) != 0) goto fail_mu;
+  if ((r = pthread_condattr_init(&ca)) != 0) goto fail_mu;
+  (void)pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  r = pthread_cond_init(&w->work, &ca);
+  pthread_condattr_destroy(&ca);
+  if (r != 0) goto fail_mu;
   if ((r = pthread_cond_init(&w->idle, NULL)) != 0) goto fail_work;
   if ((r = pthread_create(&w->th, NULL, writer_main, w)) != 0) goto fail_idle;
   *out = w;
@@ -121,6 +144,13 @@ int pd_writer_put(pd_writer *w, const char *path, const void *data, size_t len, 
   j->data = copy;
   j->len = len;
   j->mode = mode;
+  clock_gettime(CLOCK_MONOTONIC, &j->due);
+  j->due.tv_sec += w->delay_ms / 1000;
+  j->due.tv_nsec += (long)(w->delay_ms % 1000) * 1000000L;
+  if (j->due.tv_nsec >= 1000000000L) {
+    j->due.tv_sec++;
+    j->due.tv_nsec -= 1000000000L;
+  }
   pthread_mutex_lock(&w->mu);
   if (w->tail) w->tail->next = j;
   else w->head = j;
@@ -134,7 +164,10 @@ int pd_writer_put(pd_writer *w, const char *path, const void *data, size_t len, 
 void pd_writer_flush(pd_writer *w) {
   pthread_mutex_lock(&w->mu);
   uint64_t want = w->queued;
+  w->hurry++;
+  pthread_cond_signal(&w->work);
   while (w->done < want) pthread_cond_wait(&w->idle, &w->mu);
+  w->hurry--;
   pthread_mutex_unlock(&w->mu);
 }
 

@@ -10,9 +10,12 @@
  * work apart) that performs queued rewrites in order.
  *
  * Semantics: each put copies path and bytes; the file is rewritten
- * atomically (pt_write_atomic) some time later. A put for a path whose
- * earlier put has not started yet replaces that one's bytes in place
- * (only the newest content of a file matters; order among paths is kept).
+ * atomically (pt_write_atomic) `delay_ms` later (pd_writer_new), or at
+ * once when a flush asks. A put for a path whose earlier put has not
+ * started yet replaces that one's bytes in place, keeping its place and
+ * time (only the newest content of a file matters; order among paths is
+ * kept): a turn's two touches of session.json, half a second apart, make
+ * one write.
  * A failed rewrite is logged (pd_warn, with the path and the error) and
  * leaves the file as it was. pd_writer_flush and pd_writer_del return once
  * everything put before has been written or has failed.
@@ -30,14 +33,17 @@
 
 typedef struct pd_writer pd_writer;
 
-/* Starts a writer and its thread. 0, -ENOMEM or the pthread error. */
-int pd_writer_new(pd_writer **out);
+/* Starts a writer and its thread; each put is written delay_ms after it
+ * is queued (0: as soon as the thread gets to it). 0, -ENOMEM or the
+ * pthread error. */
+int pd_writer_new(int delay_ms, pd_writer **out);
 
 /* Queues an atomic rewrite of path with len bytes of data (both copied)
  * and the given mode. 0, or -ENOMEM (nothing queued). */
 int pd_writer_put(pd_writer *w, const char *path, const void *data, size_t len, mode_t mode);
 
-/* Waits until every rewrite queued so far is done (written or failed). */
+/* Writes every rewrite queued so far now (their delay cut short) and
+ * waits until each is done (written or failed). */
 void pd_writer_flush(pd_writer *w);
 
 /* Flushes, stops the thread and frees the writer. NULL is a no-op. */

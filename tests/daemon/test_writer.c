@@ -50,7 +50,7 @@ PT_TEST(daemon_writer_newest_content_wins_in_order) {
   char *dir = pt_tmpdir("writer");
   char *a = path_in(dir, "a.json"), *b = path_in(dir, "b.json");
   pd_writer *w;
-  PT_ASSERT_INT_EQ(pd_writer_new(&w), 0);
+  PT_ASSERT_INT_EQ(pd_writer_new(0, &w), 0);
   char buf[64];
   for (int i = 0; i < 200; i++) {
     int n = snprintf(buf, sizeof buf, "a %d\n", i);
@@ -80,7 +80,7 @@ PT_TEST(daemon_writer_failure_keeps_file_and_goes_on) {
   char *dir = pt_tmpdir("writer-fail");
   char *missing = path_in(dir, "no-such-dir/x.json"), *ok = path_in(dir, "ok.json");
   pd_writer *w;
-  PT_ASSERT_INT_EQ(pd_writer_new(&w), 0);
+  PT_ASSERT_INT_EQ(pd_writer_new(0, &w), 0);
   PT_ASSERT_INT_EQ(pd_writer_put(w, ok, "old\n", 4, 0600), 0);
   pd_writer_flush(w);
   PT_ASSERT_INT_EQ(pd_writer_put(w, missing, "lost\n", 5, 0600), 0);
@@ -120,4 +120,33 @@ PT_TEST(daemon_sessions_touch_then_rename_keeps_the_name) {
   pd_sessions_del(st);
   pt_rm_rf(home);
   free(home);
+}
+
+/* With a delay, a second put inside it makes no second write: the file
+ * appears once, with the newest text, and not before the delay. */
+PT_TEST(daemon_writer_delay_coalesces) {
+  char *dir = pt_tmpdir("writer-delay");
+  char *a = path_in(dir, "a.json");
+  pd_writer *w;
+  PT_ASSERT_INT_EQ(pd_writer_new(400, &w), 0);
+  PT_ASSERT_INT_EQ(pd_writer_put(w, a, "one\n", 4, 0600), 0);
+  PT_ASSERT_INT_EQ(pd_writer_put(w, a, "two\n", 4, 0600), 0);
+  usleep(100 * 1000);
+  PT_ASSERT(access(a, F_OK) != 0);          /* not due yet: nothing written */
+  char *got = NULL;
+  for (int i = 0; i < 1000 && access(a, F_OK) != 0; i++) usleep(10 * 1000);
+  got = slurp(a);
+  PT_ASSERT(got != NULL);
+  PT_ASSERT_STR_EQ(got, "two\n");          /* written once, the newest text */
+  free(got);
+  /* a flush writes at once, whatever the delay */
+  PT_ASSERT_INT_EQ(pd_writer_put(w, a, "three\n", 6, 0600), 0);
+  pd_writer_flush(w);
+  got = slurp(a);
+  PT_ASSERT_STR_EQ(got, "three\n");
+  free(got);
+  pd_writer_del(w);
+  free(a);
+  pt_rm_rf(dir);
+  free(dir);
 }
