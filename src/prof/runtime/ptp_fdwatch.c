@@ -23,8 +23,9 @@
  * Binding as ptp_interpose.c's: exported with default visibility. The
  * next definitions (a sanitizer's interceptor, else libc's) are looked up
  * once, in this file's constructor (dlsym RTLD_NEXT); before it ran, close
- * and dup2 call libc's exported __close and __dup2, and close_range,
- * closefrom and dup3 their system call.
+ * and dup2 call libc's exported __close and __dup2, and close_range and
+ * dup3 their system call. closefrom is close_range's (libc's closefrom is
+ * never called).
  *
  * Calls: cache/ptp_fdmarks.c, the ring's producer (the futex wake); neither
  * calls close. Process-wide state (runtime/ptp_process.h): `fw`, libc's
@@ -43,14 +44,13 @@
 #include "prof/signal/ptp_producer.h"
 
 static struct {
-  _Atomic(void *) close, dup2, close_range, closefrom, dup3;
+  _Atomic(void *) close, dup2, close_range, dup3;
 } fw;
 
 __attribute__((constructor)) static void resolve_fw(void) {
   atomic_store(&fw.close, dlsym(RTLD_NEXT, "close"));
   atomic_store(&fw.dup2, dlsym(RTLD_NEXT, "dup2"));
   atomic_store(&fw.close_range, dlsym(RTLD_NEXT, "close_range"));
-  atomic_store(&fw.closefrom, dlsym(RTLD_NEXT, "closefrom"));
   atomic_store(&fw.dup3, dlsym(RTLD_NEXT, "dup3"));
 }
 
@@ -65,13 +65,16 @@ int __dup2(int oldfd, int newfd);
 
 /* After the program closed [lo, hi]: if one of ours was among them, wake
  * the consumer to check (it holds no lock here; the wake is a futex on the
- * running sampler's word, read under the handler grace). */
+ * running sampler's word, read under the handler grace). errno is kept:
+ * the program reads the real call's. */
 static void closed_range(unsigned lo, unsigned hi) {
   if (!ptp_fd_note_closed(lo, hi)) return;
+  int saved = errno;
   atomic_fetch_add(&ptp_g_inside, 1);
   ptp_shared *sh = atomic_load(&ptp_g_shared);
   if (sh) ptp_wake_now(sh);
   atomic_fetch_sub(&ptp_g_inside, 1);
+  errno = saved;
 }
 
 PTPROF_API int close(int fd) {
@@ -79,11 +82,7 @@ PTPROF_API int close(int fd) {
    * point, as is), or libc's __close before this file's constructor ran */
   int (*real)(int) = (int (*)(int))atomic_load_explicit(&fw.close, memory_order_relaxed);
   int rc = real ? real(fd) : __close(fd);
-  if (fd >= 0) {
-    int saved = errno;
-    closed_range((unsigned)fd, (unsigned)fd);
-    errno = saved;
-  }
+  if (fd >= 0) closed_range((unsigned)fd, (unsigned)fd);
   return rc;
 }
 
@@ -106,9 +105,7 @@ static int close_around_ours(unsigned lo, unsigned hi) {
     if (m < 0 || (unsigned)m > cur) {
       unsigned end = m < 0 ? hi : (unsigned)m - 1;
       if (real_close_range(cur, end, 0) != 0) return -1;
-      int saved = errno;
       closed_range(cur, end);
-      errno = saved;
     }
     if (m < 0 || (unsigned)m >= hi) return 0;
     cur = (unsigned)m + 1;
@@ -121,11 +118,7 @@ PTPROF_API int close_range(unsigned lo, unsigned hi, int flags) {
    * the shared one); CLOSE_RANGE_CLOEXEC only marks them close-on-exec
    * (ours are already). As is, noticed as a plain close. */
   int rc = real_close_range(lo, hi, flags);
-  if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
-    int saved = errno;
-    closed_range(lo, hi);
-    errno = saved;
-  }
+  if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) closed_range(lo, hi);
   return rc;
 }
 
@@ -140,22 +133,14 @@ PTPROF_API void closefrom(int lo) {
 PTPROF_API int dup2(int oldfd, int newfd) {
   int (*real)(int, int) = (int (*)(int, int))atomic_load_explicit(&fw.dup2, memory_order_relaxed);
   int rc = real ? real(oldfd, newfd) : __dup2(oldfd, newfd);
-  if (rc >= 0 && oldfd != newfd) {
-    int saved = errno;
-    closed_range((unsigned)newfd, (unsigned)newfd);
-    errno = saved;
-  }
+  if (rc >= 0 && oldfd != newfd) closed_range((unsigned)newfd, (unsigned)newfd);
   return rc;
 }
 
 PTPROF_API int dup3(int oldfd, int newfd, int flags) {
   dup3_fn real = (dup3_fn)atomic_load(&fw.dup3);
   int rc = real ? real(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
-  if (rc >= 0) {
-    int saved = errno;
-    closed_range((unsigned)newfd, (unsigned)newfd);
-    errno = saved;
-  }
+  if (rc >= 0) closed_range((unsigned)newfd, (unsigned)newfd);
   return rc;
 }
 
