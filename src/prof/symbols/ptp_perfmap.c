@@ -17,6 +17,7 @@
 #include "prof/symbols/ptp_perfmap.h"
 #include "prof/symbols/ptp_sym_map.h"
 #include "prof/ptp_alloc.h"
+#include "prof/ptp_scan.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -70,29 +71,14 @@ void ptp_perfmap_set_limits(ptp_perfmap *pm, size_t ranges_max, size_t names_max
 
 /* ---- one line ---------------------------------------------------------- */
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
 /* An optional 0x, then 1-16 hex digits. */
 static int parse_hex(const char **p, const char *e, uint64_t *v) {
-  if (e - *p >= 2 && (*p)[0] == '0' && ((*p)[1] == 'x' || (*p)[1] == 'X') &&
-      e - *p >= 3 && hexval((*p)[2]) >= 0)
+  if (e - *p >= 3 && (*p)[0] == '0' && ((*p)[1] == 'x' || (*p)[1] == 'X') &&
+      ptp_scan_hexval((*p)[2]) >= 0)
     *p += 2;
-  uint64_t x = 0;
-  int k = 0;
-  while (*p < e && hexval(**p) >= 0) {
-    if (++k > 16) return -1;
-    x = x << 4 | (uint64_t)hexval(**p);
-    (*p)++;
-  }
-  *v = x;
-  return k ? 0 : -1;
+  return ptp_scan_hex(p, e, v);
 }
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), or 0. */

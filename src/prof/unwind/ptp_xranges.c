@@ -20,6 +20,7 @@
 #include "prof/unwind/ptp_xranges.h"
 #include "prof/runtime/ptp_grace.h"
 #include "prof/ptp_alloc.h"
+#include "prof/ptp_scan.h"
 
 /* ---- the pure core: maps text -> ranges --------------------------------- */
 
@@ -33,26 +34,6 @@ typedef struct mline {
   size_t pathlen;
   int in_obj;               /* a loaded object's segment */
 } mline;
-
-static int hexval(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-/* 1-16 hex digits at *p (< e); advances *p. */
-static int parse_hex(const char **p, const char *e, uint64_t *v) {
-  uint64_t x = 0;
-  int k = 0;
-  while (*p < e && hexval(**p) >= 0) {
-    if (++k > 16) return -1;
-    x = x << 4 | (uint64_t)hexval(**p);
-    (*p)++;
-  }
-  *v = x;
-  return k ? 0 : -1;
-}
 
 static int parse_dec(const char **p, const char *e, uint64_t *v) {
   uint64_t x = 0;
@@ -80,13 +61,13 @@ static void skip_spaces(const char **p, const char *e) {
 static int parse_line(const char *s, const char *e, mline *m) {
   const char *p = s;
   uint64_t lo, hi, off, maj, min, ino;
-  if (parse_hex(&p, e, &lo) || expect(&p, e, '-') || parse_hex(&p, e, &hi) || expect(&p, e, ' '))
+  if (ptp_scan_hex(&p, e, &lo) || expect(&p, e, '-') || ptp_scan_hex(&p, e, &hi) || expect(&p, e, ' '))
     return -1;
   if (e - p < 5 || p[4] != ' ') return -1;
   memcpy(m->perms, p, 4);
   p += 5;
-  if (parse_hex(&p, e, &off) || expect(&p, e, ' ') || parse_hex(&p, e, &maj) ||
-      expect(&p, e, ':') || parse_hex(&p, e, &min) || expect(&p, e, ' ') || parse_dec(&p, e, &ino))
+  if (ptp_scan_hex(&p, e, &off) || expect(&p, e, ' ') || ptp_scan_hex(&p, e, &maj) ||
+      expect(&p, e, ':') || ptp_scan_hex(&p, e, &min) || expect(&p, e, ' ') || parse_dec(&p, e, &ino))
     return -1;
   if (p < e && *p != ' ' && *p != '\t') return -1;
   if (lo >= hi || maj > UINT32_MAX || min > UINT32_MAX) return -1;
