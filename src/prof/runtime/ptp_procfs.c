@@ -128,8 +128,11 @@ static void main_stack_read(uintptr_t *lo, uintptr_t *hi) {
 
 typedef struct procfs_job {
   uint32_t tid;
+  const uint32_t *many;     /* comms_job: n tids, names out */
+  size_t n;
+  char (*names)[16];
   uint32_t **tids;
-  size_t *n;
+  size_t *nout;
   char *name;
   uint64_t ticks;
   uintptr_t *lo, *hi;
@@ -137,11 +140,11 @@ typedef struct procfs_job {
 
 static int tasks_job(void *p) {
   procfs_job *j = p;
-  return tasks_read(j->tids, j->n);
+  return tasks_read(j->tids, j->nout);
 }
 
 int ptp_procfs_tasks(uint32_t **out, size_t *n) {
-  procfs_job j = { .tids = out, .n = n };
+  procfs_job j = { .tids = out, .nout = n };
   return ptp_privio_call(tasks_job, &j);
 }
 
@@ -165,6 +168,20 @@ static int comm_job(void *p) {
 int ptp_procfs_comm(uint32_t tid, char name[16]) {
   procfs_job j = { .tid = tid, .name = name };
   return ptp_privio_call(comm_job, &j);
+}
+
+static int comms_job(void *p) {
+  procfs_job *j = p;
+  int missing = 0;
+  for (size_t i = 0; i < j->n; i++)
+    if (comm_read(j->many[i], j->names[i]) != 0) missing++;
+  return missing;
+}
+
+size_t ptp_procfs_comms(const uint32_t *tids, size_t n, char (*names)[16]) {
+  if (n == 0) return 0;
+  procfs_job j = { .many = tids, .n = n, .names = names };
+  return (size_t)ptp_privio_call(comms_job, &j);
 }
 
 static int main_stack_job(void *p) {

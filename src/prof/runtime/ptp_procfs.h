@@ -26,6 +26,12 @@ uint64_t ptp_procfs_start_ticks(uint32_t tid);
  * open/read (-ENOENT: the thread is gone), name then "". */
 int ptp_procfs_comm(uint32_t tid, char name[16]);
 
+/* The names of n threads at once (names[i] for tids[i], "" where it
+ * cannot be read: the thread is gone), in one pass on the ptprof-io
+ * helper rather than one hand-off per thread. Returns how many could not
+ * be read. */
+size_t ptp_procfs_comms(const uint32_t *tids, size_t n, char (*names)[16]);
+
 /* The main thread's stack: the "[stack]" mapping's top (/proc/self/maps),
  * and a bottom at most RLIMIT_STACK below it (it grows down; 1 GiB for an
  * unlimited one). 0, 0 when not found. */

@@ -602,26 +602,21 @@ void ptp_threads_own_end(ptp_own_section *s) {
 
 void ptp_threads_names(ptp_thread *threads, size_t n) {
   if (n == 0) return;
-  int missing = 0;
-  for (size_t i = 0; i < n; i++)
-    if (ptp_procfs_comm(threads[i].tid, threads[i].name) != 0) missing = 1;
-  if (!missing) return;
-  /* exited threads: one sorted pass over the graveyard (a window of a
-   * program that churns threads has thousands) */
   uint32_t *tids = ptp_malloc(n * sizeof *tids);
   char (*names)[16] = ptp_malloc(n * sizeof *names);
   if (!tids || !names) {
     free(tids);
     free(names);
     for (size_t i = 0; i < n; i++)
-      if (!threads[i].name[0]) (void)ptp_graveyard_get(threads[i].tid, threads[i].name);
+      if (ptp_procfs_comm(threads[i].tid, threads[i].name) != 0)
+        (void)ptp_graveyard_get(threads[i].tid, threads[i].name);
     return;
   }
-  for (size_t i = 0; i < n; i++) {
-    tids[i] = threads[i].tid;
-    memcpy(names[i], threads[i].name, 16);
-  }
-  ptp_graveyard_get_many(tids, n, names);
+  for (size_t i = 0; i < n; i++) tids[i] = threads[i].tid;
+  /* Live threads: their names now, all in one hand-off to the ptprof-io
+   * helper (a window of a program that churns threads names thousands).
+   * Exited ones: one sorted pass over the graveyard. */
+  if (ptp_procfs_comms(tids, n, names) > 0) ptp_graveyard_get_many(tids, n, names);
   for (size_t i = 0; i < n; i++) memcpy(threads[i].name, names[i], 16);
   free(tids);
   free(names);
