@@ -7,6 +7,7 @@
 #include "common/pt_gunzip.h"
 
 #include "common/pt_alloc.h"
+#include "common/pt_zalloc.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -14,15 +15,6 @@
 #include <string.h>
 #include <zlib.h>
 
-static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
-  (void)opaque;
-  return pt_calloc(items, size);
-}
-
-static void z_free(voidpf opaque, voidpf p) {
-  (void)opaque;
-  free(p);
-}
 
 int pt_is_gzip(const uint8_t *in, size_t len) { return len >= 2 && in[0] == 0x1f && in[1] == 0x8b; }
 
@@ -34,8 +26,8 @@ int pt_gunzip(const uint8_t *in, size_t len, size_t max_out, uint8_t **out, size
   if (!pt_is_gzip(in, len)) return -EINVAL;
   z_stream z;
   memset(&z, 0, sizeof z);
-  z.zalloc = z_alloc;
-  z.zfree = z_free;
+  z.zalloc = pt_zalloc;
+  z.zfree = pt_zfree;
   /* 16 + 15: a gzip member only (no zlib or raw deflate), 32 KiB window. */
   int zr = inflateInit2(&z, 16 + MAX_WBITS);
   if (zr != Z_OK) return zr == Z_MEM_ERROR ? -ENOMEM : -EINVAL;

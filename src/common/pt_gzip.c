@@ -8,6 +8,7 @@
 #include "common/pt_gzip.h"
 
 #include "common/pt_alloc.h"
+#include "common/pt_zalloc.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -15,15 +16,6 @@
 #include <string.h>
 #include <zlib.h>
 
-static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
-  (void)opaque;
-  return pt_calloc(items, size);
-}
-
-static void z_free(voidpf opaque, voidpf p) {
-  (void)opaque;
-  free(p);
-}
 
 int pt_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen) {
   *out = NULL;
@@ -32,8 +24,8 @@ int pt_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen) {
   if (len > UINT_MAX / 2) return -EFBIG;
   z_stream z;
   memset(&z, 0, sizeof z);
-  z.zalloc = z_alloc;
-  z.zfree = z_free;
+  z.zalloc = pt_zalloc;
+  z.zfree = pt_zfree;
   /* 16 + 15: a gzip wrapper, 32 KiB window; memLevel 8 is zlib's default. */
   int zr = deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
                         Z_DEFAULT_STRATEGY);

@@ -328,10 +328,10 @@ PTPROF_API int __sigaction(int sig, const struct sigaction *act, struct sigactio
   return sigaction(sig, act, oact);
 }
 
-/* signal(), bsd_signal(), ssignal(): BSD semantics, as libc's: the signal
- * itself blocked in its handler, SA_RESTART unless siginterrupt said
- * otherwise. */
-static sighandler_t bsd_signal_impl(int sig, sighandler_t h) {
+/* The signal()-family's install through sigaction (ours, when the signal
+ * is virtual): h with flags, the signal itself blocked in its handler if
+ * block_self. Returns the previous handler, or SIG_ERR (errno set). */
+static sighandler_t install_simple(int sig, sighandler_t h, int flags, int block_self) {
   if (h == SIG_ERR || sig < 1 || sig >= NSIG) {
     errno = EINVAL;
     return SIG_ERR;
@@ -340,10 +340,17 @@ static sighandler_t bsd_signal_impl(int sig, sighandler_t h) {
   memset(&act, 0, sizeof act);
   act.sa_handler = h;
   sigemptyset(&act.sa_mask);
-  sigaddset(&act.sa_mask, sig);
-  act.sa_flags = sig == SIGPROF && sigi.intr ? 0 : SA_RESTART;
+  if (block_self) sigaddset(&act.sa_mask, sig);
+  act.sa_flags = flags;
   if (sigaction(sig, &act, &oact) < 0) return SIG_ERR;
   return oact.sa_handler;
+}
+
+/* signal(), bsd_signal(), ssignal(): BSD semantics, as libc's: the signal
+ * itself blocked in its handler, SA_RESTART unless siginterrupt said
+ * otherwise. */
+static sighandler_t bsd_signal_impl(int sig, sighandler_t h) {
+  return install_simple(sig, h, sig == SIGPROF && sigi.intr ? 0 : SA_RESTART, 1);
 }
 
 typedef sighandler_t (*signal_fn)(int, sighandler_t);
@@ -365,17 +372,7 @@ PTPROF_API sighandler_t sysv_signal(int sig, sighandler_t h) {
     signal_fn f = (signal_fn)real_fn(&sigi.sysv, "sysv_signal");
     if (f) return f(sig, h);
   }
-  if (h == SIG_ERR || sig < 1 || sig >= NSIG) {
-    errno = EINVAL;
-    return SIG_ERR;
-  }
-  struct sigaction act, oact;
-  memset(&act, 0, sizeof act);
-  act.sa_handler = h;
-  sigemptyset(&act.sa_mask);
-  act.sa_flags = SA_RESETHAND | SA_NODEFER;
-  if (sigaction(sig, &act, &oact) < 0) return SIG_ERR;
-  return oact.sa_handler;
+  return install_simple(sig, h, SA_RESETHAND | SA_NODEFER, 0);
 }
 PTPROF_API sighandler_t __sysv_signal(int sig, sighandler_t h) { return sysv_signal(sig, h); }
 
