@@ -176,6 +176,20 @@ static void m_attach(pd_call *call, json_t *params, void *ctx) {
   pd_call_reply(call, res);
 }
 
+/* turn.send's reply: the user entry saved (or not) on the writer thread. */
+static void send_saved(void *ctx, const char *session, int r, int turn_id) {
+  pd_call *call = ctx;
+  if (r == -EFBIG)
+    pd_call_error(call, "io_error",
+                  "session %s reached the transcript limit of %zu MiB; start a new session",
+                  session, PD_TRANSCRIPT_MAX >> 20);
+  else if (r < 0)
+    pd_call_error(call, "io_error", "could not save your message to the transcript: %s",
+                  strerror(-r));
+  else
+    pd_call_reply(call, json_pack("{s:i}", "turn_id", turn_id));
+}
+
 static void m_send(pd_call *call, json_t *params, void *ctx) {
   const pd_methods_ctx *mc = ctx;
   pd_session *s = need_session(mc, call, params, "session");
@@ -186,19 +200,12 @@ static void m_send(pd_call *call, json_t *params, void *ctx) {
     pd_call_error(call, "bad_request", "params.text is empty");
     return;
   }
-  int turn_id = 0;
-  int r = pd_turn_start(mc->loop, s, pd_call_conn(call), text, &turn_id);
+  /* the call is completed by send_saved, once the message is on disk */
+  int r = pd_turn_start(mc->loop, s, pd_call_conn(call), text, send_saved, call);
   if (r == -EBUSY)
     pd_call_error(call, "busy", "session %s already has a running turn", s->id);
-  else if (r == -EFBIG)
-    pd_call_error(call, "io_error",
-                  "session %s reached the transcript limit of %zu MiB; start a new session",
-                  s->id, PD_TRANSCRIPT_MAX >> 20);
   else if (r < 0)
-    pd_call_error(call, "io_error", "could not save your message to the transcript: %s",
-                  strerror(-r));
-  else
-    pd_call_reply(call, json_pack("{s:i}", "turn_id", turn_id));
+    send_saved(call, s->id, r, 0);
 }
 
 static void m_cancel(pd_call *call, json_t *params, void *ctx) {

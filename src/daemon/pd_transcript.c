@@ -1,9 +1,10 @@
 /* pd_transcript.c - one session's transcript file. See pd_transcript.h.
  *
  * Invariant: when `history` is not NULL it equals the file's entries
- * exactly; anything uncertain (a failed append, out of memory while
- * extending it) drops it, and the next pd_transcript_history reads the
- * file again. */
+ * exactly, but for a pending append's (added at its commit); anything
+ * uncertain (a failed append, out of memory while extending it) drops it,
+ * and the next pd_transcript_history reads the file again (never while an
+ * append is pending). */
 #include "pt_config.h"
 #include "daemon/pd_transcript.h"
 #include "daemon/pd_log.h"
@@ -25,6 +26,7 @@ struct pd_transcript {
   int fd;          /* O_APPEND, opened lazily; -1 when closed */
   int turns;       /* highest turn_id */
   json_t *history; /* the entries, or NULL = not loaded (see the invariant) */
+  struct batch *pending; /* an append queued or under way, until committed */
 };
 
 int pd_transcript_new(const char *path, int turns, pd_transcript **out) {
@@ -44,6 +46,12 @@ int pd_transcript_new(const char *path, int turns, pd_transcript **out) {
 
 void pd_transcript_del(pd_transcript *t) {
   if (!t) return;
+  if (t->pending) {
+    /* a caller's bug (turns keep their session until their append is
+     * committed): the writer still uses t, so it is left, not freed */
+    pd_error("transcript %s freed with an append pending: kept", t->path);
+    return;
+  }
   if (t->fd >= 0) close(t->fd);
   json_decref(t->history);
   free(t->path);
@@ -126,52 +134,137 @@ int pd_transcript_read(const char *path, json_t **out, int *max_turn, char *err,
   return 0;
 }
 
-int pd_transcript_append(pd_transcript *t, int turn_id, const char *role, const char *text,
-                         const char *status) {
-  char ts[32];
-  pd_time_rfc3339(ts, sizeof ts);
-  json_t *e = json_pack("{s:i, s:s, s:s, s:s}", "turn_id", turn_id, "role", role, "text", text,
-                        "ts", ts);
-  if (!e) return -EINVAL; /* text not valid UTF-8 */
-  if (status) json_object_set_new(e, "status", json_string(status));
-  char *line;
-  size_t len;
-  int r = pt_jsonl_dump(e, PD_TRANSCRIPT_MAX, &line, &len);
-  if (r < 0) {
-    json_decref(e);
-    return r == PT_JSONL_EOVERSIZE ? -EFBIG : r;
+/* A queued append: the lines and entries made on the loop, the outcome
+ * set on the thread that writes (before `done` runs), read on the loop by
+ * pd_transcript_commit. */
+typedef struct batch {
+  size_t n;
+  json_t *e[PD_TRANSCRIPT_BATCH_MAX];
+  char *line[PD_TRANSCRIPT_BATCH_MAX];
+  size_t len[PD_TRANSCRIPT_BATCH_MAX];
+  size_t written;   /* entries written, in order */
+  int err;          /* the first failure, or 0 */
+  pd_transcript *t;
+  void (*done)(void *);
+  void *ctx;
+} batch;
+
+static void batch_free(batch *b) {
+  for (size_t i = 0; i < b->n; i++) {
+    json_decref(b->e[i]);
+    free(b->line[i]);
   }
+  free(b);
+}
+
+/* The disk work: on the writer's thread (or the caller's, without one).
+ * Touches only t->fd and t->path of the transcript (see the header). */
+static void batch_write(void *arg) {
+  batch *b = arg;
+  pd_transcript *t = b->t;
+  int r = 0;
   if (t->fd < 0) {
     t->fd = open(t->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-    if (t->fd < 0) {
-      r = -errno;
-      json_decref(e);
-      free(line);
-      return r;
+    if (t->fd < 0) r = -errno;
+  }
+  for (size_t i = 0; r == 0 && i < b->n; i++) {
+    /* Never grow the transcript past what pd_transcript_read accepts. */
+    struct stat tst;
+    if (fstat(t->fd, &tst) != 0) r = -errno;
+    else if ((uint64_t)tst.st_size + b->len[i] > PD_TRANSCRIPT_MAX) r = -EFBIG;
+    else r = pt_append_durable(t->fd, t->path, b->line[i], b->len[i]);
+    if (r == 0) b->written++;
+  }
+  b->err = r;
+  b->done(b->ctx);   /* last: b may be committed (and freed) from here on */
+}
+
+int pd_transcript_append_async(pd_transcript *t, pd_writer *w, const pd_transcript_entry *ent,
+                               size_t n, void (*done)(void *ctx), void *ctx) {
+  if (n < 1 || n > PD_TRANSCRIPT_BATCH_MAX) return -EINVAL;
+  if (t->pending) return -EBUSY;
+  /* Written on another thread: load the in-memory copy now, while no
+   * append is under way (read later, the file could hold half a line of
+   * this one). A failure here is pd_transcript_history's to report later. */
+  if (w && !t->history) {
+    json_t *h;
+    char err[160];
+    (void)pd_transcript_history(t, &h, err, sizeof err);
+  }
+  batch *b = calloc(1, sizeof *b);
+  if (!b) return -ENOMEM;
+  char ts[32];
+  pd_time_rfc3339(ts, sizeof ts);
+  int r = 0;
+  for (size_t i = 0; i < n && r == 0; i++) {
+    json_t *e = json_pack("{s:i, s:s, s:s, s:s}", "turn_id", ent[i].turn_id, "role", ent[i].role,
+                          "text", ent[i].text, "ts", ts);
+    if (!e) { r = -EINVAL; break; } /* text not valid UTF-8 */
+    b->e[b->n++] = e;
+    if (ent[i].status && json_object_set_new(e, "status", json_string(ent[i].status)) != 0) {
+      r = -ENOMEM;
+      break;
+    }
+    r = pt_jsonl_dump(e, PD_TRANSCRIPT_MAX, &b->line[i], &b->len[i]);
+    if (r < 0) r = r == PT_JSONL_EOVERSIZE ? -EFBIG : r;
+  }
+  if (r < 0) {
+    batch_free(b);
+    return r;
+  }
+  b->t = t;
+  b->done = done;
+  b->ctx = ctx;
+  t->pending = b;
+  if (!w) {
+    batch_write(b);
+    return 0;
+  }
+  r = pd_writer_call(w, batch_write, b);
+  if (r < 0) {
+    t->pending = NULL;
+    batch_free(b);
+  }
+  return r;
+}
+
+int pd_transcript_commit(pd_transcript *t) {
+  batch *b = t->pending;
+  if (!b) return -EINVAL;
+  t->pending = NULL;
+  for (size_t i = 0; i < b->written; i++) {
+    int tid = (int)json_integer_value(json_object_get(b->e[i], "turn_id"));
+    if (tid > t->turns) t->turns = tid;
+  }
+  /* Keep the in-memory copy equal to the file (see the invariant). */
+  if (t->history) {
+    int ok = b->err == 0;
+    for (size_t i = 0; ok && i < b->written; i++) ok = json_array_append(t->history, b->e[i]) == 0;
+    if (!ok) {
+      json_decref(t->history);
+      t->history = NULL;
     }
   }
-  /* Never grow the transcript past what pd_transcript_read accepts. */
-  struct stat tst;
-  if (fstat(t->fd, &tst) != 0) {
-    r = -errno;
-  } else if ((uint64_t)tst.st_size + len > PD_TRANSCRIPT_MAX) {
-    r = -EFBIG;
-  } else {
-    r = pt_append_durable(t->fd, t->path, line, len);
-  }
-  free(line);
-  if (r == 0 && turn_id > t->turns) t->turns = turn_id;
-  /* Keep the in-memory copy equal to the file (see the invariant). */
-  if (t->history && (r < 0 || json_array_append(t->history, e) != 0)) {
-    json_decref(t->history);
-    t->history = NULL;
-  }
-  json_decref(e);
+  int r = b->err;
+  batch_free(b);
   return r;
+}
+
+static void no_op(void *ctx) { (void)ctx; }
+
+int pd_transcript_append(pd_transcript *t, int turn_id, const char *role, const char *text,
+                         const char *status) {
+  pd_transcript_entry e = {turn_id, role, text, status};
+  int r = pd_transcript_append_async(t, NULL, &e, 1, no_op, NULL);
+  return r < 0 ? r : pd_transcript_commit(t);
 }
 
 int pd_transcript_history(pd_transcript *t, json_t **out, char *err, size_t errlen) {
   *out = NULL;
+  if (!t->history && t->pending) {
+    snprintf(err, errlen, "an append is being written; try again");
+    return -EBUSY;
+  }
   if (!t->history) {
     json_t *tr = NULL;
     int r = pd_transcript_read(t->path, &tr, NULL, err, errlen);

@@ -10,12 +10,19 @@
  * session; turns append to it, attaches read its history. It knows nothing
  * of sessions: the store calls it, never the other way round.
  *
+ * Appends are durable (fdatasync), so they run on the session store's
+ * writer thread (pd_transcript_append_async, pd_writer.h) and the loop
+ * applies their outcome when told (pd_transcript_commit).
+ *
  * Threads: loop thread only, except pd_transcript_read (a pure file reader,
- * any thread). Errors: negative errno (-ENOENT, -ENOSPC, -EIO, -EFBIG,
+ * any thread) and a queued append's disk work (the writer's thread, which
+ * alone touches the append descriptor while an append is pending). Errors: negative errno (-ENOENT, -ENOSPC, -EIO, -EFBIG,
  * -EBADMSG, -ENOMEM).
  */
 #ifndef PD_TRANSCRIPT_H
 #define PD_TRANSCRIPT_H
+
+#include "daemon/pd_writer.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -60,9 +67,39 @@ int pd_transcript_read(const char *path, json_t **out, int *max_turn, char *err,
  * accepting the append would make the session unloadable at the next
  * start. On success the highest turn id and the in-memory copy (if loaded)
  * follow; on failure the copy is dropped, so the next
- * pd_transcript_history reads the file again. */
+ * pd_transcript_history reads the file again. Writes on this thread: the
+ * daemon's turns use pd_transcript_append_async. */
 int pd_transcript_append(pd_transcript *t, int turn_id, const char *role, const char *text,
                          const char *status);
+
+/* One entry to append; status may be NULL. */
+typedef struct pd_transcript_entry {
+  int turn_id;
+  const char *role, *text, *status;
+} pd_transcript_entry;
+
+#define PD_TRANSCRIPT_BATCH_MAX 2
+
+/* Appends n entries (1..PD_TRANSCRIPT_BATCH_MAX) in order as
+ * pd_transcript_append does, each all or nothing, stopping at the first
+ * that fails, on w's thread (w NULL: now, on this thread). done(ctx) runs
+ * on the thread that did the writing (w's, or this one before this
+ * returns) once they are written or one failed; after it, call
+ * pd_transcript_commit on the loop thread. One append at a time per
+ * transcript.
+ * Returns 0 (done will run), or an error with nothing queued and done
+ * never run: -EINVAL (text not valid UTF-8, n out of range), -EFBIG (one
+ * entry alone is over the limit), -EBUSY (an append is pending), -ENOMEM.
+ * The entries' strings are copied. */
+int pd_transcript_append_async(pd_transcript *t, pd_writer *w, const pd_transcript_entry *e,
+                               size_t n, void (*done)(void *ctx), void *ctx);
+
+/* Applies the outcome of the pending append (after its done ran): the
+ * highest turn id and the in-memory copy follow what was written. Returns
+ * 0 if every entry was written, else the error of the one that failed
+ * (those before it are written; it and those after are not). Loop thread.
+ * -EINVAL if no append is pending. */
+int pd_transcript_commit(pd_transcript *t);
 
 /* The transcript's entries (as pd_transcript_read returns them), BORROWED:
  * valid until the next pd_transcript_append on t or pd_transcript_del; do
@@ -70,7 +107,8 @@ int pd_transcript_append(pd_transcript *t, int turn_id, const char *role, const 
  * only, then kept in memory and extended by appends, so turns and attaches
  * do not re-read the whole transcript. A missing file is an empty
  * transcript. Returns 0 or the pd_transcript_read error (err describes it;
- * nothing is cached then). Bounded like the file (PD_TRANSCRIPT_MAX). */
+ * nothing is cached then); -EBUSY if the copy is not loaded and an append
+ * is being written (the file may hold half a line: try after the commit). Bounded like the file (PD_TRANSCRIPT_MAX). */
 int pd_transcript_history(pd_transcript *t, json_t **out, char *err, size_t errlen);
 
 /* Installs the fault-injection hook for transcript appends: honours

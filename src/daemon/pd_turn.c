@@ -5,6 +5,7 @@
 #include "daemon/pd_responder.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,12 +15,22 @@ typedef struct piece {
   char text[];
 } piece;
 
+/* A turn's phases. Saving: an append of the transcript is on the
+ * session's writer thread; the turn waits for its commit. */
+enum { T_SAVING_USER, T_RUNNING, T_SAVING_OUTCOME };
+
 struct pd_turn {
   pt_task task; /* "turn" */
   uv_async_t async;
   uv_loop_t *loop;
   pd_session *s;
   int turn_id;
+  int phase;
+  atomic_int saved;       /* set by the writer's thread: the append is done */
+  pd_turn_saved_fn saved_cb;
+  void *saved_ctx;
+  const char *outcome;    /* T_SAVING_OUTCOME: "ok", "cancelled" or "error" */
+  char msg[1024];         /* and the error said with it, or "" */
   pd_conn *sender;        /* held; NULL if none */
   char *user_text;
   const pd_responder_vt *vt;
@@ -138,43 +149,28 @@ static void append_reply(pd_turn *t, const char *text, size_t len) {
   t->reply[t->reply_len] = 0;
 }
 
-static void finish(pd_turn *t) {
-  const char *status = "ok";
-  char msg[1024] = "";
-  if (t->status == PD_RESP_CANCELLED) status = "cancelled";
-  else if (t->status == PD_RESP_ERROR) status = "error";
-  const char *reply = t->reply ? t->reply : "";
-  int r = 0;
-  if (t->status == PD_RESP_OK) {
-    r = pd_transcript_append(t->s->transcript, t->turn_id, "assistant", reply, NULL);
-  } else if (t->status == PD_RESP_CANCELLED) {
-    r = pd_transcript_append(t->s->transcript, t->turn_id, "assistant", reply, "cancelled");
-  } else {
-    snprintf(msg, sizeof msg, "%s", t->error ? t->error : "responder failed");
-    if (t->reply_len) r = pd_transcript_append(t->s->transcript, t->turn_id, "assistant", reply, "incomplete");
-    int r2 = pd_transcript_append(t->s->transcript, t->turn_id, "error", msg, NULL);
-    if (r == 0) r = r2;
-  }
-  if (r < 0) {
-    /* The outcome could not be recorded: say so to the user. The transcript
-     * is unchanged by the failed append (pt_append_durable rolls back). */
-    pd_error("session %s turn %d: saving the outcome failed: %s", t->s->id, t->turn_id,
-             strerror(-r));
-    char m2[1200];
-    snprintf(m2, sizeof m2, "could not save the reply to the transcript: %s%s%s", strerror(-r),
-             msg[0] ? "; " : "", msg);
-    size_t l = strnlen(m2, sizeof msg - 1);
-    memcpy(msg, m2, l);
-    msg[l] = 0;
-    status = "error";
-  }
-  int tr = pd_session_touch(t->s);
-  if (tr < 0) pd_warn("session %s: updating session.json: %s", t->s->id, strerror(-tr));
-  pd_info("session %s turn %d: %s%s%s", t->s->id, t->turn_id, status, msg[0] ? ": " : "", msg);
-  json_t *p = json_pack("{s:s, s:i, s:s}", "session", t->s->id, "turn_id", t->turn_id, "status",
-                        status);
-  if (msg[0]) json_object_set_new(p, "error", json_string(msg));
-  emit(t, "turn.done", p);
+/* The writer's thread, or the loop when the session has no writer: an
+ * append of this turn is done; async_cb commits it. */
+static void on_saved(void *ctx) {
+  pd_turn *t = ctx;
+  atomic_store_explicit(&t->saved, 1, memory_order_release);
+  pd_task_wake(&t->task);
+  uv_async_send(&t->async);
+}
+
+/* Queues t's append of entries on the session's writer; on_saved follows.
+ * Returns 0, or the error of an append that could not be queued (then no
+ * on_saved). */
+static int save(pd_turn *t, const pd_transcript_entry *e, size_t n) {
+  atomic_store_explicit(&t->saved, 0, memory_order_relaxed);
+  int r = pd_transcript_append_async(t->s->transcript, t->s->writer, e, n, on_saved, t);
+  if (r == 0) pd_task_arm(&t->task); /* waiting for the disk */
+  return r;
+}
+
+/* The turn is over: the session is free for the next, the sender released
+ * and a shutdown waiting for turns told. */
+static void turn_end(pd_turn *t) {
   t->finished = 1;
   t->s->running = NULL;
   if (t->sender) {
@@ -190,11 +186,91 @@ static void finish(pd_turn *t) {
   }
 }
 
+/* The outcome's append is done (r: its result, or the error that kept it
+ * from being queued): say how the turn ended. */
+static void finish_end(pd_turn *t, int r) {
+  const char *status = t->outcome;
+  char *msg = t->msg;
+  if (r < 0) {
+    /* The outcome could not be recorded: say so to the user. The transcript
+     * is unchanged by the failed append (pt_append_durable rolls back). */
+    pd_error("session %s turn %d: saving the outcome failed: %s", t->s->id, t->turn_id,
+             strerror(-r));
+    char m2[1200];
+    snprintf(m2, sizeof m2, "could not save the reply to the transcript: %s%s%s", strerror(-r),
+             msg[0] ? "; " : "", msg);
+    size_t l = strnlen(m2, sizeof t->msg - 1);
+    memcpy(msg, m2, l);
+    msg[l] = 0;
+    status = "error";
+  }
+  int tr = pd_session_touch(t->s);
+  if (tr < 0) pd_warn("session %s: updating session.json: %s", t->s->id, strerror(-tr));
+  pd_info("session %s turn %d: %s%s%s", t->s->id, t->turn_id, status, msg[0] ? ": " : "", msg);
+  json_t *p = json_pack("{s:s, s:i, s:s}", "session", t->s->id, "turn_id", t->turn_id, "status",
+                        status);
+  if (msg[0]) json_object_set_new(p, "error", json_string(msg));
+  emit(t, "turn.done", p);
+  turn_end(t);
+}
+
+/* The responder is done: queue the outcome's append (finish_end follows). */
+static void finish_begin(pd_turn *t) {
+  const char *reply = t->reply ? t->reply : "";
+  pd_transcript_entry e[2];
+  size_t n = 0;
+  t->outcome = "ok";
+  if (t->status == PD_RESP_OK) {
+    e[n++] = (pd_transcript_entry){t->turn_id, "assistant", reply, NULL};
+  } else if (t->status == PD_RESP_CANCELLED) {
+    t->outcome = "cancelled";
+    e[n++] = (pd_transcript_entry){t->turn_id, "assistant", reply, "cancelled"};
+  } else {
+    t->outcome = "error";
+    snprintf(t->msg, sizeof t->msg, "%s", t->error ? t->error : "responder failed");
+    if (t->reply_len) e[n++] = (pd_transcript_entry){t->turn_id, "assistant", reply, "incomplete"};
+    e[n++] = (pd_transcript_entry){t->turn_id, "error", t->msg, NULL};
+  }
+  t->phase = T_SAVING_OUTCOME;
+  int r = save(t, e, n);
+  if (r < 0) finish_end(t, r);
+}
+
+/* The user entry's append is done: reply to the sender's call, then run. */
+static int user_saved(pd_turn *t) {
+  pd_task_disarm(&t->task);
+  int r = pd_transcript_commit(t->s->transcript);
+  pd_turn_saved_fn cb = t->saved_cb;
+  t->saved_cb = NULL;
+  if (r < 0) {
+    if (cb) cb(t->saved_ctx, t->s->id, r, 0);
+    turn_end(t);
+    return r;
+  }
+  r = pd_session_touch(t->s);
+  if (r < 0) pd_warn("session %s: updating session.json: %s", t->s->id, strerror(-r));
+  pd_info("session %s turn %d: started (%zu bytes of text)", t->s->id, t->turn_id,
+          strlen(t->user_text));
+  t->phase = T_RUNNING;
+  if (cb) cb(t->saved_ctx, t->s->id, 0, t->turn_id);
+  return 0;
+}
+
 static void async_cb(uv_async_t *a) {
   pd_turn *t = a->data;
   PD_POLL(&t->task);
   PD_LABEL("session", t->s->id);
   if (t->finished) return;
+  if (t->phase != T_RUNNING) {
+    if (!atomic_load_explicit(&t->saved, memory_order_acquire)) return; /* not yet */
+    if (t->phase == T_SAVING_USER) {
+      if (user_saved(t) < 0) return;
+    } else {
+      pd_task_disarm(&t->task);
+      finish_end(t, pd_transcript_commit(t->s->transcript));
+      return;
+    }
+  }
   if (!t->started) {
     t->started = 1;
     emit(t, "turn.started",
@@ -233,12 +309,12 @@ static void async_cb(uv_async_t *a) {
   }
   if (t->done_pending) {
     pd_task_disarm(&t->task);
-    finish(t);
+    finish_begin(t);
   }
 }
 
 int pd_turn_start(uv_loop_t *loop, pd_session *s, pd_conn *sender, const char *text,
-                  int *turn_id) {
+                  pd_turn_saved_fn saved, void *ctx) {
   if (s->running) return -EBUSY;
   pd_turn *t = calloc(1, sizeof *t);
   if (!t) return -ENOMEM;
@@ -247,29 +323,30 @@ int pd_turn_start(uv_loop_t *loop, pd_session *s, pd_conn *sender, const char *t
     free(t);
     return -ENOMEM;
   }
-  int id = pd_transcript_turns(s->transcript) + 1;
-  int r = pd_transcript_append(s->transcript, id, "user", text, NULL);
+  t->loop = loop;
+  t->s = s;
+  t->turn_id = pd_transcript_turns(s->transcript) + 1;
+  t->phase = T_SAVING_USER;
+  t->saved_cb = saved;
+  t->saved_ctx = ctx;
+  int r = uv_async_init(loop, &t->async, async_cb);
   if (r < 0) {
     free(t->user_text);
     free(t);
-    return r;
+    return r == UV_ENOMEM ? -ENOMEM : -EIO;
   }
-  r = pd_session_touch(s);
-  if (r < 0) pd_warn("session %s: updating session.json: %s", s->id, strerror(-r));
-  t->loop = loop;
-  t->s = s;
-  t->turn_id = id;
-  t->sender = sender && g_cfg.hold && g_cfg.release ? g_cfg.hold(sender) : NULL;
-  uv_async_init(loop, &t->async, async_cb);
   t->async.data = t;
   PD_TASK_START(&t->task, "turn");
+  pd_transcript_entry e = {t->turn_id, "user", text, NULL};
+  r = save(t, &e, 1);
+  if (r < 0) {
+    uv_close((uv_handle_t *)&t->async, on_async_closed);
+    return r;
+  }
+  t->sender = sender && g_cfg.hold && g_cfg.release ? g_cfg.hold(sender) : NULL;
   s->running = t;
   g_running++;
   g_total++;
-  pd_info("session %s turn %d: started (%zu bytes of text)", s->id, id, strlen(text));
-  pd_task_wake(&t->task);
-  uv_async_send(&t->async);
-  *turn_id = id;
   return 0;
 }
 

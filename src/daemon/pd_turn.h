@@ -7,9 +7,13 @@
  * Each turn is its own unit of work (task "turn") driven by its own
  * uv_async: the responder's callbacks (task "responder.*") only queue
  * pieces and wake the turn; the turn's callback sends them. So polls of the
- * two tasks never nest.
+ * two tasks never nest. Both appends run on the session's writer thread
+ * (pd_transcript_append_async); the turn waits for each (its task armed)
+ * and is woken by the same uv_async when it is done.
  *
- * One running turn per session (session->running). Threads: loop only.
+ * One running turn per session (session->running), from the start of the
+ * user entry's append to the commit of the outcome's. Threads: loop only,
+ * but for the writer's completion (on_saved: an atomic flag and a wake).
  */
 #ifndef PD_TURN_H
 #define PD_TURN_H
@@ -55,14 +59,20 @@ typedef struct pd_turn_config {
  * thread; call before the first turn. */
 void pd_turn_configure(const pd_turn_config *cfg);
 
-/* Starts a turn: appends the user entry (durably) and schedules the
- * responder. Returns 0 and the turn id in *turn_id; the caller replies
- * {turn_id} right away, and turn.started follows from a later callback.
- * Errors: -EBUSY (a turn is running), -ENOSPC/-EIO/... (the user entry could
- * not be saved: nothing was started, transcript unchanged), -ENOMEM.
- * sender may be NULL. */
+/* Called once a turn's user entry is saved (r 0, the turn's id in
+ * turn_id; turn.started follows) or could not be (r -errno: nothing was
+ * started, the transcript is unchanged). From a later loop callback. */
+typedef void (*pd_turn_saved_fn)(void *ctx, const char *session, int r, int turn_id);
+
+/* Starts a turn: appends the user entry durably on the session's writer
+ * thread (s->writer; at once when it has none) and, once saved, tells
+ * saved(ctx) and schedules the responder. The session counts as busy from
+ * here on. Returns 0 (saved will be called), or an error with nothing
+ * started and saved never called: -EBUSY (a turn is running), -EINVAL
+ * (text not UTF-8), -EFBIG (text over the transcript limit), -ENOMEM.
+ * Errors saved may get: -ENOSPC/-EIO/-EFBIG/... sender may be NULL. */
 int pd_turn_start(uv_loop_t *loop, pd_session *s, pd_conn *sender, const char *text,
-                  int *turn_id);
+                  pd_turn_saved_fn saved, void *ctx);
 
 /* Cancels the session's running turn (its turn.done will say "cancelled").
  * Returns 0, or -ENOENT if no turn is running. */

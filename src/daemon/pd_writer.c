@@ -1,11 +1,16 @@
 /*
  * pd_writer.c - see pd_writer.h.
  *
- * DESIGN. A FIFO of jobs under `mu`, each due `delay_ms` after its first
- * put (so due times are in queue order). The thread waits for the head's
- * due time (or less while `hurry` > 0), takes the head (marking it
- * started, so puts no longer coalesce into it), writes it without the
- * lock, then removes it, counts it done and signals `idle`. put appends,
+ * DESIGN. A FIFO of jobs under `mu`: rewrites, each due `delay_ms` after
+ * its first put (so rewrites' due times are in queue order), and calls,
+ * due when queued. The thread takes the first job in queue order that is
+ * due (every job while `hurry` > 0 or at `stop`), else waits for the
+ * head's due time (every job not due is a rewrite, and the head's is the
+ * earliest); it marks the job started (so puts no longer coalesce into
+ * it), runs it without the lock, then unlinks it, counts it done and
+ * signals `idle`. Calls keep their order among themselves (each is due
+ * when queued, so the first due job is the oldest call), rewrites theirs
+ * unless a flush hurries them. put appends,
  * or replaces the bytes of a queued job of the same path that has not
  * started. flush raises `hurry` and waits for `done` to reach the number
  * of puts made so far (`queued`). del sets `stop` after a flush; the
@@ -24,6 +29,8 @@
 #include <time.h>
 
 typedef struct job {
+  void (*fn)(void *);     /* a call: fn(arg); else a rewrite of path */
+  void *arg;
   char *path;
   void *data;
   size_t len;
@@ -65,19 +72,28 @@ static void *writer_main(void *arg) {
   for (;;) {
     while (!w->head && !w->stop) pthread_cond_wait(&w->work, &w->mu);
     if (!w->head) break;   /* stop, and nothing left */
-    job *j = w->head;
-    if (!w->hurry && !w->stop && !due_now(j)) {
-      /* woken early by a put, a flush or del: look again */
-      (void)pthread_cond_timedwait(&w->work, &w->mu, &j->due);
+    job *j = w->head, *prev = NULL;
+    if (!w->hurry && !w->stop)
+      for (; j && !j->fn && !due_now(j); prev = j, j = j->next) {}
+    if (!j) {
+      /* nothing due: woken early by a put, a call, a flush or del, or the
+       * head's time came; look again */
+      (void)pthread_cond_timedwait(&w->work, &w->mu, &w->head->due);
       continue;
     }
     j->started = 1;
     pthread_mutex_unlock(&w->mu);
-    int r = pt_write_atomic(j->path, j->data, j->len, j->mode);
-    if (r < 0) pd_warn("writing %s: %s (the file is as it was)", j->path, strerror(-r));
+    if (j->fn) {
+      j->fn(j->arg);
+    } else {
+      int r = pt_write_atomic(j->path, j->data, j->len, j->mode);
+      if (r < 0) pd_warn("writing %s: %s (the file is as it was)", j->path, strerror(-r));
+    }
     pthread_mutex_lock(&w->mu);
-    w->head = j->next;
-    if (!w->head) w->tail = NULL;
+    /* only this thread unlinks, and puts only append: prev is still j's */
+    if (prev) prev->next = j->next;
+    else w->head = j->next;
+    if (w->tail == j) w->tail = prev;
     w->done++;
     pthread_cond_broadcast(&w->idle);
     job_free(j);
@@ -121,7 +137,7 @@ int pd_writer_put(pd_writer *w, const char *path, const void *data, size_t len, 
   memcpy(copy, data, len);
   pthread_mutex_lock(&w->mu);
   for (job *j = w->head; j; j = j->next)
-    if (!j->started && strcmp(j->path, path) == 0) {
+    if (!j->fn && !j->started && strcmp(j->path, path) == 0) {
       free(j->data);
       j->data = copy;
       j->len = len;
@@ -151,6 +167,22 @@ int pd_writer_put(pd_writer *w, const char *path, const void *data, size_t len, 
     j->due.tv_sec++;
     j->due.tv_nsec -= 1000000000L;
   }
+  pthread_mutex_lock(&w->mu);
+  if (w->tail) w->tail->next = j;
+  else w->head = j;
+  w->tail = j;
+  w->queued++;
+  pthread_cond_signal(&w->work);
+  pthread_mutex_unlock(&w->mu);
+  return 0;
+}
+
+int pd_writer_call(pd_writer *w, void (*fn)(void *arg), void *arg) {
+  job *j = calloc(1, sizeof *j);
+  if (!j) return -ENOMEM;
+  j->fn = fn;
+  j->arg = arg;
+  clock_gettime(CLOCK_MONOTONIC, &j->due);
   pthread_mutex_lock(&w->mu);
   if (w->tail) w->tail->next = j;
   else w->head = j;

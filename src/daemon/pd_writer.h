@@ -1,6 +1,6 @@
 /*
- * pd_writer.h - ordered background rewrites of small files, so the event
- * loop never waits for a disk.
+ * pd_writer.h - ordered background disk work (rewrites of small files,
+ * durable appends), so the event loop never waits for a disk.
  *
  * A session's session.json is rewritten twice a turn (last_activity), each
  * time with pt_write_atomic: a temporary file, fsync, rename, fsync of the
@@ -17,8 +17,14 @@
  * kept): a turn's two touches of session.json, half a second apart, make
  * one write.
  * A failed rewrite is logged (pd_warn, with the path and the error) and
- * leaves the file as it was. pd_writer_flush and pd_writer_del return once
- * everything put before has been written or has failed.
+ * leaves the file as it was.
+ * A call (pd_writer_call) runs a function of the caller's on the writer's
+ * thread as soon as the thread gets to it, calls in the order queued; a
+ * rewrite still waiting for its delay does not hold a call up. Transcript
+ * appends use it (pd_transcript_append_async): their fdatasync was a
+ * tenth of the loop's CPU and stalled every client behind the disk.
+ * pd_writer_flush and pd_writer_del return once everything put or called
+ * before has been written, has failed or has run.
  *
  * Threads: put, flush and del from any one thread at a time (the loop);
  * the writes happen on the writer's thread. Errors: 0 or -errno.
@@ -41,6 +47,12 @@ int pd_writer_new(int delay_ms, pd_writer **out);
 /* Queues an atomic rewrite of path with len bytes of data (both copied)
  * and the given mode. 0, or -ENOMEM (nothing queued). */
 int pd_writer_put(pd_writer *w, const char *path, const void *data, size_t len, mode_t mode);
+
+/* Queues fn(arg), to run on the writer's thread without delay, after the
+ * calls queued before it. fn owns the job's outcome (it must report it to
+ * whoever waits, e.g. through uv_async_send: it runs on another thread).
+ * 0, or -ENOMEM (nothing queued, fn never runs). */
+int pd_writer_call(pd_writer *w, void (*fn)(void *arg), void *arg);
 
 /* Writes every rewrite queued so far now (their delay cut short) and
  * waits until each is done (written or failed). */

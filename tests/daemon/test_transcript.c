@@ -7,7 +7,9 @@
 #include "common/pt_file.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -218,6 +220,71 @@ PT_TEST(daemon_transcript_history_follows_appends) {
   PT_ASSERT_INT_EQ(pd_transcript_history(t, &h, err, sizeof err), 0);
   PT_ASSERT_UINT_EQ(json_array_size(h), 3);
   pd_transcript_del(t);
+  free(tp);
+  pt_rm_rf(dir);
+}
+
+/* Appends queued on a writer (the daemon's turns): written on the writer's
+ * thread, in order, each all or nothing; the loop's copy and turn count
+ * change only at the commit; one append at a time. */
+typedef struct {
+  sem_t done;
+  char thread[16];
+} async_probe;
+
+static void async_done(void *ctx) {
+  async_probe *p = ctx;
+  (void)pthread_getname_np(pthread_self(), p->thread, sizeof p->thread);
+  sem_post(&p->done);
+}
+
+PT_TEST(daemon_transcript_async_append_on_the_writer) {
+  char *dir = pt_tmpdir("trasync");
+  char *tp;
+  pd_transcript *t = new_transcript(dir, &tp);
+  pd_writer *w;
+  PT_ASSERT_INT_EQ(pd_writer_new(0, &w), 0);
+  async_probe p;
+  sem_init(&p.done, 0, 0);
+  pd_transcript_entry e[2] = {{1, "user", "hello", NULL}, {1, "assistant", "hi", "cancelled"}};
+  PT_ASSERT_INT_EQ(pd_transcript_append_async(t, w, e, 2, async_done, &p), 0);
+  /* pending until committed, even once written */
+  PT_ASSERT_INT_EQ(pd_transcript_append_async(t, w, e, 1, async_done, &p), -EBUSY);
+  sem_wait(&p.done);
+  PT_ASSERT_STR_EQ(p.thread, PD_WRITER_THREAD);
+  PT_ASSERT_INT_EQ(pd_transcript_turns(t), 0);
+  PT_ASSERT_INT_EQ(pd_transcript_commit(t), 0);
+  PT_ASSERT_INT_EQ(pd_transcript_commit(t), -EINVAL); /* nothing pending */
+  PT_ASSERT_INT_EQ(pd_transcript_turns(t), 1);
+  PT_ASSERT(history_matches_file(t, tp));
+  json_t *h = NULL;
+  char err[128];
+  PT_ASSERT_INT_EQ(pd_transcript_history(t, &h, err, sizeof err), 0);
+  PT_ASSERT_UINT_EQ(json_array_size(h), 2);
+  PT_ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(h, 1), "status")), "cancelled");
+  /* nothing queued on bad text: no done, nothing pending */
+  pd_transcript_entry bad = {2, "user", "\xff\xfe", NULL};
+  PT_ASSERT_INT_EQ(pd_transcript_append_async(t, w, &bad, 1, async_done, &p), -EINVAL);
+  PT_ASSERT_INT_EQ(pd_transcript_commit(t), -EINVAL);
+  if (PT_FAULT_INJECTION) {
+    /* the second of two fails: the first stays written, the copy follows
+     * the file, the turn count the entry written */
+    setenv("POLYTOKEN_FAULT_TRANSCRIPT_WRITE", "ENOSPC:1", 1);
+    pd_transcript_install_fault_hook();
+    pd_transcript_entry two[2] = {{2, "user", "kept", NULL}, {3, "user", "lost", NULL}};
+    PT_ASSERT_INT_EQ(pd_transcript_append_async(t, w, two, 2, async_done, &p), 0);
+    sem_wait(&p.done);
+    PT_ASSERT_INT_EQ(pd_transcript_commit(t), -ENOSPC);
+    pt_append_set_fault(NULL);
+    unsetenv("POLYTOKEN_FAULT_TRANSCRIPT_WRITE");
+    PT_ASSERT_INT_EQ(pd_transcript_turns(t), 2);
+    PT_ASSERT(history_matches_file(t, tp));
+    PT_ASSERT_INT_EQ(pd_transcript_history(t, &h, err, sizeof err), 0);
+    PT_ASSERT_UINT_EQ(json_array_size(h), 3);
+  }
+  pd_writer_del(w);
+  pd_transcript_del(t);
+  sem_destroy(&p.done);
   free(tp);
   pt_rm_rf(dir);
 }

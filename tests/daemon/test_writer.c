@@ -150,3 +150,46 @@ PT_TEST(daemon_writer_delay_coalesces) {
   pt_rm_rf(dir);
   free(dir);
 }
+
+/* Calls (the transcript's durable appends) run as soon as the thread gets
+ * to them, in the order queued, and a rewrite waiting for its delay does
+ * not hold them up; flush still writes that rewrite. */
+typedef struct {
+  const char *waiting;   /* the delayed rewrite's path */
+  int order[50];
+  int n;
+  int rewrite_seen;      /* the file existed when a call ran */
+} call_probe;
+
+static call_probe g_probe;
+
+static void probe_call(void *arg) {
+  int i = (int)(intptr_t)arg;
+  g_probe.order[g_probe.n++] = i;   /* only the writer's thread runs calls */
+  if (access(g_probe.waiting, F_OK) == 0) g_probe.rewrite_seen = 1;
+}
+
+PT_TEST(daemon_writer_calls_run_in_order_past_a_waiting_rewrite) {
+  char *dir = pt_tmpdir("writer-call");
+  char *a = path_in(dir, "a.json");
+  pd_writer *w;
+  PT_ASSERT_INT_EQ(pd_writer_new(60000, &w), 0); /* the rewrite waits a minute */
+  memset(&g_probe, 0, sizeof g_probe);
+  g_probe.waiting = a;
+  PT_ASSERT_INT_EQ(pd_writer_put(w, a, "a\n", 2, 0600), 0);
+  for (int i = 0; i < 50; i++) PT_ASSERT_INT_EQ(pd_writer_call(w, probe_call, (void *)(intptr_t)i), 0);
+  /* the calls finish without the rewrite: wait for them, not for a flush */
+  for (int i = 0; i < 500 && __atomic_load_n(&g_probe.n, __ATOMIC_ACQUIRE) < 50; i++) usleep(10000);
+  PT_ASSERT_INT_EQ(__atomic_load_n(&g_probe.n, __ATOMIC_ACQUIRE), 50);
+  for (int i = 0; i < 50; i++) PT_ASSERT_INT_EQ(g_probe.order[i], i);
+  PT_ASSERT_INT_EQ(g_probe.rewrite_seen, 0);
+  PT_ASSERT(access(a, F_OK) != 0);
+  pd_writer_flush(w);
+  char *got = slurp(a);
+  PT_ASSERT_STR_EQ(got, "a\n");
+  free(got);
+  pd_writer_del(w);
+  free(a);
+  pt_rm_rf(dir);
+  free(dir);
+}
