@@ -71,6 +71,16 @@
 #define PTP_SYMCACHE_HAS_SYMS 1u
 #define PTP_SYMCACHE_HAS_DWARF 2u
 #define PTP_SYMCACHE_FLAGS_SET 4u
+/* Every address of the object's executable segments that resolves to
+ * frames is held by an interval (the symbolizer filled the whole object):
+ * an address no interval holds resolves to no frames, without opening the
+ * object. Set only together with the intervals it speaks for (the same
+ * segment, or an earlier one of the same file). */
+#define PTP_SYMCACHE_COMPLETE 8u
+/* The object is too big to be filled whole (more boundaries than the
+ * symbolizer fills in one go, or past the file bound): it is filled a
+ * compile unit at a time. */
+#define PTP_SYMCACHE_NOT_WHOLE 16u
 
 typedef struct ptp_symcache ptp_symcache;
 
