@@ -138,7 +138,9 @@ int ptp_symcache_find(ptp_symcache *c, uint64_t rel, const ptp_sym_frame **frame
 
 /* Adds [lo, hi) -> frames[0..n) (strings copied). An interval that one
  * interval read from the file already holds whole is not added (nothing to
- * write); one overlapping another added one is dropped (the older wins).
+ * write); where it overlaps one added earlier (or, at a rewrite, one of
+ * the file's), the earlier wins: this one keeps only the addresses past
+ * it, so no address held is ever lost.
  * Returns 0, -EINVAL (lo >= hi, n > 64), -ENOSPC (the file bound is
  * reached; nothing added), -ENOMEM. */
 int ptp_symcache_add(ptp_symcache *c, uint64_t lo, uint64_t hi, const ptp_sym_frame *frames,

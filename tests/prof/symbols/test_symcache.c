@@ -21,6 +21,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -260,7 +261,9 @@ PT_TEST(prof_symcache_other_build_id_ignored) {
   PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_MISSING);
   ptp_sym_frame f = {"fa", "fa", "a.c", 1, 2, 3};
   PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x100, 0x200, &f, 1), 0);
-  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x180, 0x280, &f, 1), 0);   /* overlap: dropped */
+  ptp_sym_frame f2 = {"fb", "fb", "b.c", 4, 5, 6};
+  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x180, 0x280, &f2, 1), 0);   /* overlap: trimmed */
+  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x120, 0x1f0, &f2, 1), 0);   /* inside: dropped */
   PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x300, 0x300, &f, 1), -EINVAL);
   PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
   ptp_symcache_del(c);
@@ -272,8 +275,13 @@ PT_TEST(prof_symcache_other_build_id_ignored) {
   PT_ASSERT_UINT_EQ(n, 1);
   PT_ASSERT_STR_EQ(got[0].name, "fa");
   PT_ASSERT_INT_EQ(got[0].column, 3);
-  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x200, &got, &n), 0);
-  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x250, &got, &n), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x180, &got, &n), 1);   /* the older one */
+  PT_ASSERT_STR_EQ(got[0].name, "fa");
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x200, &got, &n), 1);   /* what lies past it */
+  PT_ASSERT_STR_EQ(got[0].name, "fb");
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x27f, &got, &n), 1);
+  PT_ASSERT_STR_EQ(got[0].name, "fb");
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x280, &got, &n), 0);
   ptp_symcache_del(c);
   char pa[600], pb[600];
   snprintf(pa, sizeof pa, "%s/%s.sym", root, ida);
@@ -433,13 +441,38 @@ PT_TEST_T(prof_symcache_object_whole, 120000) {
   PT_ASSERT(mapping_of(plain, d.pc[0])->has_filenames);   /* the library has DWARF */
   PT_ASSERT(!mapping_of(plain, zs.pc[0])->has_filenames);  /* zlib has none here */
 
+  /* A file of an earlier run that cached one address alone (what a PC
+   * outside every CU got): its interval starts where one of the whole
+   * fill's starts, so the rewrite below must keep the rest of that one. */
+  const ptp_sym_mapping *mp = mapping_of(plain, (uint64_t)(uintptr_t)dfn);
+  struct link_map *lm = NULL;
+  Dl_info dli;
+  PT_ASSERT(dladdr1(dfn, &dli, (void **)&lm, RTLD_DL_LINKMAP) && lm);
+  uint64_t rel = (uint64_t)(uintptr_t)dfn - lm->l_addr;
+  ptp_sym_result r0;
+  PT_ASSERT_INT_EQ(ptp_symbolizer_lookup(plain, (uint64_t)(uintptr_t)dfn, &r0), 0);
+  PT_ASSERT(r0.nframes > 0);
+  ptp_symcache *seed;
+  PT_ASSERT_INT_EQ(ptp_symbolizer_set_cache_dir(plain, dir), 0);   /* makes the directory */
+  PT_ASSERT_INT_EQ(ptp_symbolizer_set_cache_dir(plain, NULL), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_open(&seed, dir, mp->build_id), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_add(seed, rel, rel + 1, r0.frames, r0.nframes), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_save(seed), 0);
+  ptp_symcache_del(seed);
+
   /* one miss in each: both filled whole, both marked complete */
   ptp_symbolizer *cold = sym_with(dir);
   pcset one = {0};
-  ptt_pcs_add_range(&one, dfn, 1);
+  ptt_pcs_add_range(&one, (const char *)dfn + 1, 1);   /* dfn itself is seeded */
   ptt_pcs_add_range(&one, zfn, 1);
   char **got = ptt_resolve_all(cold, &one);
   ptt_free_results(got, one.n);
+  /* another process touched the file since: the save rewrites it, merging
+   * the seeded interval with the fill's */
+  char *seeded = cache_file_of(cold, dir, d.pc[0]);
+  struct timespec old[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
+  PT_ASSERT_INT_EQ(utimensat(AT_FDCWD, seeded, old, 0), 0);
+  free(seeded);
   ptp_symbolizer_stats st;
   ptp_symbolizer_get_stats(cold, &st);
   PT_ASSERT_UINT_EQ(st.modules_opened, 2);
