@@ -398,8 +398,11 @@ void ptp_symbolize_cache_fill(ptp_symbolizer *s, sym_module *m, uint64_t pc, siz
     m->obj_fill_tried = true;
     int r = cache_fill_object(s, m);
     if (r == 0) {
-      if (ptp_symcache_find(m->cache, pc - m->bias, &f, &k) == 1) return;
-      return;   /* no frames: nothing stored, the complete cache says so */
+      /* no frames: nothing stored, the complete mark answers it. Frames
+       * that no interval holds (not expected: every piece went in) are
+       * stored for the address alone, below. */
+      if (n == 0 || ptp_symcache_find(m->cache, pc - m->bias, &f, &k) == 1) return;
+      goto alone;
     }
     /* too big for one go (or past the file bound): later processes go
      * straight to filling CU by CU */
@@ -412,6 +415,7 @@ void ptp_symbolize_cache_fill(ptp_symbolizer *s, sym_module *m, uint64_t pc, siz
   if (cu && !cu->cached && cache_fill_cu(s, m, cudie, cubias, cu, pc, first, n)) return;
   /* outside any CU with DWARF present, a piece a walk skipped, or an
    * object too big to fill whole */
+alone:
   (void)ptp_symcache_add(m->cache, pc - m->bias, pc - m->bias + 1, &s->frames[first], (uint32_t)n);
 }
 
