@@ -404,9 +404,12 @@ void ptp_symbolize_cache_fill(ptp_symbolizer *s, sym_module *m, uint64_t pc, siz
       if (n == 0 || ptp_symcache_find(m->cache, pc - m->bias, &f, &k) == 1) return;
       goto alone;
     }
-    /* too big for one go (or past the file bound): later processes go
-     * straight to filling CU by CU */
-    if (r == -E2BIG || r == -ENOSPC)
+    /* too big for one go, past the file bound, or a piece the file cannot
+     * hold (-EINVAL: deeper than its frame cap): later processes go
+     * straight to filling CU by CU. Not after -ENOMEM (this process's
+     * state) or -ENOTSUP (DWARF read through libdwfl here, perhaps not in
+     * the next process). */
+    if (r != -ENOMEM && r != -ENOTSUP)
       ptp_symcache_set_flags(m->cache, ptp_symcache_flags(m->cache) | PTP_SYMCACHE_NOT_WHOLE);
   }
   Dwarf_Addr cubias = 0;

@@ -77,9 +77,9 @@
  * object. Set only together with the intervals it speaks for (the same
  * segment, or an earlier one of the same file). */
 #define PTP_SYMCACHE_COMPLETE 8u
-/* The object is too big to be filled whole (more boundaries than the
- * symbolizer fills in one go, or past the file bound): it is filled a
- * compile unit at a time. */
+/* The object is not filled whole (more boundaries than the symbolizer
+ * fills in one go, past the file bound, or a result deeper than a file
+ * holds): it is filled a compile unit at a time. */
 #define PTP_SYMCACHE_NOT_WHOLE 16u
 
 typedef struct ptp_symcache ptp_symcache;
