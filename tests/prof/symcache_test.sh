@@ -9,7 +9,11 @@
 #   3. a corrupt cache file: ignored (right names), rewritten valid;
 #   4. tests/prof/hotprog with a warm cache against PTPROF_SYMCACHE=off:
 #      every function seen in both has the same file and start line, and
-#      inlined_work is still an inline frame under inline_host.
+#      inlined_work is still an inline frame under inline_host;
+#   5. a program of three compile units, each run spending its time in
+#      another one: a run after the first opens no object (its CU was never
+#      sampled, but the first run's miss cached the whole program), with
+#      the names and lines of a run without the cache.
 source "$(dirname "${BASH_SOURCE[0]}")/prof_lib.sh"
 prof_require hotprog
 command -v cc >/dev/null || skip "no C compiler"
@@ -137,4 +141,63 @@ print(f"# functions: {len(a)} without cache, {len(b)} with, {len(common)} in bot
 if len(common) < 3 or bad or not (ia and ib): sys.exit(f"differ: {bad[:5]}, inline {ia} {ib}")
 PY
 note "hotprog: $(cat "$WORK/h-warm.sym")"
+
+# ---- 5. compile units never sampled before: nothing opened -----------------------
+# Each unit's loop calls nothing (no libc samples, whose CUs libc6-dbg's
+# size keeps out of a whole fill); a sample in libc's start or exit code
+# could still open libc, so a second unit is tried before failing.
+mkdir -p "$WORK/cu"
+for u in alpha beta gamma; do
+  cat >"$WORK/cu/$u.c" <<C
+#include <stdint.h>
+volatile uint64_t sink_$u;
+__attribute__((noinline)) void work_$u(uint64_t n) {
+  uint64_t x = 1;
+  for (uint64_t i = 0; i < n; i++) x = x * 6364136223846793005ULL + i;
+  sink_$u = x;
+}
+C
+done
+cat >"$WORK/cu/main.c" <<'C'
+#include <stdint.h>
+#include <stdlib.h>
+void work_alpha(uint64_t), work_beta(uint64_t), work_gamma(uint64_t);
+int main(int argc, char **argv) {
+  uint64_t n = strtoull(argv[2], NULL, 10);
+  switch (argv[1][0]) { case 'a': work_alpha(n); break; case 'b': work_beta(n); break; default: work_gamma(n); }
+  return 0;
+}
+C
+cc -O1 -g -Wl,--build-id -o "$WORK/bin/cuprog" "$WORK/cu/main.c" "$WORK/cu/alpha.c" "$WORK/cu/beta.c" \
+  "$WORK/cu/gamma.c" || fail "cannot build the three-unit program"
+cu_run() { # TAG CACHE WHICH: profiles cuprog; prints the profile
+  env PTPROF_DIR="$WORK/$1" PTPROF_HZ=499 PTPROF_SYMCACHE="$2" LD_PRELOAD="$LIB" "$WORK/bin/cuprog" "$3" \
+    200000000 >"$WORK/$1.out" 2>&1 || { cat "$WORK/$1.out" >&2; fail "cuprog failed ($1)"; }
+  local f=("$WORK/$1"/profile-*.pb.gz)
+  [ -f "${f[0]}" ] || fail "no profile ($1)"
+  echo "${f[0]}"
+}
+opened() { [[ "$(symline "$1")" =~ ([0-9]+)\ objects\ opened ]] && echo "${BASH_REMATCH[1]}"; }
+CC5="$WORK/cucache"
+C1=$(cu_run cu-a "$CC5" a)
+[ "$(top_fn "$C1")" = work_alpha ] || fail "three units, first run: top is $(top_fn "$C1")"
+[ "$(opened "$C1")" -ge 1 ] || fail "the first run opened nothing: $(symline "$C1")"
+w=beta
+C2=$(cu_run cu-b "$CC5" b)
+if [ "$(opened "$C2")" != 0 ]; then
+  note "run of work_beta opened objects ($(symline "$C2")); trying work_gamma"
+  w=gamma
+  C2=$(cu_run cu-c "$CC5" c)
+fi
+[ "$(opened "$C2")" = 0 ] || fail "a run sampling a unit never sampled before opened objects: $(symline "$C2")"
+[ "$(top_fn "$C2")" = "work_$w" ] || fail "three units, warm run: top is $(top_fn "$C2")"
+C3=$(cu_run cu-off off "${w:0:1}")
+# same function, file and line of every location as without the cache
+locs() { go tool pprof -raw "$1" 2>/dev/null | awk '/^Locations/ {l=1; next} /^Mappings/ {l=0} l' |
+  grep -oE 'work_[a-z]+ [^ ]+:[0-9]+ s=[0-9]+' | sort -u; }
+locs "$C2" >"$WORK/cu-warm.locs"; locs "$C3" >"$WORK/cu-off.locs"
+[ -s "$WORK/cu-warm.locs" ] || fail "no work_$w location in the warm run"
+comm -13 "$WORK/cu-off.locs" "$WORK/cu-warm.locs" | grep -q . &&
+  fail "locations of the cache not in an uncached run: $(comm -13 "$WORK/cu-off.locs" "$WORK/cu-warm.locs" | head -3)"
+note "three units: $(symline "$C2")"
 exit 0

@@ -133,6 +133,11 @@ int ptp_symbolizer_lookup(ptp_symbolizer *s, uint64_t addr, ptp_sym_result *out)
           s->nframes = first;
           return -ENOMEM;
         }
+    } else if (m->cache && (ptp_symcache_flags(m->cache) & PTP_SYMCACHE_COMPLETE)) {
+      /* the object was cached whole: what no interval holds resolves to
+       * no frames (its module+offset fallback), as opening it would say */
+      s->st.cache_hits++;
+      s->st.cache_complete_misses++;
     } else {
       if (!m->loaded) {
         m->dc = s->dc;   /* borrowed for sym_find_debuginfo during the load */

@@ -61,6 +61,11 @@ typedef struct ptp_symbolizer_stats {
   uint64_t cache_hits;          /* of those, answered by the persistent cache */
   uint64_t resolved;            /* resolved from the object's file/debug info */
   uint64_t modules_opened;      /* objects whose file was opened (libdwfl) */
+  uint64_t cache_complete_misses;/* of cache_hits, addresses no interval holds in
+                                   an object cached whole: no frames */
+  uint64_t objects_filled;      /* objects cached whole (at their first miss) */
+  uint64_t fill_pieces;         /* pieces resolved for them */
+  uint64_t fill_ns;             /* monotonic time spent filling objects whole */
   uint64_t cache_files_loaded;  /* valid cache files read */
   uint64_t cache_files_rejected;/* corrupt ones ignored (rebuilt at save) */
   uint64_t cache_files_stale;   /* of another format version (rebuilt at save) */

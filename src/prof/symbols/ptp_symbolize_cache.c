@@ -16,10 +16,13 @@
 #include "prof/cache/ptp_cachefile.h"
 #include "prof/ptp_alloc.h"
 
+#include <gelf.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void ptp_symbolize_cache_open(ptp_symbolizer *s, sym_module *m) {
   m->cache_tried = true;
@@ -99,6 +102,8 @@ static void push_sym_bounds(u64vec *pts, const sym_module *m, size_t from, uint6
 }
 
 #define SYM_FILL_MAX_POINTS (1u << 18)   /* a CU with more boundaries is cached per PC */
+/* An object with more boundaries is filled a CU at a time (cache_fill_cu) */
+#define SYM_OBJ_FILL_MAX_POINTS (1u << 17)
 
 /* Every address of [lo, hi) resolves alike when no line-table row, function
  * or inline range, ELF symbol or CU range starts or ends inside it: the
@@ -216,52 +221,204 @@ static bool cache_fill_cu(ptp_symbolizer *s, sym_module *m, Dwarf_Die *cudie_in,
   return ptp_symcache_find(m->cache, pc - m->bias, &f, &k) == 1;
 }
 
-/* An object without DWARF: the result is a function of the ELF symbol
- * module_find_sym finds (the last one at or below the address, none past its
- * size), so its executable segments are cut at every symbol start and end
- * and each piece resolved once: the whole table in one go (cheap: no debug
- * info), since the next run will sample other functions. */
-static void cache_fill_syms(ptp_symbolizer *s, sym_module *m) {
-  u64vec pts = {0};
-  for (int i = 0; i < m->nsegs; i++) {
-    u64vec_push(&pts, m->seg_start[i]);
-    u64vec_push(&pts, m->seg_limit[i]);
+/* Whether two results are the same frames (field by field). */
+static bool frames_same(const ptp_sym_frame *a, size_t na, const ptp_sym_frame *b, size_t nb) {
+  if (na != nb) return false;
+  for (size_t i = 0; i < na; i++)
+    if (a[i].start_line != b[i].start_line || a[i].line != b[i].line || a[i].column != b[i].column ||
+        strcmp(a[i].name, b[i].name) != 0 || strcmp(a[i].system_name, b[i].system_name) != 0 ||
+        strcmp(a[i].file, b[i].file) != 0)
+      return false;
+  return true;
+}
+
+/* The uncompressed size of m's .debug_line (0 none). Every line-table row
+ * takes at least one byte of it (a special opcode), and this build's
+ * objects take ~4 (polytokend: 295 KB, 72k rows; libc6-dbg's libc: 582k
+ * rows): a cheap look at whether the object can be cut within
+ * SYM_OBJ_FILL_MAX_POINTS before reading any of its line tables. */
+static uint64_t debug_line_size(sym_module *m) {
+  Elf *e = m->dw ? dwarf_getelf(m->dw) : NULL;
+  size_t shstrndx;
+  if (!e || elf_getshdrstrndx(e, &shstrndx) != 0) return 0;
+  Elf_Scn *scn = NULL;
+  while ((scn = elf_nextscn(e, scn)) != NULL) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh)) continue;
+    const char *n = elf_strptr(e, shstrndx, sh.sh_name);
+    if (!n || strcmp(n, ".debug_line") != 0) continue;
+    if (!(sh.sh_flags & SHF_COMPRESSED)) return sh.sh_size;
+    GElf_Chdr ch;
+    return gelf_getchdr(scn, &ch) ? ch.ch_size : UINT64_MAX;
   }
-  push_sym_bounds(&pts, m, 0, UINT64_MAX);
-  if (pts.err || pts.n > SYM_FILL_MAX_POINTS) goto out;
-  u64vec_sort_unique(&pts);
-  for (int sg = 0; sg < m->nsegs; sg++) {
-    uint64_t slo = m->seg_start[sg], shi = m->seg_limit[sg];
-    for (size_t i = u64_lower(pts.v, pts.n, slo); i < pts.n && pts.v[i] < shi; i++) {
-      uint64_t p = pts.v[i], q = i + 1 < pts.n && pts.v[i + 1] < shi ? pts.v[i + 1] : shi;
-      size_t f0 = s->nframes;
-      if (ptp_symbolize_module_resolve(s, m, p)) { s->nframes = f0; goto out; }
-      int e = ptp_symcache_add(m->cache, p - m->bias, q - m->bias, &s->frames[f0],
-                               (uint32_t)(s->nframes - f0));
-      s->nframes = f0;
-      if (e == -ENOSPC || e == -ENOMEM) goto out;
+  return 0;
+}
+
+/* Pushes every boundary inside which ptp_symbolize_module_resolve gives
+ * one answer for any address of the object (biased): the executable
+ * segments, every ELF symbol's start and end, and, with DWARF, what
+ * ptp_symbolize_module_addrdie's search turns on (each run's start and the
+ * address after it: an address equal to a start shared by two runs
+ * probes to another run than the addresses above it; the end of the last
+ * run) and, for each CU a run names, what cu_bounds cuts a CU at (its
+ * ranges, line rows and function/inline segments). Returns 0, -ENOTSUP
+ * (DWARF this index does not serve: the per-CU path stays), -E2BIG (more
+ * than SYM_OBJ_FILL_MAX_POINTS), -ENOMEM. */
+static int object_bounds(sym_module *m, u64vec *pts) {
+  if (m->dw && debug_line_size(m) / 3 > SYM_OBJ_FILL_MAX_POINTS) return -E2BIG;
+  for (int i = 0; i < m->nsegs; i++) {
+    u64vec_push(pts, m->seg_start[i]);
+    u64vec_push(pts, m->seg_limit[i]);
+  }
+  push_sym_bounds(pts, m, 0, UINT64_MAX);
+  if (!m->dw) return pts->err;
+  if (m->dwfl_reference) return -ENOTSUP;
+  if (m->runs_state == SYM_RUNS_UNBUILT) {
+    Dwarf_Addr b0;
+    (void)ptp_symbolize_module_addrdie(m, m->seg_start[0], &b0);   /* builds the index */
+  }
+  if (m->runs_state == SYM_RUNS_DWFL) return -ENOTSUP;
+  if (m->runs_state != SYM_RUNS_BUILT) return pts->err;   /* no CU anywhere: ELF symbols */
+  uint64_t db = m->dwbias;
+  for (size_t i = 0; i < m->nruns; i++) {
+    u64vec_push(pts, m->runs[i].start + db);
+    u64vec_push(pts, m->runs[i].start + 1 + db);
+  }
+  u64vec_push(pts, m->runs_end + 1 + db);
+  /* each CU once (a CU has several runs when another's ranges lie between
+   * its own): the runs ordered by CU, stably */
+  sym_key *keys = ptp_malloc(2 * m->nruns * sizeof *keys);
+  if (!keys) return -ENOMEM;
+  for (size_t i = 0; i < m->nruns; i++) keys[i] = (sym_key){m->runs[i].cu_hdr, i};
+  ptp_symbolize_key_sort(keys, keys + m->nruns, m->nruns);
+  int r = 0;
+  for (size_t k = 0; k < m->nruns && !r; k++) {
+    if (k && keys[k].key == keys[k - 1].key) continue;
+    if (pts->err || pts->n > SYM_OBJ_FILL_MAX_POINTS) break;
+    Dwarf_Die *d = ptp_symbolize_module_run_cu(m, (size_t)keys[k].idx);
+    if (!d) continue;   /* no usable CU DIE: its run's addresses resolve by ELF symbol */
+    Dwarf_Die cudie = *d;
+    ptrdiff_t off = 0;
+    Dwarf_Addr base, start, end;
+    while ((off = dwarf_ranges(&cudie, off, &base, &start, &end)) > 0) {
+      u64vec_push(pts, start + db);
+      u64vec_push(pts, end + db);
+    }
+    Dwarf_Lines *lines = NULL;
+    size_t nlines = 0;
+    if (dwarf_getsrclines(&cudie, &lines, &nlines) == 0)
+      for (size_t l = 0; l < nlines; l++) {
+        Dwarf_Addr la;
+        Dwarf_Line *ln = dwarf_onesrcline(lines, l);
+        if (ln && dwarf_lineaddr(ln, &la) == 0) u64vec_push(pts, la + db);
+      }
+    cu_index *cu = ptp_symbolize_module_cu(m, &cudie);
+    if (!cu) { r = -ENOMEM; break; }
+    for (size_t g = 0; g < cu->nsegs; g++) {
+      u64vec_push(pts, cu->segs[g].lo + db);
+      u64vec_push(pts, cu->segs[g].hi + db);
     }
   }
+  free(keys);
+  if (r || (r = pts->err)) return r;
+  return pts->n > SYM_OBJ_FILL_MAX_POINTS ? -E2BIG : 0;
+}
+
+/* Fills m's cache for every address of its executable segments, once per
+ * process (the object is open now; the point is that no later run of this
+ * build opens it again): the segments are cut at object_bounds, each piece
+ * resolved once at its start, runs of pieces with the same answer stored
+ * as one interval, pieces without frames not stored. When every piece went
+ * in, the cache is marked complete (PTP_SYMCACHE_COMPLETE): a later
+ * lookup that finds no interval then knows the answer is "no frames",
+ * which is what resolving gives there. Runs before anything else is added
+ * to the cache in this process (the first miss), so no interval added
+ * earlier can make sc_sort drop one of these. Returns 0 (complete), -E2BIG
+ * (too many boundaries), -ENOSPC (the file bound), -ENOTSUP, -ENOMEM. */
+static int cache_fill_object(ptp_symbolizer *s, sym_module *m) {
+  u64vec pts = {0};
+  int r;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if ((r = object_bounds(m, &pts)) != 0) goto out;
+  u64vec_sort_unique(&pts);
+  size_t pieces = 0;
+  for (int sg = 0; sg < m->nsegs; sg++) {
+    uint64_t slo = m->seg_start[sg], shi = m->seg_limit[sg];
+    /* the pending interval [plo, phi) -> s->frames[pf0..) */
+    size_t pf0 = s->nframes, pn = 0;
+    uint64_t plo = 0, phi = 0;
+    for (size_t i = u64_lower(pts.v, pts.n, slo); i <= pts.n; i++) {
+      bool last = i == pts.n || pts.v[i] >= shi;
+      uint64_t p = last ? shi : pts.v[i], q = 0;
+      size_t f0 = s->nframes, n = 0;
+      if (!last) {
+        q = i + 1 < pts.n && pts.v[i + 1] < shi ? pts.v[i + 1] : shi;
+        if ((r = ptp_symbolize_module_resolve(s, m, p)) != 0) { s->nframes = pf0; goto out; }
+        n = s->nframes - f0;
+        pieces++;
+        if (phi == p && frames_same(&s->frames[pf0], pn, &s->frames[f0], n)) {
+          phi = q;   /* same answer: one interval */
+          s->nframes = f0;
+          continue;
+        }
+      }
+      if (pn) {   /* store the pending interval */
+        r = ptp_symcache_add(m->cache, plo - m->bias, phi - m->bias, &s->frames[pf0], (uint32_t)pn);
+        if (r) { s->nframes = pf0; goto out; }
+      }
+      if (last) { s->nframes = pf0; break; }
+      /* the new piece becomes the pending one */
+      memmove(&s->frames[pf0], &s->frames[f0], n * sizeof *s->frames);
+      s->nframes = pf0 + n;
+      pn = n;
+      plo = p;
+      phi = q;
+    }
+  }
+  ptp_symcache_set_flags(m->cache, ptp_symcache_flags(m->cache) | PTP_SYMCACHE_COMPLETE);
+  s->st.objects_filled++;
+  s->st.fill_pieces += pieces;
 out:
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  s->st.fill_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
   free(pts.v);
+  return r;
 }
 
 /* See ptp_symbolize_internal.h. */
 void ptp_symbolize_cache_fill(ptp_symbolizer *s, sym_module *m, uint64_t pc, size_t first, size_t n) {
-  ptp_symcache_set_flags(m->cache, (m->has_syms ? PTP_SYMCACHE_HAS_SYMS : 0) |
+  unsigned keep = ptp_symcache_flags(m->cache) & (PTP_SYMCACHE_COMPLETE | PTP_SYMCACHE_NOT_WHOLE);
+  ptp_symcache_set_flags(m->cache, keep | (m->has_syms ? PTP_SYMCACHE_HAS_SYMS : 0) |
                                    (m->has_dwarf ? PTP_SYMCACHE_HAS_DWARF : 0));
+  const ptp_sym_frame *f;
+  uint32_t k;
+  if (!m->obj_fill_tried && !(ptp_symcache_flags(m->cache) & PTP_SYMCACHE_NOT_WHOLE)) {
+    /* the first miss of this object in this process: fill all of it */
+    m->obj_fill_tried = true;
+    int r = cache_fill_object(s, m);
+    if (r == 0) {
+      /* no frames: nothing stored, the complete mark answers it. Frames
+       * that no interval holds (not expected: every piece went in) are
+       * stored for the address alone, below. */
+      if (n == 0 || ptp_symcache_find(m->cache, pc - m->bias, &f, &k) == 1) return;
+      goto alone;
+    }
+    /* too big for one go, past the file bound, or a piece the file cannot
+     * hold (-EINVAL: deeper than its frame cap): later processes go
+     * straight to filling CU by CU. Not after -ENOMEM (this process's
+     * state) or -ENOTSUP (DWARF read through libdwfl here, perhaps not in
+     * the next process). */
+    if (r != -ENOMEM && r != -ENOTSUP)
+      ptp_symcache_set_flags(m->cache, ptp_symcache_flags(m->cache) | PTP_SYMCACHE_NOT_WHOLE);
+  }
   Dwarf_Addr cubias = 0;
   Dwarf_Die *cudie = m->dw ? ptp_symbolize_module_addrdie(m, pc, &cubias) : NULL;
   cu_index *cu = cudie ? ptp_symbolize_module_cu(m, cudie) : NULL;
   if (cu && !cu->cached && cache_fill_cu(s, m, cudie, cubias, cu, pc, first, n)) return;
-  if (!m->dw && !m->syms_cached) {
-    m->syms_cached = true;
-    cache_fill_syms(s, m);
-    const ptp_sym_frame *f;
-    uint32_t k;
-    if (ptp_symcache_find(m->cache, pc - m->bias, &f, &k)) return;
-  }
-  /* outside any CU with DWARF present, or a piece a walk skipped */
+  /* outside any CU with DWARF present, a piece a walk skipped, or an
+   * object too big to fill whole */
+alone:
   (void)ptp_symcache_add(m->cache, pc - m->bias, pc - m->bias + 1, &s->frames[first], (uint32_t)n);
 }
 

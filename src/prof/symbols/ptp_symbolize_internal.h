@@ -148,7 +148,8 @@ typedef struct sym_module {
   ptp_debugcache *dc;  /* borrowed from the symbolizer while loading, or NULL */
   ptp_symcache *cache; /* persistent results for this build id, or NULL */
   bool cache_tried;
-  bool syms_cached;    /* no DWARF: the symbol table went to the cache */
+  bool obj_fill_tried; /* the whole object was (tried to be) filled into the
+                          cache, at its first miss (ptp_symbolize_cache_fill) */
   bool syms_direct;    /* the symbol table was read by syms_from_elf */
   bool dwfl_reference; /* read symbols and find CUs through libdwfl only
                           (ptp_symbolizer_set_dwfl_reference; for tests) */
@@ -284,6 +285,10 @@ void ptp_symbolize_module_load(sym_module *m);
  * comment of ptp_symbolize_module.c). NULL when no CU holds pc. The DIE
  * is owned by m. */
 Dwarf_Die *ptp_symbolize_module_addrdie(sym_module *m, uint64_t pc, Dwarf_Addr *bias);
+/* The CU DIE of m->runs[i] (the DIE ptp_symbolize_module_addrdie returns
+ * for the addresses that search finds in run i), or NULL: unusable, or no
+ * run index built (m->runs_state != SYM_RUNS_BUILT). Owned by m. */
+Dwarf_Die *ptp_symbolize_module_run_cu(sym_module *m, size_t i);
 /* The index of the compile unit cudie of m, built on first use; NULL when
  * out of memory. Owned by m. */
 cu_index *ptp_symbolize_module_cu(sym_module *m, Dwarf_Die *cudie);
@@ -304,9 +309,11 @@ int ptp_symbolize_cache_debug_reset(ptp_symbolizer *s);
  * directory or build id m->cache stays NULL. A module not yet loaded takes
  * its has_syms/has_dwarf from the file. */
 void ptp_symbolize_cache_open(ptp_symbolizer *s, sym_module *m);
-/* Stores what pc (just resolved into s->frames[first..first+n)) and, the
- * first time, its whole CU resolve to, in m->cache (non-NULL). Best effort:
- * the cache is an optimization, failures leave it smaller. */
+/* Stores what pc (just resolved into s->frames[first..first+n)) resolves
+ * to in m->cache (non-NULL): at the object's first miss in this process
+ * the whole object (marked complete when every piece went in), else, when
+ * that is too big, pc's whole CU. Best effort: the cache is an
+ * optimization, failures leave it smaller. */
 void ptp_symbolize_cache_fill(ptp_symbolizer *s, sym_module *m, uint64_t pc, size_t first,
                               size_t n);
 

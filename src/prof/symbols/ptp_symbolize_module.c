@@ -516,6 +516,10 @@ static Dwarf_Die *run_die(sym_module *m, sym_curun *u) {
   return u->state == 1 ? &u->die : NULL;
 }
 
+Dwarf_Die *ptp_symbolize_module_run_cu(sym_module *m, size_t i) {
+  return m->runs_state == SYM_RUNS_BUILT && i < m->nruns ? run_die(m, &m->runs[i]) : NULL;
+}
+
 Dwarf_Die *ptp_symbolize_module_addrdie(sym_module *m, uint64_t pc, Dwarf_Addr *bias) {
   if (m->dwfl_reference) return dwfl_module_addrdie(m->mod, pc, bias);
   if (m->runs_state == SYM_RUNS_UNBUILT) aranges_build(m);

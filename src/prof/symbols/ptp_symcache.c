@@ -179,7 +179,8 @@ static int ival_cmp(const void *a, const void *b) {
   return x->ord < y->ord ? -1 : x->ord > y->ord;   /* equal starts: the older wins */
 }
 
-/* Sorts and drops intervals overlapping an earlier kept one. Invariant:
+/* Sorts, and trims each interval overlapping an earlier kept one to what
+ * lies past it (dropped when nothing does). Invariant:
  * iv[0..nsorted) is sorted and non-overlapping; only the tail added since
  * is sorted here, then merged in one linear pass (a symbolizer filling CU
  * after CU would otherwise re-sort everything per CU). Dropped intervals'
@@ -199,7 +200,15 @@ static void sc_sort(ptp_symcache *c) {
     sc_ival x;
     if (j >= n || (i < a && ival_cmp(&c->iv[i], &c->iv[j]) <= 0)) x = c->iv[i++];
     else x = c->iv[j++];
-    if (k && x.lo < dst[k - 1].hi) continue;
+    if (k && x.lo < dst[k - 1].hi) {
+      /* overlaps the one kept before it: only what lies past that is kept
+       * (every address of an interval resolves to its frames, so any part
+       * of it is right too). The set of addresses held never shrinks: a
+       * cache marked PTP_SYMCACHE_COMPLETE relies on that when a rewrite
+       * merges its intervals with the file's, cut elsewhere. */
+      if (x.hi <= dst[k - 1].hi) continue;
+      x.lo = dst[k - 1].hi;
+    }
     dst[k++] = x;
   }
   if (m) {

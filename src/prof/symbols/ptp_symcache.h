@@ -71,6 +71,16 @@
 #define PTP_SYMCACHE_HAS_SYMS 1u
 #define PTP_SYMCACHE_HAS_DWARF 2u
 #define PTP_SYMCACHE_FLAGS_SET 4u
+/* Every address of the object's executable segments that resolves to
+ * frames is held by an interval (the symbolizer filled the whole object):
+ * an address no interval holds resolves to no frames, without opening the
+ * object. Set only together with the intervals it speaks for (the same
+ * segment, or an earlier one of the same file). */
+#define PTP_SYMCACHE_COMPLETE 8u
+/* The object is not filled whole (more boundaries than the symbolizer
+ * fills in one go, past the file bound, or a result deeper than a file
+ * holds): it is filled a compile unit at a time. */
+#define PTP_SYMCACHE_NOT_WHOLE 16u
 
 typedef struct ptp_symcache ptp_symcache;
 
@@ -128,7 +138,9 @@ int ptp_symcache_find(ptp_symcache *c, uint64_t rel, const ptp_sym_frame **frame
 
 /* Adds [lo, hi) -> frames[0..n) (strings copied). An interval that one
  * interval read from the file already holds whole is not added (nothing to
- * write); one overlapping another added one is dropped (the older wins).
+ * write); where it overlaps one added earlier (or, at a rewrite, one of
+ * the file's), the earlier wins: this one keeps only the addresses past
+ * it, so no address held is ever lost.
  * Returns 0, -EINVAL (lo >= hi, n > 64), -ENOSPC (the file bound is
  * reached; nothing added), -ENOMEM. */
 int ptp_symcache_add(ptp_symcache *c, uint64_t lo, uint64_t hi, const ptp_sym_frame *frames,

@@ -21,6 +21,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -30,6 +31,10 @@
 #include <unistd.h>
 
 static volatile unsigned g_sc_sink;
+
+/* libptt_nofp (tests/prof/sampler_nofp_lib.c, linked into this binary):
+ * a small library with DWARF */
+uint64_t ptt_nofp_outer(void (*cb)(void *), void *arg, int n);
 
 __attribute__((noinline, noclone)) static unsigned sc_leaf(unsigned x) {
   g_sc_sink = x * 3u;
@@ -256,7 +261,9 @@ PT_TEST(prof_symcache_other_build_id_ignored) {
   PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_MISSING);
   ptp_sym_frame f = {"fa", "fa", "a.c", 1, 2, 3};
   PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x100, 0x200, &f, 1), 0);
-  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x180, 0x280, &f, 1), 0);   /* overlap: dropped */
+  ptp_sym_frame f2 = {"fb", "fb", "b.c", 4, 5, 6};
+  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x180, 0x280, &f2, 1), 0);   /* overlap: trimmed */
+  PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x120, 0x1f0, &f2, 1), 0);   /* inside: dropped */
   PT_ASSERT_INT_EQ(ptp_symcache_add(c, 0x300, 0x300, &f, 1), -EINVAL);
   PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
   ptp_symcache_del(c);
@@ -268,8 +275,13 @@ PT_TEST(prof_symcache_other_build_id_ignored) {
   PT_ASSERT_UINT_EQ(n, 1);
   PT_ASSERT_STR_EQ(got[0].name, "fa");
   PT_ASSERT_INT_EQ(got[0].column, 3);
-  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x200, &got, &n), 0);
-  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x250, &got, &n), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x180, &got, &n), 1);   /* the older one */
+  PT_ASSERT_STR_EQ(got[0].name, "fa");
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x200, &got, &n), 1);   /* what lies past it */
+  PT_ASSERT_STR_EQ(got[0].name, "fb");
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x27f, &got, &n), 1);
+  PT_ASSERT_STR_EQ(got[0].name, "fb");
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x280, &got, &n), 0);
   ptp_symcache_del(c);
   char pa[600], pb[600];
   snprintf(pa, sizeof pa, "%s/%s.sym", root, ida);
@@ -385,6 +397,179 @@ PT_TEST(prof_symcache_dir_safety) {
   if (saved) setenv("PTPROF_SYMCACHE", saved, 1);
   free(xdg);
   free(saved);
+  pt_rm_rf(root);
+  free(root);
+}
+
+/* Every address of the executable mappings of the object holding fn, one
+ * in `stride`. */
+static pcset object_pcs(ptp_symbolizer *s, const void *fn, size_t stride) {
+  const ptp_sym_mapping *m = mapping_of(s, (uint64_t)(uintptr_t)fn), *maps;
+  PT_ASSERT(m && m->build_id[0]);
+  size_t n = ptp_symbolizer_mappings(s, &maps);
+  pcset out = {0};
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(maps[i].file, m->file) != 0) continue;
+    for (uint64_t a = maps[i].start; a < maps[i].limit; a += stride) {
+      out.pc = realloc(out.pc, (out.n + 1) * sizeof *out.pc);
+      PT_ASSERT(out.pc);
+      out.pc[out.n++] = a;
+    }
+  }
+  PT_ASSERT(out.n > 0);
+  return out;
+}
+
+/* An object opened once for a miss is cached whole: a later process
+ * answers every address of it (other functions, other compile units, the
+ * PLT, padding, code outside any CU or symbol) from the cache without
+ * opening it, exactly as resolving from the object does. A small library
+ * with DWARF (libptt_nofp, built here) and a Debian library without
+ * (zlib): every address of the first, one in seven of the second. */
+PT_TEST_T(prof_symcache_object_whole, 120000) {
+  char *root = pt_tmpdir("symwhole");
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/c/symbols", root);
+  void *z = dlopen("libz.so.1", RTLD_NOW);
+  PT_ASSERT(z);
+  const void *zfn = dlsym(z, "crc32"), *dfn = (const void *)ptt_nofp_outer;
+  PT_ASSERT(zfn);
+
+  ptp_symbolizer *plain = sym_with(NULL);
+  pcset d = object_pcs(plain, dfn, 1), zs = object_pcs(plain, zfn, 7);
+  char **want_d = ptt_resolve_all(plain, &d), **want_z = ptt_resolve_all(plain, &zs);
+  PT_ASSERT(mapping_of(plain, d.pc[0])->has_filenames);   /* the library has DWARF */
+  PT_ASSERT(!mapping_of(plain, zs.pc[0])->has_filenames);  /* zlib has none here */
+
+  /* A file of an earlier run that cached one address alone (what a PC
+   * outside every CU got): its interval starts where one of the whole
+   * fill's starts, so the rewrite below must keep the rest of that one. */
+  const ptp_sym_mapping *mp = mapping_of(plain, (uint64_t)(uintptr_t)dfn);
+  struct link_map *lm = NULL;
+  Dl_info dli;
+  PT_ASSERT(dladdr1(dfn, &dli, (void **)&lm, RTLD_DL_LINKMAP) && lm);
+  uint64_t rel = (uint64_t)(uintptr_t)dfn - lm->l_addr;
+  ptp_sym_result r0;
+  PT_ASSERT_INT_EQ(ptp_symbolizer_lookup(plain, (uint64_t)(uintptr_t)dfn, &r0), 0);
+  PT_ASSERT(r0.nframes > 0);
+  ptp_symcache *seed;
+  PT_ASSERT_INT_EQ(ptp_symbolizer_set_cache_dir(plain, dir), 0);   /* makes the directory */
+  PT_ASSERT_INT_EQ(ptp_symbolizer_set_cache_dir(plain, NULL), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_open(&seed, dir, mp->build_id), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_add(seed, rel, rel + 1, r0.frames, r0.nframes), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_save(seed), 0);
+  ptp_symcache_del(seed);
+
+  /* one miss in each: both filled whole, both marked complete */
+  ptp_symbolizer *cold = sym_with(dir);
+  pcset one = {0};
+  ptt_pcs_add_range(&one, (const char *)dfn + 1, 1);   /* dfn itself is seeded */
+  ptt_pcs_add_range(&one, zfn, 1);
+  char **got = ptt_resolve_all(cold, &one);
+  ptt_free_results(got, one.n);
+  /* another process touched the file since: the save rewrites it, merging
+   * the seeded interval with the fill's */
+  char *seeded = cache_file_of(cold, dir, d.pc[0]);
+  struct timespec old[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
+  PT_ASSERT_INT_EQ(utimensat(AT_FDCWD, seeded, old, 0), 0);
+  free(seeded);
+  ptp_symbolizer_stats st;
+  ptp_symbolizer_get_stats(cold, &st);
+  PT_ASSERT_UINT_EQ(st.modules_opened, 2);
+  PT_ASSERT_UINT_EQ(st.objects_filled, 2);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(cold), 0);
+  const char *files[2] = {cache_file_of(cold, dir, d.pc[0]), cache_file_of(cold, dir, zs.pc[0])};
+  ptp_symbolizer_del(cold);
+  for (int i = 0; i < 2; i++) {
+    ptp_symcache *c;
+    const char *slash = strrchr(files[i], '/');
+    char bid[160];
+    snprintf(bid, sizeof bid, "%.*s", (int)(strlen(slash + 1) - 4), slash + 1);
+    PT_ASSERT_INT_EQ(ptp_symcache_open(&c, dir, bid), 0);
+    PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);
+    PT_ASSERT_MSG(ptp_symcache_flags(c) & PTP_SYMCACHE_COMPLETE, "%s not complete", files[i]);
+    ptp_symcache_del(c);
+  }
+
+  /* a new process: every address from the cache, nothing opened */
+  ptp_symbolizer *warm = sym_with(dir);
+  got = ptt_resolve_all(warm, &d);
+  assert_same(want_d, got, &d, "whole object, DWARF");
+  ptt_free_results(got, d.n);
+  got = ptt_resolve_all(warm, &zs);
+  assert_same(want_z, got, &zs, "whole object, ELF symbols");
+  ptt_free_results(got, zs.n);
+  ptp_symbolizer_get_stats(warm, &st);
+  PT_ASSERT_UINT_EQ(st.modules_opened, 0);
+  PT_ASSERT_UINT_EQ(st.resolved, 0);
+  PT_ASSERT_UINT_EQ(st.cache_hits, st.lookups);
+  /* addresses that resolve to no frames (the PLT, padding) are answered
+   * by the complete mark, not stored */
+  PT_ASSERT(st.cache_complete_misses > 0);
+  PT_ASSERT(mapping_of(warm, d.pc[0])->has_filenames);
+  ptp_symbolizer_del(warm);
+
+  ptt_free_results(want_d, d.n);
+  ptt_free_results(want_z, zs.n);
+  ptp_symbolizer_del(plain);
+  free(d.pc);
+  free(zs.pc);
+  free(one.pc);
+  free((void *)files[0]);
+  free((void *)files[1]);
+  dlclose(z);
+  pt_rm_rf(root);
+  free(root);
+}
+
+/* The same for an object of many compile units: libptprof.so (71 CUs with
+ * DWARF, -O2 inline chains), loaded inert (no PTPROF_DIR: its constructor
+ * starts nothing). One miss fills it; a new process answers ~16k
+ * addresses spread over its code from the cache, as resolving them does,
+ * opening nothing. */
+PT_TEST_T(prof_symcache_object_whole_many_cus, 120000) {
+  char *root = pt_tmpdir("symwhole2");
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/c/symbols", root);
+  char *lib = pt_build_path("libptprof.so");
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  PT_ASSERT_MSG(h, "dlopen %s: %s", lib, dlerror());
+  const void *fn = dlsym(h, "ptprof_start");
+  PT_ASSERT(fn);
+  ptp_symbolizer *plain = sym_with(NULL);
+  const ptp_sym_mapping *lm = mapping_of(plain, (uint64_t)(uintptr_t)fn);
+  /* ~16k addresses spread over its code (1.35 MB of it under ASan), an
+   * odd stride so that every alignment is met */
+  size_t stride = (size_t)((lm->limit - lm->start) / 16384) | 1;
+  pcset all = object_pcs(plain, fn, stride < 5 ? 5 : stride);
+  char **want = ptt_resolve_all(plain, &all);
+
+  ptp_symbolizer *cold = sym_with(dir);
+  pcset one = {0};
+  ptt_pcs_add_range(&one, fn, 1);
+  char **got = ptt_resolve_all(cold, &one);
+  ptt_free_results(got, one.n);
+  ptp_symbolizer_stats st;
+  ptp_symbolizer_get_stats(cold, &st);
+  PT_ASSERT_UINT_EQ(st.objects_filled, 1);
+  PT_ASSERT(st.fill_pieces > 1000);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(cold), 0);
+  ptp_symbolizer_del(cold);
+
+  ptp_symbolizer *warm = sym_with(dir);
+  got = ptt_resolve_all(warm, &all);
+  assert_same(want, got, &all, "whole object, many CUs");
+  ptp_symbolizer_get_stats(warm, &st);
+  PT_ASSERT_UINT_EQ(st.modules_opened, 0);
+  PT_ASSERT_UINT_EQ(st.cache_hits, st.lookups);
+  ptt_free_results(got, all.n);
+  ptp_symbolizer_del(warm);
+  ptt_free_results(want, all.n);
+  ptp_symbolizer_del(plain);
+  free(all.pc);
+  free(one.pc);
+  free(lib);
+  dlclose(h);
   pt_rm_rf(root);
   free(root);
 }
