@@ -125,6 +125,11 @@ int main(int argc, char **argv) {
   int r = pd_daemon_init(&loop, home, err, sizeof err);
   if (r < 0) {
     startup_fatal(err);
+    /* init closed what it had put on the loop (the telemetry timer...):
+     * their close callbacks, then the loop's own memory and descriptors
+     * (LeakSanitizer saw them in the startup-failure tests) */
+    uv_run(&loop, UV_RUN_NOWAIT);
+    (void)uv_loop_close(&loop);
     free(home);
     return 1;
   }
