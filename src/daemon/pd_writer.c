@@ -131,6 +131,17 @@ fail_free:
   return -r;
 }
 
+/* Appends j (its due time set) to the queue and wakes the thread. */
+static void enqueue(pd_writer *w, job *j) {
+  pthread_mutex_lock(&w->mu);
+  if (w->tail) w->tail->next = j;
+  else w->head = j;
+  w->tail = j;
+  w->queued++;
+  pthread_cond_signal(&w->work);
+  pthread_mutex_unlock(&w->mu);
+}
+
 int pd_writer_put(pd_writer *w, const char *path, const void *data, size_t len, mode_t mode) {
   void *copy = malloc(len ? len : 1);
   if (!copy) return -ENOMEM;
@@ -167,13 +178,7 @@ int pd_writer_put(pd_writer *w, const char *path, const void *data, size_t len, 
     j->due.tv_sec++;
     j->due.tv_nsec -= 1000000000L;
   }
-  pthread_mutex_lock(&w->mu);
-  if (w->tail) w->tail->next = j;
-  else w->head = j;
-  w->tail = j;
-  w->queued++;
-  pthread_cond_signal(&w->work);
-  pthread_mutex_unlock(&w->mu);
+  enqueue(w, j);
   return 0;
 }
 
@@ -183,13 +188,7 @@ int pd_writer_call(pd_writer *w, void (*fn)(void *arg), void *arg) {
   j->fn = fn;
   j->arg = arg;
   clock_gettime(CLOCK_MONOTONIC, &j->due);
-  pthread_mutex_lock(&w->mu);
-  if (w->tail) w->tail->next = j;
-  else w->head = j;
-  w->tail = j;
-  w->queued++;
-  pthread_cond_signal(&w->work);
-  pthread_mutex_unlock(&w->mu);
+  enqueue(w, j);
   return 0;
 }
 
