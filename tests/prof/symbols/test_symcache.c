@@ -83,10 +83,14 @@ static pcset libc_pcs(int which) {
   return s;
 }
 
-static void assert_same(char **want, char **got, const pcset *s, const char *what) {
+/* Resolves every PC of s with sym and checks each result against want (an
+ * uncached symbolizer's). */
+static void assert_resolves_as(ptp_symbolizer *sym, const pcset *s, char **want, const char *what) {
+  char **got = ptt_resolve_all(sym, s);
   for (size_t i = 0; i < s->n; i++)
     PT_ASSERT_MSG(!strcmp(want[i], got[i]), "%s: pc %#llx differs:\n  without cache: %s\n  with cache:    %s",
                   what, (unsigned long long)s->pc[i], want[i], got[i]);
+  ptt_free_results(got, s->n);
 }
 
 static ptp_symbolizer *sym_with(const char *dir) {
@@ -129,12 +133,8 @@ PT_TEST_T(prof_symcache_hit_miss_same_results, 120000) {
 
   /* cold: misses fill the cache; results unchanged */
   ptp_symbolizer *cold = sym_with(dir);
-  char **got = ptt_resolve_all(cold, &a);
-  assert_same(want_a, got, &a, "cold, main");
-  ptt_free_results(got, a.n);
-  got = ptt_resolve_all(cold, &l);
-  assert_same(want_l, got, &l, "cold, libc");
-  ptt_free_results(got, l.n);
+  assert_resolves_as(cold, &a, want_a, "cold, main");
+  assert_resolves_as(cold, &l, want_l, "cold, libc");
   ptp_symbolizer_get_stats(cold, &st);
   PT_ASSERT(st.resolved > 0 && st.modules_opened >= 2);
   PT_ASSERT_INT_EQ(ptp_symbolizer_flush(cold), 0);
@@ -148,12 +148,8 @@ PT_TEST_T(prof_symcache_hit_miss_same_results, 120000) {
 
   /* warm: all hits, nothing opened, same results */
   ptp_symbolizer *warm = sym_with(dir);
-  got = ptt_resolve_all(warm, &a);
-  assert_same(want_a, got, &a, "warm, main");
-  ptt_free_results(got, a.n);
-  got = ptt_resolve_all(warm, &l);
-  assert_same(want_l, got, &l, "warm, libc");
-  ptt_free_results(got, l.n);
+  assert_resolves_as(warm, &a, want_a, "warm, main");
+  assert_resolves_as(warm, &l, want_l, "warm, libc");
   ptp_symbolizer_get_stats(warm, &st);
   PT_ASSERT_UINT_EQ(st.modules_opened, 0);
   PT_ASSERT_UINT_EQ(st.cache_hits, st.lookups);
@@ -167,9 +163,7 @@ PT_TEST_T(prof_symcache_hit_miss_same_results, 120000) {
   char **want_b = ptt_resolve_all(plain, &b);
   ptp_symbolizer_stats st0;
   ptp_symbolizer_get_stats(warm, &st0);
-  got = ptt_resolve_all(warm, &b);
-  assert_same(want_b, got, &b, "warm, same CU, new PCs");
-  ptt_free_results(got, b.n);
+  assert_resolves_as(warm, &b, want_b, "warm, same CU, new PCs");
   ptp_symbolizer_get_stats(warm, &st);
   PT_ASSERT_UINT_EQ(st.modules_opened, 0);
   PT_ASSERT(st.lookups > st0.lookups);   /* some of b lie past sc_host_a's 160 bytes */
@@ -192,9 +186,7 @@ static void corrupt_and_check(const char *dir, const pcset *a, char **want, cons
                               void (*damage)(const char *path), const char *what) {
   damage(fmain);
   ptp_symbolizer *s = sym_with(dir);
-  char **got = ptt_resolve_all(s, a);
-  assert_same(want, got, a, what);
-  ptt_free_results(got, a->n);
+  assert_resolves_as(s, a, want, what);
   ptp_symbolizer_stats st;
   ptp_symbolizer_get_stats(s, &st);
   PT_ASSERT_MSG(st.cache_files_rejected == 1, "%s: %llu files rejected", what,
@@ -204,9 +196,7 @@ static void corrupt_and_check(const char *dir, const pcset *a, char **want, cons
   ptp_symbolizer_del(s);
   /* rebuilt: the next process loads it and opens nothing */
   s = sym_with(dir);
-  got = ptt_resolve_all(s, a);
-  assert_same(want, got, a, what);
-  ptt_free_results(got, a->n);
+  assert_resolves_as(s, a, want, what);
   ptp_symbolizer_get_stats(s, &st);
   PT_ASSERT_UINT_EQ(st.cache_files_rejected, 0);
   PT_ASSERT_UINT_EQ(st.modules_opened, 0);
@@ -340,9 +330,7 @@ PT_TEST_T(prof_symcache_two_writers, 180000) {
   PT_ASSERT_UINT_EQ(count_tmp(root), 0);
   ptp_symbolizer *s = sym_with(root);
   for (int k = 0; k < 2; k++) {
-    char **got = ptt_resolve_all(s, &sets[k]);
-    assert_same(want[k], got, &sets[k], "after two writers");
-    ptt_free_results(got, sets[k].n);
+    assert_resolves_as(s, &sets[k], want[k], "after two writers");
   }
   ptp_symbolizer_stats st;
   ptp_symbolizer_get_stats(s, &st);
@@ -493,12 +481,8 @@ PT_TEST_T(prof_symcache_object_whole, 120000) {
 
   /* a new process: every address from the cache, nothing opened */
   ptp_symbolizer *warm = sym_with(dir);
-  got = ptt_resolve_all(warm, &d);
-  assert_same(want_d, got, &d, "whole object, DWARF");
-  ptt_free_results(got, d.n);
-  got = ptt_resolve_all(warm, &zs);
-  assert_same(want_z, got, &zs, "whole object, ELF symbols");
-  ptt_free_results(got, zs.n);
+  assert_resolves_as(warm, &d, want_d, "whole object, DWARF");
+  assert_resolves_as(warm, &zs, want_z, "whole object, ELF symbols");
   ptp_symbolizer_get_stats(warm, &st);
   PT_ASSERT_UINT_EQ(st.modules_opened, 0);
   PT_ASSERT_UINT_EQ(st.resolved, 0);
@@ -557,12 +541,10 @@ PT_TEST_T(prof_symcache_object_whole_many_cus, 120000) {
   ptp_symbolizer_del(cold);
 
   ptp_symbolizer *warm = sym_with(dir);
-  got = ptt_resolve_all(warm, &all);
-  assert_same(want, got, &all, "whole object, many CUs");
+  assert_resolves_as(warm, &all, want, "whole object, many CUs");
   ptp_symbolizer_get_stats(warm, &st);
   PT_ASSERT_UINT_EQ(st.modules_opened, 0);
   PT_ASSERT_UINT_EQ(st.cache_hits, st.lookups);
-  ptt_free_results(got, all.n);
   ptp_symbolizer_del(warm);
   ptt_free_results(want, all.n);
   ptp_symbolizer_del(plain);
