@@ -333,7 +333,7 @@ int pd_turn_start(uv_loop_t *loop, pd_session *s, pd_conn *sender, const char *t
   if (r < 0) {
     free(t->user_text);
     free(t);
-    return r == UV_ENOMEM ? -ENOMEM : -EIO;
+    return r;   /* libuv's codes are -errno on Unix: the cause is kept */
   }
   t->async.data = t;
   PD_TASK_START(&t->task, "turn");
