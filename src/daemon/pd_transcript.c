@@ -139,11 +139,10 @@ int pd_transcript_read(const char *path, json_t **out, int *max_turn, char *err,
  * pd_transcript_commit. */
 typedef struct batch {
   size_t n;
-  json_t *e[PD_TRANSCRIPT_BATCH_MAX];
-  char *line[PD_TRANSCRIPT_BATCH_MAX];
+  json_t *e[PD_TRANSCRIPT_BATCH_MAX];      /* NULL: not valid UTF-8 */
+  char *line[PD_TRANSCRIPT_BATCH_MAX];     /* NULL: no line (see res) */
   size_t len[PD_TRANSCRIPT_BATCH_MAX];
-  size_t written;   /* entries written, in order */
-  int err;          /* the first failure, or 0 */
+  int res[PD_TRANSCRIPT_BATCH_MAX];        /* each entry's outcome: 0 written, or -errno */
   pd_transcript *t;
   void (*done)(void *);
   void *ctx;
@@ -162,20 +161,26 @@ static void batch_free(batch *b) {
 static void batch_write(void *arg) {
   batch *b = arg;
   pd_transcript *t = b->t;
-  int r = 0;
+  int open_err = 0;
   if (t->fd < 0) {
     t->fd = open(t->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-    if (t->fd < 0) r = -errno;
+    if (t->fd < 0) open_err = -errno;
   }
-  for (size_t i = 0; r == 0 && i < b->n; i++) {
-    /* Never grow the transcript past what pd_transcript_read accepts. */
-    struct stat tst;
-    if (fstat(t->fd, &tst) != 0) r = -errno;
-    else if ((uint64_t)tst.st_size + b->len[i] > PD_TRANSCRIPT_MAX) r = -EFBIG;
-    else r = pt_append_durable(t->fd, t->path, b->line[i], b->len[i]);
-    if (r == 0) b->written++;
+  /* Each entry on its own, as separate appends would be: one that fails
+   * (a reply over the size limit) does not keep the next (the error
+   * entry saying so) out. */
+  for (size_t i = 0; i < b->n; i++) {
+    if (!b->line[i]) continue;   /* failed when it was made */
+    int r = open_err;
+    if (r == 0) {
+      /* Never grow the transcript past what pd_transcript_read accepts. */
+      struct stat tst;
+      if (fstat(t->fd, &tst) != 0) r = -errno;
+      else if ((uint64_t)tst.st_size + b->len[i] > PD_TRANSCRIPT_MAX) r = -EFBIG;
+      else r = pt_append_durable(t->fd, t->path, b->line[i], b->len[i]);
+    }
+    b->res[i] = r;
   }
-  b->err = r;
   b->done(b->ctx);   /* last: b may be committed (and freed) from here on */
 }
 
@@ -195,20 +200,22 @@ int pd_transcript_append_async(pd_transcript *t, pd_writer *w, const pd_transcri
   if (!b) return -ENOMEM;
   char ts[32];
   pd_time_rfc3339(ts, sizeof ts);
+  b->n = n;
+  size_t lines = 0;
   int r = 0;
-  for (size_t i = 0; i < n && r == 0; i++) {
-    json_t *e = json_pack("{s:i, s:s, s:s, s:s}", "turn_id", ent[i].turn_id, "role", ent[i].role,
-                          "text", ent[i].text, "ts", ts);
-    if (!e) { r = -EINVAL; break; } /* text not valid UTF-8 */
-    b->e[b->n++] = e;
-    if (ent[i].status && json_object_set_new(e, "status", json_string(ent[i].status)) != 0) {
+  for (size_t i = 0; i < n; i++) {
+    json_t *e = b->e[i] = json_pack("{s:i, s:s, s:s, s:s}", "turn_id", ent[i].turn_id, "role",
+                                    ent[i].role, "text", ent[i].text, "ts", ts);
+    if (!e) r = -EINVAL; /* text not valid UTF-8 */
+    else if (ent[i].status && json_object_set_new(e, "status", json_string(ent[i].status)) != 0)
       r = -ENOMEM;
-      break;
-    }
-    r = pt_jsonl_dump(e, PD_TRANSCRIPT_MAX, &b->line[i], &b->len[i]);
-    if (r < 0) r = r == PT_JSONL_EOVERSIZE ? -EFBIG : r;
+    else if ((r = pt_jsonl_dump(e, PD_TRANSCRIPT_MAX, &b->line[i], &b->len[i])) < 0)
+      r = r == PT_JSONL_EOVERSIZE ? -EFBIG : r;
+    b->res[i] = r;
+    if (r == 0) lines++;
   }
-  if (r < 0) {
+  if (lines == 0) {   /* nothing to write: the (first) entry's error, nothing queued */
+    r = b->res[0];
     batch_free(b);
     return r;
   }
@@ -232,20 +239,23 @@ int pd_transcript_commit(pd_transcript *t) {
   batch *b = t->pending;
   if (!b) return -EINVAL;
   t->pending = NULL;
-  for (size_t i = 0; i < b->written; i++) {
+  int r = 0, ok = 1;
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->res[i] < 0) {
+      if (!r) r = b->res[i];
+      ok = 0;
+      continue;
+    }
     int tid = (int)json_integer_value(json_object_get(b->e[i], "turn_id"));
     if (tid > t->turns) t->turns = tid;
+    if (ok && t->history) ok = json_array_append(t->history, b->e[i]) == 0;
   }
-  /* Keep the in-memory copy equal to the file (see the invariant). */
-  if (t->history) {
-    int ok = b->err == 0;
-    for (size_t i = 0; ok && i < b->written; i++) ok = json_array_append(t->history, b->e[i]) == 0;
-    if (!ok) {
-      json_decref(t->history);
-      t->history = NULL;
-    }
+  /* Keep the in-memory copy equal to the file (see the invariant): after
+   * any failure, the next pd_transcript_history reads the file again. */
+  if (!ok && t->history) {
+    json_decref(t->history);
+    t->history = NULL;
   }
-  int r = b->err;
   batch_free(b);
   return r;
 }

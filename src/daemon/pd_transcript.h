@@ -81,23 +81,25 @@ typedef struct pd_transcript_entry {
 #define PD_TRANSCRIPT_BATCH_MAX 2
 
 /* Appends n entries (1..PD_TRANSCRIPT_BATCH_MAX) in order as
- * pd_transcript_append does, each all or nothing, stopping at the first
- * that fails, on w's thread (w NULL: now, on this thread). done(ctx) runs
- * on the thread that did the writing (w's, or this one before this
- * returns) once they are written or one failed; after it, call
- * pd_transcript_commit on the loop thread. One append at a time per
- * transcript.
+ * pd_transcript_append does, each all or nothing and each tried whatever
+ * became of the one before (as n calls of it would), on w's thread (w
+ * NULL: now, on this thread). done(ctx) runs on the thread that did the
+ * writing (w's, or this one before this returns) once each is written or
+ * has failed; after it, call pd_transcript_commit on the loop thread. One
+ * append at a time per transcript.
  * Returns 0 (done will run), or an error with nothing queued and done
- * never run: -EINVAL (text not valid UTF-8, n out of range), -EFBIG (one
- * entry alone is over the limit), -EBUSY (an append is pending), -ENOMEM.
+ * never run: -EINVAL (n out of range; or no entry can be written: text
+ * not valid UTF-8), -EFBIG (no entry can be written: over the limit
+ * alone), -EBUSY (an append is pending), -ENOMEM. An entry that cannot be
+ * written beside one that can is reported by the commit.
  * The entries' strings are copied. */
 int pd_transcript_append_async(pd_transcript *t, pd_writer *w, const pd_transcript_entry *e,
                                size_t n, void (*done)(void *ctx), void *ctx);
 
 /* Applies the outcome of the pending append (after its done ran): the
  * highest turn id and the in-memory copy follow what was written. Returns
- * 0 if every entry was written, else the error of the one that failed
- * (those before it are written; it and those after are not). Loop thread.
+ * 0 if every entry was written, else the error of the first that was not
+ * (the others are written or not each on its own). Loop thread.
  * -EINVAL if no append is pending. */
 int pd_transcript_commit(pd_transcript *t);
 

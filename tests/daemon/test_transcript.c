@@ -266,21 +266,32 @@ PT_TEST(daemon_transcript_async_append_on_the_writer) {
   pd_transcript_entry bad = {2, "user", "\xff\xfe", NULL};
   PT_ASSERT_INT_EQ(pd_transcript_append_async(t, w, &bad, 1, async_done, &p), -EINVAL);
   PT_ASSERT_INT_EQ(pd_transcript_commit(t), -EINVAL);
+  /* each entry on its own: one that cannot be written does not keep the
+   * next out (a turn's error entry after a reply it could not save) */
+  pd_transcript_entry mixed[2] = {{2, "assistant", "\xff\xfe", "incomplete"}, {2, "error", "oops", NULL}};
+  PT_ASSERT_INT_EQ(pd_transcript_append_async(t, w, mixed, 2, async_done, &p), 0);
+  sem_wait(&p.done);
+  PT_ASSERT_INT_EQ(pd_transcript_commit(t), -EINVAL);
+  PT_ASSERT_INT_EQ(pd_transcript_turns(t), 2);
+  PT_ASSERT(history_matches_file(t, tp));
+  PT_ASSERT_INT_EQ(pd_transcript_history(t, &h, err, sizeof err), 0);
+  PT_ASSERT_UINT_EQ(json_array_size(h), 3);
+  PT_ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(h, 2), "role")), "error");
   if (PT_FAULT_INJECTION) {
     /* the second of two fails: the first stays written, the copy follows
      * the file, the turn count the entry written */
     setenv("POLYTOKEN_FAULT_TRANSCRIPT_WRITE", "ENOSPC:1", 1);
     pd_transcript_install_fault_hook();
-    pd_transcript_entry two[2] = {{2, "user", "kept", NULL}, {3, "user", "lost", NULL}};
+    pd_transcript_entry two[2] = {{3, "user", "kept", NULL}, {4, "user", "lost", NULL}};
     PT_ASSERT_INT_EQ(pd_transcript_append_async(t, w, two, 2, async_done, &p), 0);
     sem_wait(&p.done);
     PT_ASSERT_INT_EQ(pd_transcript_commit(t), -ENOSPC);
     pt_append_set_fault(NULL);
     unsetenv("POLYTOKEN_FAULT_TRANSCRIPT_WRITE");
-    PT_ASSERT_INT_EQ(pd_transcript_turns(t), 2);
+    PT_ASSERT_INT_EQ(pd_transcript_turns(t), 3);
     PT_ASSERT(history_matches_file(t, tp));
     PT_ASSERT_INT_EQ(pd_transcript_history(t, &h, err, sizeof err), 0);
-    PT_ASSERT_UINT_EQ(json_array_size(h), 3);
+    PT_ASSERT_UINT_EQ(json_array_size(h), 4);
   }
   pd_writer_del(w);
   pd_transcript_del(t);
