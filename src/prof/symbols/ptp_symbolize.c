@@ -125,7 +125,15 @@ int ptp_symbolizer_lookup(ptp_symbolizer *s, uint64_t addr, ptp_sym_result *out)
     }
     const ptp_sym_frame *cf;
     uint32_t cn;
-    if (m->cache && ptp_symcache_find(m->cache, addr - m->bias, &cf, &cn)) {
+    bool hit = m->cache && ptp_symcache_find(m->cache, addr - m->bias, &cf, &cn);
+    if (m->cache && !m->cache_rejected &&
+        ptp_symcache_file_state(m->cache) == PTP_SYMCACHE_REJECTED) {
+      /* the file's blocks are read as lookups need them: one that failed
+       * its checks just now rejected the file (counted once) */
+      m->cache_rejected = true;
+      s->st.cache_files_rejected++;
+    }
+    if (hit) {
       /* a hit: the object's file and debug info are never opened */
       s->st.cache_hits++;
       for (uint32_t i = 0; i < cn; i++)

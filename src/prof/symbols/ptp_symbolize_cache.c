@@ -44,7 +44,10 @@ void ptp_symbolize_cache_open(ptp_symbolizer *s, sym_module *m) {
   }
   ptp_symcache_state st = ptp_symcache_file_state(m->cache);
   if (st == PTP_SYMCACHE_LOADED) s->st.cache_files_loaded++;
-  if (st == PTP_SYMCACHE_REJECTED) s->st.cache_files_rejected++;
+  if (st == PTP_SYMCACHE_REJECTED) {
+    s->st.cache_files_rejected++;
+    m->cache_rejected = true;
+  }
   if (st == PTP_SYMCACHE_STALE) s->st.cache_files_stale++;
   if (st == PTP_SYMCACHE_UNUSABLE) s->st.cache_files_unusable++;
   unsigned f = ptp_symcache_flags(m->cache);
@@ -427,6 +430,8 @@ int ptp_symbolizer_flush(ptp_symbolizer *s) {
   s->fill_budget = SYM_FILL_BUDGET;
   for (size_t i = 0; i < s->nmods; i++) {
     ptp_symcache *c = s->mods[i]->cache;
+    /* no descriptor of ours stays open in the program between dumps */
+    ptp_symcache_release(c);
     if (!c || !ptp_symcache_dirty(c)) continue;
     int r = ptp_symcache_save(c);
     if (r) {

@@ -148,6 +148,8 @@ typedef struct sym_module {
   ptp_debugcache *dc;  /* borrowed from the symbolizer while loading, or NULL */
   ptp_symcache *cache; /* persistent results for this build id, or NULL */
   bool cache_tried;
+  bool cache_rejected; /* counted in cache_files_rejected (at open, or when a
+                          block read later failed its checks) */
   bool obj_fill_tried; /* the whole object was (tried to be) filled into the
                           cache, at its first miss (ptp_symbolize_cache_fill) */
   bool syms_direct;    /* the symbol table was read by syms_from_elf */

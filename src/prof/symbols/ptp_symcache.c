@@ -1,13 +1,16 @@
 /*
  * ptp_symcache.c - see ptp_symcache.h.
  *
- * In memory: the file as mapped at open (read-only, never moved), looked
- * up in place segment by segment (no copy of its intervals or frames: a
- * warm process reads the file, checks it, and binary-searches it), plus one
- * vector of the intervals added since (sorted and de-overlapped lazily
+ * In memory: an anonymous mapping of the file's size (never moved, freed
+ * at del) into which the segments' headers and indexes are read at open
+ * and their blocks as lookups need them, each checked once (a warm process
+ * that looks up 50 addresses reads a few dozen KB of a 2.5 MB file), plus
+ * one vector of the intervals added since (sorted and de-overlapped lazily
  * before a lookup) with the frames they index and interned copies of their
  * strings in a ptp_strarena (chunks that never move). So a frame's string
- * pointers stay valid until del while the vectors grow.
+ * pointers stay valid until del while the vectors grow, and after the file
+ * is dropped (sc_drop: a corrupt block, or the file replaced after a
+ * release): its memory stays, only its segments are forgotten.
  *
  * A save appends the added intervals as one new segment when the file is
  * still the one we read or last wrote (same device, inode, size, mtime):
@@ -37,10 +40,15 @@
 #include <unistd.h>
 
 #define SC_MAGIC "PTPSYMC\n"
-#define SC_VERSION 3u           /* 1: one block, rewritten whole at every save;
-                                 * 2: segments, zlib crc32 */
-#define SC_SEG_MAGIC 0x33474553u /* "SEG3" */
-#define SC_CRC_BLOCK 16384u     /* bytes per checksum block (ptp_crc_blocks) */
+#define SC_VERSION 4u           /* 1: one block, rewritten whole at every save;
+                                 * 2: segments, zlib crc32; 3: one checksum
+                                 * per segment (the file read and checked
+                                 * whole at open) */
+#define SC_SEG_MAGIC 0x34474553u /* "SEG4" */
+#define SC_IDX_CRC_BLOCK 16384u /* ptp_crc_blocks cut of the header+index checksum */
+#define SC_IV_BLK 170u          /* intervals per checksum block (4080 bytes) */
+#define SC_FR_BLK 170u          /* frames per checksum block (4080 bytes) */
+#define SC_STR_BLK 4096u        /* string bytes per checksum block */
 #define SC_SEGS_MAX PTP_SYMCACHE_SEGS_MAX
 #define SC_BID_MAX 128
 #define SC_SUFFIX ".sym"
@@ -54,14 +62,19 @@ typedef struct sc_fhdr {
   char build_id[SC_BID_MAX + 8];/* NUL-padded */
 } sc_fhdr;
 
-/* One segment: this header, nivals intervals, nframes frames, strbytes of
- * NUL-terminated strings, zero padding to 8 bytes. crc = the file's
- * checksum algorithm (sc_fhdr.algo) continued over four parts, each cut
- * into SC_CRC_BLOCK-byte blocks from its own start (see seg_crc): the
- * header's first 20 bytes, the intervals, the frames, the strings (no
- * padding). Parts, not the body as one run: the writer holds them in
- * separate arrays, the reader in one mapping, and both cut the same
- * blocks. */
+/* One segment: this header; its index: the first lo of each block of
+ * intervals (u64 each), the checksum of each block (u32 each: the
+ * intervals' blocks, the frames', the strings'), zero padding to 8 bytes;
+ * then nivals intervals, nframes frames, strbytes of NUL-terminated
+ * strings, zero padding to 8 bytes. crc = the file's algorithm
+ * (sc_fhdr.algo) over the header's first 20 bytes and the index (without
+ * its padding), each cut into SC_IDX_CRC_BLOCK-byte blocks from its own
+ * start; each block's checksum is ptp_crc_block over that block alone.
+ * Blocks: SC_IV_BLK intervals, SC_FR_BLK frames, SC_STR_BLK string bytes,
+ * the last of each part shorter. Why blocks: a lookup reads and checks
+ * only the blocks it touches (one of intervals, one or two of frames, the
+ * strings' ones), not the whole file, so a process that symbolizes 50
+ * addresses against a 2.5 MB file reads a few dozen KB. */
 typedef struct sc_shdr { uint32_t magic, flags, nivals, nframes, strbytes, crc; } sc_shdr;
 typedef struct sc_ival_disk { uint64_t lo, hi; uint32_t first, n; } sc_ival_disk;
 typedef struct sc_frame_disk { uint32_t name, sys, file, start_line, line, column; } sc_frame_disk;
@@ -70,12 +83,31 @@ _Static_assert(sizeof(sc_fhdr) % 8 == 0 && sizeof(sc_shdr) % 8 == 0 &&
                sizeof(sc_ival_disk) % 8 == 0 && sizeof(sc_frame_disk) % 8 == 0,
                "segments keep 8-byte alignment");
 
+/* A segment as read: its header and index (read and checked at open),
+ * and its parts in the reader's buffer at their file offsets, each block
+ * read and checked on first use (loaded[b], b counting the intervals'
+ * blocks, then the frames', then the strings'). */
 typedef struct sc_seg {
   const sc_ival_disk *iv;
   const sc_frame_disk *fr;
   const char *strs;
   uint32_t niv, nfr, strbytes, flags;
+  const uint64_t *blo;          /* first lo of each block of intervals */
+  const uint32_t *bcrc;         /* each block's checksum */
+  uint32_t nbiv, nbfr, nbstr;
+  uint64_t off;                 /* file offset of the intervals */
+  uint8_t *loaded;
 } sc_seg;
+
+/* Where a file's bytes come from: fd >= 0: read on demand (pread) into
+ * base at their offsets; fd < 0: base holds the whole file already. len:
+ * the file's size when opened. */
+typedef struct sc_rd {
+  int fd;
+  uint8_t *base;
+  size_t len;
+  unsigned algo;
+} sc_rd;
 
 /* ord: who wins between intervals of equal start (lower: read from the
  * file, then added earlier). saved: already in the file on disk. */
@@ -97,10 +129,19 @@ struct ptp_symcache {
   int file_err;                 /* why the file was not loaded (see file_error) */
   unsigned flags;
   bool dirty, sorted;
-  uint8_t *file;                /* the file mapped at open (segments point in) */
+  uint8_t *file;                /* the file's size of anonymous memory, its
+                                   bytes read in at their offsets as used
+                                   (segments point in; kept until del, so
+                                   strings returned stay valid) */
   size_t file_len;
+  sc_rd rd;                     /* reads into file; fd open from open (or
+                                   the first lookup after a release) to
+                                   ptp_symcache_release */
+  dev_t file_dev;               /* the file read: a reopen must find it */
+  ino_t file_ino;
   sc_seg *segs;                 /* its segments, looked up first, in order */
-  size_t nsegs;
+  size_t nsegs;                 /* 0 once dropped (sc_drop) */
+  size_t nsegs_alloc;           /* segs[0..nsegs_alloc) to free */
   sc_ident id;                  /* the file on disk we may append to */
   size_t file_segs;             /* segments it holds */
   sc_ival *iv;                  /* added (and, after a rewrite, absorbed) */
@@ -242,24 +283,6 @@ static const sc_ival *sc_search(ptp_symcache *c, uint64_t rel) {
   return rel < v->hi ? v : NULL;
 }
 
-/* The interval of segment g holding rel, or NULL. */
-static const sc_ival_disk *seg_search(const sc_seg *g, uint64_t rel) {
-  size_t lo = 0, hi = g->niv;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (g->iv[mid].lo <= rel) lo = mid + 1; else hi = mid;
-  }
-  if (lo == 0) return NULL;
-  const sc_ival_disk *v = &g->iv[lo - 1];
-  return rel < v->hi ? v : NULL;
-}
-
-static ptp_sym_frame seg_frame(const sc_seg *g, uint32_t i) {
-  const sc_frame_disk *f = &g->fr[i];
-  return (ptp_sym_frame){g->strs + f->name, g->strs + f->sys, g->strs + f->file,
-                         f->start_line, f->line, f->column};
-}
-
 /* ---- reading ---- */
 
 static bool bid_ok(const char *b) { return ptp_cachefile_hex_name_ok(b, SC_BID_MAX); }
@@ -346,60 +369,163 @@ static int sc_lock_open(const ptp_symcache *c, int flags) {
 
 static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-/* The checksum of a segment: its header's first 20 bytes, then each part
- * of the body (an empty one adds nothing), each blockwise from its own
- * start. The reader and the writer both call this. */
-static uint32_t seg_crc(unsigned algo, const sc_shdr *h, const void *iv, const void *fr,
-                        const void *strs) {
-  uint32_t crc = ptp_crc_blocks(algo, 0, h, offsetof(sc_shdr, crc), SC_CRC_BLOCK);
-  crc = ptp_crc_blocks(algo, crc, iv, (size_t)h->nivals * sizeof(sc_ival_disk), SC_CRC_BLOCK);
-  crc = ptp_crc_blocks(algo, crc, fr, (size_t)h->nframes * sizeof(sc_frame_disk), SC_CRC_BLOCK);
-  return ptp_crc_blocks(algo, crc, strs, h->strbytes, SC_CRC_BLOCK);
+/* ---- segments: headers, index, blocks ---- */
+
+static uint32_t div_up(uint64_t n, uint64_t d) { return (uint32_t)((n + d - 1) / d); }
+
+/* The checksum of a segment's header and index: the header's first 20
+ * bytes, then the blocks' first los, then their checksums, each cut into
+ * SC_IDX_CRC_BLOCK-byte blocks from its own start. Reader and writer both
+ * call this. */
+static uint32_t seg_head_crc(unsigned algo, const sc_shdr *h, const uint64_t *blo, uint32_t nbiv,
+                             const uint32_t *bcrc, uint32_t nb) {
+  uint32_t crc = ptp_crc_blocks(algo, 0, h, offsetof(sc_shdr, crc), SC_IDX_CRC_BLOCK);
+  crc = ptp_crc_blocks(algo, crc, blo, (size_t)nbiv * sizeof *blo, SC_IDX_CRC_BLOCK);
+  return ptp_crc_blocks(algo, crc, bcrc, (size_t)nb * sizeof *bcrc, SC_IDX_CRC_BLOCK);
 }
 
-/* Checks one segment at buf[off..len). 0 and *g, *next; 1: it does not fit
- * in the file (a torn tail: an append cut short, or one in progress);
- * -EBADMSG: anything else wrong. */
-static int seg_parse(unsigned algo, const uint8_t *buf, size_t len, size_t off, sc_seg *g,
-                     size_t *next) {
-  sc_shdr h;
-  if (len - off < sizeof h) return 1;
-  memcpy(&h, buf + off, sizeof h);
-  if (h.magic != SC_SEG_MAGIC) return -EBADMSG;
-  uint64_t body = (uint64_t)h.nivals * sizeof(sc_ival_disk) + (uint64_t)h.nframes * sizeof(sc_frame_disk) +
-                  h.strbytes;
-  if (body > len - off - sizeof h) return 1;
-  const uint8_t *p = buf + off + sizeof h;
-  const sc_ival_disk *iv = (const sc_ival_disk *)p;
-  const sc_frame_disk *fr = (const sc_frame_disk *)(iv + h.nivals);
-  const char *strs = (const char *)(fr + h.nframes);
-  if (seg_crc(algo, &h, iv, fr, strs) != h.crc) return -EBADMSG;
-  if (h.strbytes == 0 || strs[h.strbytes - 1] != 0) return -EBADMSG;
-  uint64_t prev_hi = 0;
-  for (uint32_t i = 0; i < h.nivals; i++) {
-    if (iv[i].lo >= iv[i].hi || iv[i].lo < prev_hi || iv[i].n > SC_FRAMES_MAX ||
-        (uint64_t)iv[i].first + iv[i].n > h.nframes)
-      return -EBADMSG;
-    prev_hi = iv[i].hi;
+/* Bytes of a segment's index (padded) for these counts. */
+static uint64_t seg_index_bytes(uint32_t nbiv, uint32_t nb) {
+  return pad8((size_t)nbiv * 8 + (size_t)nb * 4);
+}
+
+/* Makes rd->base[off, off + n) hold the file's bytes (pread, unless base
+ * holds the whole file). 0; 1: past the file's size as opened (a torn
+ * tail); -EBADMSG: the file is shorter than that now (cut since); or
+ * pread's -errno. */
+static int rd_get(const sc_rd *rd, uint64_t off, uint64_t n) {
+  if (off > rd->len || n > rd->len - off) return 1;
+  if (rd->fd < 0) return 0;
+  uint64_t got = 0;
+  while (got < n) {
+    ssize_t k = pread(rd->fd, rd->base + off + got, (size_t)(n - got), (off_t)(off + got));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return k < 0 ? -errno : -EBADMSG;
+    got += (uint64_t)k;
   }
-  for (uint32_t i = 0; i < h.nframes; i++)
-    if (fr[i].name >= h.strbytes || fr[i].sys >= h.strbytes || fr[i].file >= h.strbytes) return -EBADMSG;
-  *g = (sc_seg){iv, fr, strs, h.nivals, h.nframes, h.strbytes, h.flags};
-  size_t end = off + sizeof h + pad8((size_t)body);
-  *next = end < len ? end : len;
   return 0;
 }
 
-/* Parses buf as a cache file of c->build_id into a malloc'd segment array.
- * 0 and *segs and *n (n >= 1) and *torn (the last segment did not fit);
+static uint32_t seg_nblocks(const sc_seg *g) { return g->nbiv + g->nbfr + g->nbstr; }
+
+/* Block b of g (intervals' blocks, then frames', then strings'): its file
+ * offset and length. */
+static void seg_block_span(const sc_seg *g, uint32_t b, uint64_t *off, uint64_t *len) {
+  uint64_t fr_off = g->off + (uint64_t)g->niv * sizeof(sc_ival_disk);
+  uint64_t str_off = fr_off + (uint64_t)g->nfr * sizeof(sc_frame_disk);
+  if (b < g->nbiv) {
+    uint64_t i = (uint64_t)b * SC_IV_BLK, k = g->niv - i < SC_IV_BLK ? g->niv - i : SC_IV_BLK;
+    *off = g->off + i * sizeof(sc_ival_disk);
+    *len = k * sizeof(sc_ival_disk);
+  } else if ((b -= g->nbiv) < g->nbfr) {
+    uint64_t i = (uint64_t)b * SC_FR_BLK, k = g->nfr - i < SC_FR_BLK ? g->nfr - i : SC_FR_BLK;
+    *off = fr_off + i * sizeof(sc_frame_disk);
+    *len = k * sizeof(sc_frame_disk);
+  } else {
+    b -= g->nbfr;
+    uint64_t i = (uint64_t)b * SC_STR_BLK;
+    *off = str_off + i;
+    *len = g->strbytes - i < SC_STR_BLK ? g->strbytes - i : SC_STR_BLK;
+  }
+}
+
+/* Checks block b of g, in rd->base: its checksum, then what it holds:
+ * intervals ordered, non-empty, within the frames, their block's first lo
+ * the index's and their last hi below the next block's first lo (so the
+ * blocks together are ordered); frames' string offsets inside the
+ * strings; the strings' last byte a NUL. 0 or -EBADMSG. */
+static int seg_block_check(const sc_rd *rd, const sc_seg *g, uint32_t b) {
+  uint64_t off, len;
+  seg_block_span(g, b, &off, &len);
+  const uint8_t *p = rd->base + off;
+  if (ptp_crc_block(rd->algo, 0, p, (size_t)len) != g->bcrc[b]) return -EBADMSG;
+  if (b < g->nbiv) {
+    const sc_ival_disk *iv = (const sc_ival_disk *)p;
+    size_t k = (size_t)len / sizeof *iv;
+    if (iv[0].lo != g->blo[b]) return -EBADMSG;
+    for (size_t i = 0; i < k; i++)
+      if (iv[i].lo >= iv[i].hi || (i && iv[i].lo < iv[i - 1].hi) || iv[i].n > SC_FRAMES_MAX ||
+          (uint64_t)iv[i].first + iv[i].n > g->nfr)
+        return -EBADMSG;
+    if (b + 1 < g->nbiv && iv[k - 1].hi > g->blo[b + 1]) return -EBADMSG;
+  } else if (b < g->nbiv + g->nbfr) {
+    const sc_frame_disk *fr = (const sc_frame_disk *)p;
+    for (size_t i = 0; i < (size_t)len / sizeof *fr; i++)
+      if (fr[i].name >= g->strbytes || fr[i].sys >= g->strbytes || fr[i].file >= g->strbytes)
+        return -EBADMSG;
+  } else if (b + 1 == seg_nblocks(g) && p[len - 1] != 0) {
+    return -EBADMSG;
+  }
+  return 0;
+}
+
+/* Reads (if needed) and checks block b of g once. 0, -EBADMSG (corrupt, or
+ * cut short since it was opened), or pread's -errno. */
+static int seg_load(const sc_rd *rd, sc_seg *g, uint32_t b) {
+  if (g->loaded[b]) return 0;
+  uint64_t off, len;
+  seg_block_span(g, b, &off, &len);
+  int r = rd_get(rd, off, len);
+  if (r) return r == 1 ? -EBADMSG : r;
+  if ((r = seg_block_check(rd, g, b))) return r;
+  g->loaded[b] = 1;
+  return 0;
+}
+
+/* Reads and checks a segment's header and index at off: 0 and *g (its
+ * loaded[] malloc'd, nothing of its body read yet) and *next; 1: it does
+ * not fit in the file (a torn tail: an append cut short, or one in
+ * progress); -EBADMSG: anything else wrong; -ENOMEM; pread's -errno. */
+static int seg_head(const sc_rd *rd, uint64_t off, sc_seg *g, uint64_t *next) {
+  sc_shdr h;
+  int r = rd_get(rd, off, sizeof h);
+  if (r) return r;
+  memcpy(&h, rd->base + off, sizeof h);
+  if (h.magic != SC_SEG_MAGIC) return -EBADMSG;
+  if (h.strbytes == 0) return -EBADMSG;   /* we always write "" */
+  uint32_t nbiv = div_up(h.nivals, SC_IV_BLK), nbfr = div_up(h.nframes, SC_FR_BLK),
+           nbstr = div_up(h.strbytes, SC_STR_BLK), nb = nbiv + nbfr + nbstr;
+  uint64_t idx = seg_index_bytes(nbiv, nb);
+  uint64_t body = (uint64_t)h.nivals * sizeof(sc_ival_disk) + (uint64_t)h.nframes * sizeof(sc_frame_disk) +
+                  h.strbytes;
+  if (off + sizeof h + idx + body > rd->len) return 1;   /* checked before reading the index */
+  if ((r = rd_get(rd, off + sizeof h, idx))) return r == 1 ? 1 : r;
+  const uint64_t *blo = (const uint64_t *)(rd->base + off + sizeof h);
+  const uint32_t *bcrc = (const uint32_t *)(blo + nbiv);
+  if (seg_head_crc(rd->algo, &h, blo, nbiv, bcrc, nb) != h.crc) return -EBADMSG;
+  for (uint32_t i = 1; i < nbiv; i++)
+    if (blo[i] <= blo[i - 1]) return -EBADMSG;
+  uint8_t *loaded = ptp_calloc(nb ? nb : 1, 1);
+  if (!loaded) return -ENOMEM;
+  uint64_t boff = off + sizeof h + idx;
+  const uint8_t *p = rd->base + boff;
+  *g = (sc_seg){(const sc_ival_disk *)p,
+                (const sc_frame_disk *)(p + (uint64_t)h.nivals * sizeof(sc_ival_disk)),
+                (const char *)(p + (uint64_t)h.nivals * sizeof(sc_ival_disk) +
+                               (uint64_t)h.nframes * sizeof(sc_frame_disk)),
+                h.nivals, h.nframes, h.strbytes, h.flags, blo, bcrc, nbiv, nbfr, nbstr, boff, loaded};
+  uint64_t end = boff + pad8((size_t)body);
+  *next = end < rd->len ? end : rd->len;
+  return 0;
+}
+
+static void segs_free(sc_seg *v, size_t n) {
+  for (size_t i = 0; i < n; i++) free(v[i].loaded);
+  free(v);
+}
+
+/* Reads a cache file of c->build_id through rd: its header, then each
+ * segment's header and index (and, if whole, every block, checked). 0
+ * and *segs and *n (n >= 1) and *torn (the last segment did not fit);
  * -ESTALE (another format version or checksum algorithm: not corrupt, not
- * ours to read); -EBADMSG (corrupt: a check failed); -ENOMEM. The segments
- * point into buf. */
-static int sc_parse(const ptp_symcache *c, const uint8_t *buf, size_t len, sc_seg **segs, size_t *n,
+ * ours to read); -EBADMSG (corrupt: a check failed, or cut short while
+ * read); -ENOMEM; pread's -errno. The segments point into rd->base. */
+static int sc_parse(const ptp_symcache *c, sc_rd *rd, bool whole, sc_seg **segs, size_t *n,
                     bool *torn) {
   sc_fhdr h;
-  if (len < sizeof h) return -EBADMSG;
-  memcpy(&h, buf, sizeof h);
+  int r = rd_get(rd, 0, sizeof h);
+  if (r) return r == 1 ? -EBADMSG : r;
+  memcpy(&h, rd->base, sizeof h);
   /* another version, or a checksum this process does not compute (the
    * file of a CPU with other features, on a shared home): refused, and
    * rewritten at the next save */
@@ -407,20 +533,178 @@ static int sc_parse(const ptp_symcache *c, const uint8_t *buf, size_t len, sc_se
   if (h.version != SC_VERSION || h.algo != ptp_crc_algo()) return -ESTALE;
   h.build_id[sizeof h.build_id - 1] = 0;
   if (strcmp(h.build_id, c->build_id) != 0) return -EBADMSG;
+  rd->algo = h.algo;
   sc_seg *v = NULL;
-  size_t k = 0, cap = 0, off = sizeof h;
+  size_t k = 0, cap = 0;
+  uint64_t off = sizeof h;
   *torn = false;
-  while (off < len) {
+  while (off < rd->len) {
     sc_seg g;
-    int r = seg_parse(h.algo, buf, len, off, &g, &off);
+    r = k == SC_SEGS_MAX * 2 ? -EBADMSG : seg_head(rd, off, &g, &off);
     if (r == 1) { *torn = true; break; }
-    if (r < 0 || k == SC_SEGS_MAX * 2) { free(v); return -EBADMSG; }
-    if (sc_reserve((void **)&v, &cap, k + 1, sizeof *v)) { free(v); return -ENOMEM; }
+    if (r == 0 && sc_reserve((void **)&v, &cap, k + 1, sizeof *v)) {
+      free(g.loaded);
+      r = -ENOMEM;
+    }
+    if (r) { segs_free(v, k); return r; }
     v[k++] = g;
+    for (uint32_t b = 0; whole && b < seg_nblocks(&g); b++)
+      if ((r = seg_load(rd, &v[k - 1], b))) { segs_free(v, k); return r; }
   }
   if (k == 0) { free(v); return -EBADMSG; }   /* we never write a file without one */
   *segs = v;
   *n = k;
+  return 0;
+}
+
+/* ---- the cache's file, read lazily ---- */
+
+/* The file can no longer be read (err: -EBADMSG for a check that failed,
+ * else why it could not be read): its segments are forgotten (their
+ * memory stays until del, strings returned before stay valid), the file is
+ * rewritten at the next save, and the complete mark goes (intervals
+ * this process skipped because the file held them are gone with it).
+ * A corrupt file counts as rejected. */
+static void sc_drop(ptp_symcache *c, int err) {
+  c->nsegs = 0;
+  c->id.valid = false;
+  c->file_segs = 0;
+  c->flags &= ~PTP_SYMCACHE_COMPLETE;
+  if (err == -EBADMSG) {
+    c->state = PTP_SYMCACHE_REJECTED;
+    c->file_err = -EBADMSG;
+  }
+  if (c->rd.fd >= 0) close(c->rd.fd);
+  c->rd.fd = -1;
+}
+
+/* c->rd with an open descriptor: after ptp_symcache_release, the file is
+ * opened again by path and must still be the one read (same device and
+ * inode, not shorter, still passing the cache-file rule). 0 or a negative
+ * errno (-ESTALE: replaced or cut since). */
+static int sc_reopen(ptp_symcache *c) {
+  if (c->rd.fd >= 0) return 0;
+  char path[PATH_MAX];
+  int r = sc_path(c, path, sizeof path);
+  if (r) return r;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return -errno;
+  struct stat st;
+  if (fstat(fd, &st) != 0) r = -errno;
+  else if (st.st_dev != c->file_dev || st.st_ino != c->file_ino || (uint64_t)st.st_size < c->file_len)
+    r = -ESTALE;
+  else if (!(r = ptp_cachefile_check(&st, sizeof(sc_fhdr), PTP_SYMCACHE_FILE_MAX)))
+    r = ptp_cachefile_check_dir(c->dir, 1);
+  if (r) { close(fd); return r; }
+  c->rd.fd = fd;
+  return 0;
+}
+
+/* Block b of g ready to read; on failure the file is dropped (sc_drop). */
+static int sc_load(ptp_symcache *c, sc_seg *g, uint32_t b) {
+  if (g->loaded[b]) return 0;
+  int r = sc_reopen(c);
+  if (!r) r = seg_load(&c->rd, g, b);
+  if (r) sc_drop(c, r);
+  return r;
+}
+
+/* The interval of segment g holding rel, or NULL (also when its block
+ * cannot be read: then the file is dropped). */
+static const sc_ival_disk *seg_search(ptp_symcache *c, sc_seg *g, uint64_t rel) {
+  size_t a = 0, z = g->nbiv;
+  while (a < z) {   /* the last block whose first lo <= rel */
+    size_t mid = a + (z - a) / 2;
+    if (g->blo[mid] <= rel) a = mid + 1; else z = mid;
+  }
+  if (a == 0) return NULL;
+  uint32_t b = (uint32_t)(a - 1);
+  if (sc_load(c, g, b)) return NULL;
+  const sc_ival_disk *iv = g->iv + (size_t)b * SC_IV_BLK;
+  size_t lo = 0, hi = g->niv - (size_t)b * SC_IV_BLK < SC_IV_BLK ? g->niv - (size_t)b * SC_IV_BLK : SC_IV_BLK;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (iv[mid].lo <= rel) lo = mid + 1; else hi = mid;
+  }
+  const sc_ival_disk *v = &iv[lo - 1];   /* lo >= 1: iv[0].lo == blo[b] <= rel */
+  return rel < v->hi ? v : NULL;
+}
+
+/* The string at offset off of g's strings (its blocks up to its NUL read). */
+static const char *seg_str(ptp_symcache *c, sc_seg *g, uint32_t off) {
+  uint32_t base = g->nbiv + g->nbfr;
+  for (uint32_t b = off / SC_STR_BLK;; b++) {
+    if (b >= g->nbstr || sc_load(c, g, base + b)) return NULL;
+    uint64_t from = b == off / SC_STR_BLK ? off : (uint64_t)b * SC_STR_BLK;
+    uint64_t end = (uint64_t)(b + 1) * SC_STR_BLK < g->strbytes ? (uint64_t)(b + 1) * SC_STR_BLK : g->strbytes;
+    if (memchr(g->strs + from, 0, (size_t)(end - from))) return g->strs + off;
+  }
+}
+
+/* Frame i of g, its block and strings read. 0 or -1 (dropped). */
+static int seg_frame(ptp_symcache *c, sc_seg *g, uint32_t i, ptp_sym_frame *out) {
+  if (sc_load(c, g, g->nbiv + i / SC_FR_BLK)) return -1;
+  const sc_frame_disk *f = &g->fr[i];
+  const char *name = seg_str(c, g, f->name), *sys = name ? seg_str(c, g, f->sys) : NULL,
+             *file = sys ? seg_str(c, g, f->file) : NULL;
+  if (!file) return -1;
+  *out = (ptp_sym_frame){name, sys, file, f->start_line, f->line, f->column};
+  return 0;
+}
+
+/* Every block of every segment read and checked (a rewrite absorbs them
+ * all). 0, or the error that dropped the file. */
+static int sc_load_all(ptp_symcache *c) {
+  for (size_t s = 0; s < c->nsegs; s++)
+    for (uint32_t b = 0; b < seg_nblocks(&c->segs[s]); b++) {
+      int r = sc_load(c, &c->segs[s], b);
+      if (r) return r;
+    }
+  return 0;
+}
+
+/* Opens the cache file and reads its header and its segments' headers
+ * and indexes, nothing of their bodies (blocks are read as lookups need
+ * them): 0 (c->segs, c->file, c->rd's descriptor open), or why not:
+ * -ENOENT (no file), open's or fstat's -errno (-ELOOP for a symbolic
+ * link, -EACCES, -EMFILE, ...), the cache-file rule's (-EPERM, -EBADMSG
+ * for a file shorter than a header, -EFBIG; the directory's), or
+ * sc_parse's (-ESTALE, -EBADMSG, -ENOMEM). */
+static int sc_open_lazy(ptp_symcache *c) {
+  char path[PATH_MAX];
+  int r = sc_path(c, path, sizeof path);
+  if (r) return r;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return -errno;
+  struct stat st;
+  if (fstat(fd, &st) != 0) r = -errno;
+  else if (!(r = ptp_cachefile_check(&st, sizeof(sc_fhdr), PTP_SYMCACHE_FILE_MAX)))
+    r = ptp_cachefile_check_dir(c->dir, 1);
+  if (r) { close(fd); return r; }
+  size_t len = (size_t)st.st_size;
+  /* not populated: only the pages of what is read are ever touched. Our
+   * own memory, never a mapping of the file: a file truncated in place
+   * under a mapping faults with SIGBUS (see the top of ptp_symcache.h) */
+  uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) { r = -errno; close(fd); return r; }
+  c->rd = (sc_rd){fd, p, len, 0};
+  bool torn;
+  r = sc_parse(c, &c->rd, false, &c->segs, &c->nsegs, &torn);
+  if (r) {
+    munmap(p, len);
+    close(fd);
+    c->rd = (sc_rd){-1, NULL, 0, 0};
+    return r;
+  }
+  c->file = p;
+  c->file_len = len;
+  c->nsegs_alloc = c->nsegs;
+  c->file_dev = st.st_dev;
+  c->file_ino = st.st_ino;
+  c->flags = c->segs[c->nsegs - 1].flags;
+  c->bytes = len;
+  c->file_segs = c->nsegs;
+  if (!torn) ident_of(&c->id, &st);   /* a torn file is rewritten, never appended to */
   return 0;
 }
 
@@ -435,44 +719,31 @@ int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id)
   c->seq = 1u << 16;   /* above any segment index (ord of absorbed intervals) */
   ptp_strarena_init(&c->strs, 16384);
   c->bytes = sizeof(sc_fhdr);
-  uint8_t *buf = NULL;
-  struct stat st;
-  int r = sc_map(c, &buf, &st);
+  c->rd.fd = -1;
+  int r = sc_open_lazy(c);
   if (r == -ENOMEM) { ptp_symcache_del(c); return r; }
-  if (r == 0) {
-    bool torn;
-    r = sc_parse(c, buf, (size_t)st.st_size, &c->segs, &c->nsegs, &torn);
-    if (r == -ENOMEM) { sc_unmap(buf, (size_t)st.st_size); ptp_symcache_del(c); return r; }
-    c->file_err = r;
-    if (r == 0) {
-      c->file = buf;   /* kept whole: the segments and their strings point into it */
-      c->file_len = (size_t)st.st_size;
-      buf = NULL;
-      c->flags = c->segs[c->nsegs - 1].flags;
-      c->state = PTP_SYMCACHE_LOADED;
-      c->bytes = (size_t)st.st_size;
-      c->file_segs = c->nsegs;
-      if (!torn) ident_of(&c->id, &st);   /* a torn file is rewritten, never appended to */
-    } else {
-      c->state = r == -ESTALE ? PTP_SYMCACHE_STALE : PTP_SYMCACHE_REJECTED;
-    }
-  } else {
-    /* not read: missing, cut short (corrupt), or not usable for a reason
-     * its errno says (unreadable, refused by the cache-file rule) */
-    c->file_err = r;
-    c->state = r == -ENOENT    ? PTP_SYMCACHE_MISSING
-               : r == -EBADMSG ? PTP_SYMCACHE_REJECTED
-                               : PTP_SYMCACHE_UNUSABLE;
-  }
-  if (buf) sc_unmap(buf, (size_t)st.st_size);
+  c->file_err = r;
+  c->state = r == 0         ? PTP_SYMCACHE_LOADED
+             : r == -ENOENT  ? PTP_SYMCACHE_MISSING
+             : r == -EBADMSG ? PTP_SYMCACHE_REJECTED
+             : r == -ESTALE  ? PTP_SYMCACHE_STALE
+                             : PTP_SYMCACHE_UNUSABLE;
   *out = c;
   return 0;
 }
 
+void ptp_symcache_release(ptp_symcache *c) {
+  if (c && c->rd.fd >= 0) {
+    close(c->rd.fd);
+    c->rd.fd = -1;
+  }
+}
+
 void ptp_symcache_del(ptp_symcache *c) {
   if (!c) return;
+  ptp_symcache_release(c);
   free(c->dir);
-  free(c->segs);
+  segs_free(c->segs, c->nsegs_alloc);
   sc_unmap(c->file, c->file_len);
   free(c->iv);
   free(c->fr);
@@ -507,14 +778,18 @@ void ptp_symcache_set_flags(ptp_symcache *c, unsigned flags) {
 int ptp_symcache_find(ptp_symcache *c, uint64_t rel, const ptp_sym_frame **frames, uint32_t *n) {
   /* the file's segments in order, then what was added: the oldest answer
    * wins (any of them is right: every interval holds only addresses that
-   * resolve to its frames) */
+   * resolve to its frames). A block that cannot be read drops the file
+   * (sc_drop: nsegs becomes 0, ending this loop) and the lookup goes on
+   * with what was added. */
   for (size_t s = 0; s < c->nsegs; s++) {
-    const sc_seg *g = &c->segs[s];
-    const sc_ival_disk *v = seg_search(g, rel);
+    sc_seg *g = &c->segs[s];
+    const sc_ival_disk *v = seg_search(c, g, rel);
     if (!v) continue;
     if (sc_reserve((void **)&c->scratch, &c->capscratch, v->n ? v->n : 1, sizeof *c->scratch))
       return 0;   /* no memory: a miss, resolved the slow way */
-    for (uint32_t i = 0; i < v->n; i++) c->scratch[i] = seg_frame(g, v->first + i);
+    uint32_t i = 0;
+    while (i < v->n && seg_frame(c, g, v->first + i, &c->scratch[i]) == 0) i++;
+    if (i < v->n) break;   /* dropped */
     *frames = v->n ? c->scratch : NULL;
     *n = v->n;
     return 1;
@@ -527,9 +802,9 @@ int ptp_symcache_find(ptp_symcache *c, uint64_t rel, const ptp_sym_frame **frame
 }
 
 /* Whether one interval of the file's segments holds all of [lo, hi). */
-static bool segs_cover(const ptp_symcache *c, uint64_t lo, uint64_t hi) {
+static bool segs_cover(ptp_symcache *c, uint64_t lo, uint64_t hi) {
   for (size_t s = 0; s < c->nsegs; s++) {
-    const sc_ival_disk *v = seg_search(&c->segs[s], lo);
+    const sc_ival_disk *v = seg_search(c, &c->segs[s], lo);
     if (v && v->hi >= hi) return true;
   }
   return false;
@@ -582,12 +857,15 @@ typedef struct sc_out {
   uint8_t *strs;
   size_t nstrs, capstrs;
   ptp_u64map map;            /* hash -> offset */
+  uint8_t *idx;              /* the segment's index (out_seg) */
+  size_t nidx;
 } sc_out;
 
 static void out_free(sc_out *o) {
   free(o->iv);
   free(o->fr);
   free(o->strs);
+  free(o->idx);
   ptp_u64map_free(&o->map);
 }
 
@@ -631,26 +909,50 @@ static int out_ivals(sc_out *o, const ptp_symcache *c, bool only_new) {
   return r;
 }
 
-/* The segment header of o (flags: c's) and its padded size. */
-static size_t out_seg(const sc_out *o, unsigned flags, sc_shdr *h) {
+/* The segment header of o (flags: c's), its index (o->idx) and its
+ * padded size. 0 or -ENOMEM. */
+static int out_seg(sc_out *o, unsigned flags, sc_shdr *h, size_t *len) {
   *h = (sc_shdr){SC_SEG_MAGIC, flags, (uint32_t)o->niv, (uint32_t)o->nfr, (uint32_t)o->nstrs, 0};
+  sc_seg g = {o->iv, o->fr, (const char *)o->strs, h->nivals, h->nframes, h->strbytes, flags,
+              NULL, NULL, div_up(h->nivals, SC_IV_BLK), div_up(h->nframes, SC_FR_BLK),
+              div_up(h->strbytes, SC_STR_BLK), 0, NULL};
+  uint32_t nb = seg_nblocks(&g);
+  o->nidx = (size_t)seg_index_bytes(g.nbiv, nb);
+  free(o->idx);
+  if (!(o->idx = ptp_calloc(o->nidx ? o->nidx : 1, 1))) return -ENOMEM;
+  uint64_t *blo = (uint64_t *)o->idx;
+  uint32_t *bcrc = (uint32_t *)(blo + g.nbiv);
+  for (uint32_t b = 0; b < g.nbiv; b++) blo[b] = o->iv[(size_t)b * SC_IV_BLK].lo;
   /* the file's algorithm: a rewrite writes ptp_crc_algo() into the file
    * header, and an append goes only to a file read or written by this
-   * process, whose header says the same */
-  h->crc = seg_crc(ptp_crc_algo(), h, o->iv, o->fr, o->strs);
-  return sizeof *h + o->niv * sizeof *o->iv + o->nfr * sizeof *o->fr + pad8(o->nstrs);
+   * process, whose header says the same. Block offsets as in the file,
+   * relative to the intervals' start: the parts are written back to back. */
+  size_t fr_at = o->niv * sizeof *o->iv, str_at = fr_at + o->nfr * sizeof *o->fr;
+  for (uint32_t b = 0; b < nb; b++) {
+    uint64_t off, n;
+    seg_block_span(&g, b, &off, &n);
+    const uint8_t *p = off < fr_at    ? (const uint8_t *)o->iv + off
+                       : off < str_at ? (const uint8_t *)o->fr + (off - fr_at)
+                                      : o->strs + (off - str_at);
+    bcrc[b] = ptp_crc_block(ptp_crc_algo(), 0, p, (size_t)n);
+  }
+  h->crc = seg_head_crc(ptp_crc_algo(), h, blo, g.nbiv, bcrc, nb);
+  *len = sizeof *h + o->nidx + o->niv * sizeof *o->iv + o->nfr * sizeof *o->fr + pad8(o->nstrs);
+  return 0;
 }
 
 static const uint64_t sc_zeros;
 
-/* The iovecs of one segment (5: header, intervals, frames, strings,
- * padding). */
+/* The iovecs of one segment (SC_SEG_IOV: header, index, intervals,
+ * frames, strings, padding). */
+#define SC_SEG_IOV 6
 static void seg_iov(struct iovec *v, const sc_shdr *h, const sc_out *o) {
   v[0] = (struct iovec){(void *)h, sizeof *h};
-  v[1] = (struct iovec){o->iv, o->niv * sizeof *o->iv};
-  v[2] = (struct iovec){o->fr, o->nfr * sizeof *o->fr};
-  v[3] = (struct iovec){o->strs, o->nstrs};
-  v[4] = (struct iovec){(void *)&sc_zeros, pad8(o->nstrs) - o->nstrs};
+  v[1] = (struct iovec){o->idx, o->nidx};
+  v[2] = (struct iovec){o->iv, o->niv * sizeof *o->iv};
+  v[3] = (struct iovec){o->fr, o->nfr * sizeof *o->fr};
+  v[4] = (struct iovec){o->strs, o->nstrs};
+  v[5] = (struct iovec){(void *)&sc_zeros, pad8(o->nstrs) - o->nstrs};
 }
 
 static void mark_saved(ptp_symcache *c) {
@@ -679,12 +981,13 @@ static int sc_append(ptp_symcache *c) {
     goto out;
   if ((r = out_ivals(&o, c, true))) goto out;
   sc_shdr h;
-  size_t len = out_seg(&o, c->flags, &h);
+  size_t len;
+  if ((r = out_seg(&o, c->flags, &h, &len))) goto out;
   if ((uint64_t)st.st_size + len > PTP_SYMCACHE_FILE_MAX) { r = 1; goto out; }
-  struct iovec v[5];
+  struct iovec v[SC_SEG_IOV];
   seg_iov(v, &h, &o);
   ssize_t w;
-  do w = writev(fd, v, 5); while (w < 0 && errno == EINTR);
+  do w = writev(fd, v, SC_SEG_IOV); while (w < 0 && errno == EINTR);
   if (w != (ssize_t)len) {
     c->id.valid = false;   /* maybe a torn tail now: the next save rewrites */
     r = w < 0 ? -errno : -EIO;
@@ -715,10 +1018,20 @@ out:
   return r;
 }
 
+/* Frame i of g, every block of g read and checked (sc_parse whole, or
+ * sc_load_all): its strings are NUL-terminated inside the strings. */
+static ptp_sym_frame seg_frame_read(const sc_seg *g, uint32_t i) {
+  const sc_frame_disk *f = &g->fr[i];
+  return (ptp_sym_frame){g->strs + f->name, g->strs + f->sys, g->strs + f->file,
+                         f->start_line, f->line, f->column};
+}
+
 /* Moves the file's segments into the vector, ahead of everything added
  * (their strings stay in c->file): a rewrite serializes one sorted list.
- * 0 or -ENOMEM (nothing moved). */
+ * Reads every block first; a file that fails then is dropped, nothing of
+ * it moved. 0 or -ENOMEM (nothing moved). */
 static int absorb_segs(ptp_symcache *c) {
+  if (sc_load_all(c) == -ENOMEM) return -ENOMEM;
   if (!c->nsegs) return 0;
   size_t niv = 0, nfr = 0;
   for (size_t s = 0; s < c->nsegs; s++) {
@@ -731,14 +1044,15 @@ static int absorb_segs(ptp_symcache *c) {
   for (size_t s = 0; s < c->nsegs; s++) {
     const sc_seg *g = &c->segs[s];
     size_t base = c->nfr;
-    for (uint32_t i = 0; i < g->nfr; i++) c->fr[c->nfr++] = seg_frame(g, i);
+    for (uint32_t i = 0; i < g->nfr; i++) c->fr[c->nfr++] = seg_frame_read(g, i);
     for (uint32_t i = 0; i < g->niv; i++)
       c->iv[c->niv++] = (sc_ival){g->iv[i].lo, g->iv[i].hi, (uint32_t)(base + g->iv[i].first),
                                   g->iv[i].n, (uint32_t)s, true};
   }
-  free(c->segs);
+  segs_free(c->segs, c->nsegs_alloc);
   c->segs = NULL;
-  c->nsegs = 0;
+  c->nsegs = c->nsegs_alloc = 0;
+  ptp_symcache_release(c);   /* nothing more to read from it */
   c->nsorted = 0;   /* segments overlap each other and the added ones: sort all */
   c->sorted = false;
   return 0;
@@ -746,7 +1060,7 @@ static int absorb_segs(ptp_symcache *c) {
 
 /* Adds what the file on disk (fd: open, locked, or -1: by path) holds now
  * and we do not (another process wrote it since we read it), ours winning
- * on overlap. Best effort. */
+ * on overlap. Read and checked whole. Best effort. */
 static void merge_disk(ptp_symcache *c, int fd) {
   uint8_t *buf = NULL;
   struct stat st;
@@ -754,7 +1068,8 @@ static void merge_disk(ptp_symcache *c, int fd) {
   size_t n = 0;
   bool torn;
   if ((fd >= 0 ? sc_map_fd(c, fd, &buf, &st) : sc_map(c, &buf, &st)) != 0) return;
-  if (ident_same(&c->id, &st) || sc_parse(c, buf, (size_t)st.st_size, &segs, &n, &torn) != 0) {
+  sc_rd rd = {-1, buf, (size_t)st.st_size, 0};
+  if (ident_same(&c->id, &st) || sc_parse(c, &rd, true, &segs, &n, &torn) != 0) {
     sc_unmap(buf, (size_t)st.st_size);   /* unchanged since we read or wrote it, or unusable */
     return;
   }
@@ -766,13 +1081,13 @@ static void merge_disk(ptp_symcache *c, int fd) {
       const sc_ival_disk *v = &g->iv[i];
       if (sc_overlaps(c, nsorted, v->lo, v->hi)) continue;   /* keep ours */
       ptp_sym_frame tmp[SC_FRAMES_MAX];
-      for (uint32_t j = 0; j < v->n; j++) tmp[j] = seg_frame(g, v->first + j);
+      for (uint32_t j = 0; j < v->n; j++) tmp[j] = seg_frame_read(g, v->first + j);
       /* strings are interned (copied): buf dies here */
       if (sc_add(c, v->lo, v->hi, tmp, v->n, c->seq++, true) != 0) goto out;
     }
   }
 out:
-  free(segs);
+  segs_free(segs, n);
   sc_unmap(buf, (size_t)st.st_size);
 }
 
@@ -810,14 +1125,16 @@ static int sc_rewrite(ptp_symcache *c) {
   fh.algo = ptp_crc_algo();
   snprintf(fh.build_id, sizeof fh.build_id, "%s", c->build_id);
   sc_shdr h;
-  size_t len = sizeof fh + out_seg(&o, c->flags, &h);
+  size_t len;
+  if ((r = out_seg(&o, c->flags, &h, &len))) goto fail_out;
+  len += sizeof fh;
   if (len > PTP_SYMCACHE_FILE_MAX) { r = -E2BIG; goto fail_out; }
   if ((r = ptp_cachefile_prepare_dir(c->dir))) goto fail_out;
   char name[SC_BID_MAX + 16];
   snprintf(name, sizeof name, "%s" SC_SUFFIX, c->build_id);
-  struct iovec v[6] = {{&fh, sizeof fh}};
+  struct iovec v[1 + SC_SEG_IOV] = {{&fh, sizeof fh}};
   seg_iov(v + 1, &h, &o);
-  sc_fill a = {v, 6, {0}, false};
+  sc_fill a = {v, 1 + SC_SEG_IOV, {0}, false};
   c->id.valid = false;
   if ((r = ptp_cachefile_write_with(c->dir, name, fill_file, &a))) goto fail_out;
   if (a.have_st) ident_of(&c->id, &a.st);

@@ -16,21 +16,30 @@
  *
  * Files: <dir>/<build id>.sym, one per object, mode 0600, in a directory
  * created 0700 (whatever the umask) and used only if it is ours (owner =
- * euid, not group/world writable). Format (native endianness, version 3,
+ * euid, not group/world writable). Format (native endianness, version 4,
  * see docs/pprof-format.md "Symbol cache"): a fixed header (magic, version,
  * the checksum algorithm as a ptp_crc.h id, the build id), then one or
- * more segments, each a header (counts, flags, the segment's checksum:
- * the header's first 20 bytes, the intervals, the frames and the strings,
- * each part blockwise from its own start) with its own intervals, frames
- * and strings. A file is read only under ptp_cachefile_read_fd's rule
+ * more segments, each a header (counts, flags, the checksum of header and
+ * index), an index (the first lo of each block of intervals, a checksum
+ * per block) and its intervals, frames and strings, cut into blocks (170
+ * intervals, 170 frames, 4096 string bytes).
+ *
+ * Reading: open reads the file header and each segment's header and index
+ * only, checked (build id, version, algorithm, checksum, sizes); the
+ * blocks a lookup needs (one of intervals, those of its frames and of
+ * their strings) are read with pread and checked (checksum, order, bounds,
+ * string termination) the first time, into memory of the cache's own (an
+ * anonymous mapping of the file's size: a file truncated later cannot
+ * fault). A file is opened only under ptp_cachefile_check's rule
  * (regular, ours, one link, not writable by others, in a directory of
- * ours), into memory of its own (a copy: a file truncated later cannot
- * fault). Reading checks everything (sizes, checksums, build id, bounds,
- * order, string termination): a truncated, corrupt, foreign, unfit, older
- * version or other-algorithm file is ignored (treated as empty), its state
- * saying which (ptp_symcache_state), and replaced at the next save. A last segment
- * that does not fit in the file (an append cut short or in progress) is
- * left out and makes the next save rewrite the file.
+ * ours). A truncated, foreign, unfit, older version or other-algorithm
+ * file is ignored at open (treated as empty), its state saying which
+ * (ptp_symcache_state); a block found corrupt later makes the file
+ * rejected at that lookup: its segments are forgotten, the complete
+ * mark dropped, and the next save rewrites it. A last segment that does
+ * not fit in the file (an append cut short or in progress) is left out
+ * and makes the next save rewrite the file. The descriptor stays open
+ * until ptp_symcache_release (see there).
  *
  * Writes: when the file is still the one this cache read or last wrote
  * (same device, inode, size and mtime), a save appends what was added as
@@ -118,6 +127,16 @@ int ptp_symcache_default_dir(char *buf, size_t cap);
 int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id);
 /* Frees everything; frames returned by find die here. NULL is fine. */
 void ptp_symcache_del(ptp_symcache *c);
+
+/* Closes the file descriptor the cache reads its file through (open from
+ * ptp_symcache_open until this call). A later find that needs a block not
+ * read yet opens the file again by path and uses it only if it is still
+ * the same file (device, inode, not shorter, the cache-file rule); if
+ * not, the file's segments are dropped (as for a corrupt block, but the
+ * state stays). The symbolizer calls this at the end of every profile
+ * encode, so no descriptor stays open in the program between dumps.
+ * NULL is fine. */
+void ptp_symcache_release(ptp_symcache *c);
 
 ptp_symcache_state ptp_symcache_file_state(const ptp_symcache *c);
 /* Why the file was not loaded: 0 (loaded), -ENOENT (missing), -EBADMSG

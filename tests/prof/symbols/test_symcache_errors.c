@@ -108,11 +108,24 @@ PT_TEST(prof_symcache_errors_keep_errno) {
   ptp_symcache_del(c);
   PT_ASSERT_INT_EQ(chmod(path, 0600), 0);
 
-  /* corrupt: the only "rejected" */
+  /* corrupt: the only "rejected". A byte of the strings: the header and
+   * index are sound, so the open reads them and the lookup that reads
+   * the strings' block finds it corrupt (blocks are read as needed) */
   size_t n;
   char *b = pt_read_file(path, &n);
   PT_ASSERT(b && n > 64);
   b[n - 9] ^= 0x11;
+  pt_write_file(path, b, n);
+  PT_ASSERT_INT_EQ(chmod(path, 0600), 0);
+  c = open_state(dir, PTP_SYMCACHE_LOADED, 0);
+  const ptp_sym_frame *got;
+  uint32_t k;
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x105, &got, &k), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_REJECTED);
+  PT_ASSERT_INT_EQ(ptp_symcache_file_error(c), -EBADMSG);
+  ptp_symcache_del(c);
+  /* a byte of the segment's header: rejected at open */
+  b[152 + 4] ^= 0x11;
   pt_write_file(path, b, n);
   PT_ASSERT_INT_EQ(chmod(path, 0600), 0);
   c = open_state(dir, PTP_SYMCACHE_REJECTED, -EBADMSG);

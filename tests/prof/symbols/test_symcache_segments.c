@@ -1,6 +1,6 @@
 /*
- * test_symcache_segments.c - the symbol cache's file format 3 (segments,
- * checksum algorithm in the header) and its saves, on ptp_symcache
+ * test_symcache_segments.c - the symbol cache's file format 4 (segments,
+ * checksum algorithm in the header, a checksum per block) and its saves, on ptp_symcache
  * directly:
  *   - a save of a file we read appends one segment (the bytes before it
  *     and the inode unchanged); a reopen finds the old and the new
@@ -10,18 +10,23 @@
  *     intervals;
  *   - a torn last segment (an append cut short) is left out, the rest is
  *     used, and the next save rewrites the file whole; a complete segment
- *     that fails its CRC rejects the file; a version-1 file is refused;
+ *     with a corrupt block rejects the file (at the lookup that reads the
+ *     block); a version-1 file is refused;
  *   - segments of frameless intervals or of flags alone read back;
  *   - PTP_SYMCACHE_SEGS_MAX appends, then the next save compacts to one;
  *   - two processes appending at once: the file stays valid, every
  *     interval in it has its writer's frames, at least one writer's all;
- *   - format 3: the header holds version 3 and ptp_crc_algo(); a known
- *     segment's checksum is pinned (the value of ptp_crc.h's definition,
- *     checked once by hand in Python over the file's bytes); a file of
- *     another algorithm (valid under it) or of version 2 is refused, never
- *     read, and rewritten by the next save; segments whose intervals and
- *     strings span several checksum blocks verify after a rewrite and after
- *     an append, and a flipped byte in a later block rejects the file;
+ *   - format 4: the header holds version 4 and ptp_crc_algo(); a known
+ *     segment's index (first lo, block checksums) and header checksum are
+ *     pinned (the values of ptp_crc.h's definition, computed by an
+ *     independent reader in Python from the bytes the documented layout
+ *     gives); a file of another algorithm (valid under it) or of versions
+ *     2 and 3 is refused, never read, and rewritten by the next save;
+ *     segments whose intervals and strings span several blocks verify
+ *     after a rewrite and after an append; blocks are read as lookups
+ *     need them: a flipped byte in a later strings block leaves lookups
+ *     that do not reach it answered, and the first that does rejects the
+ *     whole file;
  *   - the directory bound after appends: with an old (sparse) file of
  *     another build id filling the directory to just under
  *     PTP_SYMCACHE_DIR_MAX, an append that stays below
@@ -240,8 +245,14 @@ PT_TEST(prof_symcache_torn_and_bad_segments) {
   b[n - 12] ^= 0x40;   /* inside the last segment's strings/padding region */
   pt_write_file(path, b, n);
   free(b);
-  c = open_ok(dir, PTP_SYMCACHE_REJECTED);
+  /* blocks are read as lookups need them: the open reads the headers and
+   * indexes (sound), the lookup of "late" reads its strings' block */
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x305, &g, &k), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_REJECTED);
+  /* the whole file goes, the first segment's sound blocks too */
   PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x100, &g, &k), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_size(c), 0);
   add_named(c, 0x100, "kept");
   PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
   ptp_symcache_del(c);
@@ -353,9 +364,12 @@ PT_TEST_T(prof_symcache_concurrent_appenders, 120000) {
   free(dir);
 }
 
-/* Format 3's layout, as docs/pprof-format.md "Symbol cache" gives it. */
+/* Format 4's layout, as docs/pprof-format.md "Symbol cache" gives it. */
 #define F_HDR 152            /* magic 8, version 4, algo 4, build id 136 */
 #define S_HDR 24             /* magic, flags, nivals, nframes, strbytes, crc */
+/* the index of a segment of one block per part: one first lo, three block
+ * checksums, padded to 8 */
+#define S_IDX1 24
 
 static uint32_t u32_at(const char *b, size_t off) {
   uint32_t v;
@@ -363,8 +377,8 @@ static uint32_t u32_at(const char *b, size_t off) {
   return v;
 }
 
-PT_TEST(prof_symcache_format3_header_and_pin) {
-  char *dir = pt_tmpdir("symcache-f3");
+PT_TEST(prof_symcache_format4_header_and_pin) {
+  char *dir = pt_tmpdir("symcache-f4");
   char *path = sc_file(dir);
   ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
   add_named(c, 0x100, "first");
@@ -372,24 +386,41 @@ PT_TEST(prof_symcache_format3_header_and_pin) {
   ptp_symcache_del(c);
   size_t n;
   char *b = pt_read_file(path, &n);
-  PT_ASSERT(b && n > F_HDR + S_HDR);
-  PT_ASSERT_UINT_EQ(u32_at(b, 8), 3);
+  PT_ASSERT_UINT_EQ(n, F_HDR + S_HDR + S_IDX1 + 24 + 24 + 16);
+  PT_ASSERT_UINT_EQ(u32_at(b, 8), 4);
   PT_ASSERT_UINT_EQ(u32_at(b, 12), ptp_crc_algo());
   /* one interval, one frame, strings "\0first\0seg.c\0" */
+  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR), 0x34474553u);   /* "SEG4" */
   PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 8), 1);
   PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 12), 1);
   PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 16), 13);
-  uint32_t crc = u32_at(b, F_HDR + 20);
-  if (ptp_crc_algo() == PTP_CRC_C3) PT_ASSERT_UINT_EQ(crc, 0x8194d8f4u);
+  uint64_t blo;
+  memcpy(&blo, b + F_HDR + S_HDR, 8);
+  PT_ASSERT_UINT_EQ(blo, 0x100);   /* the first lo of the one block of intervals */
+  /* pinned: the values of ptp_crc.h's definition over the layout of
+   * docs/pprof-format.md, computed by an independent reader in Python
+   * (software CRC-32C, the three lanes folded) from the bytes the format
+   * says this file holds */
+  if (ptp_crc_algo() == PTP_CRC_C3) {
+    PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + S_HDR + 8), 0x903564bau);    /* the intervals' block */
+    PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + S_HDR + 12), 0xa729956eu);   /* the frames' */
+    PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + S_HDR + 16), 0x934235ecu);   /* the strings' */
+    PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 20), 0xf9377ef8u);           /* header and index */
+  }
 
   /* the same file under zlib's crc32 (valid for algorithm 2) is refused
    * here, since this process computes algorithm 3: never read */
   if (ptp_crc_algo() == PTP_CRC_C3) {
     uint32_t two = PTP_CRC_ZLIB;
     memcpy(b + 12, &two, 4);
-    uint32_t z = ptp_crc_blocks(PTP_CRC_ZLIB, 0, b + F_HDR, 20, 0);
-    z = ptp_crc_blocks(PTP_CRC_ZLIB, z, b + F_HDR + S_HDR, 24 + 24 + 13, 0);
-    memcpy(b + F_HDR + 20, &z, 4);
+    const char *body = b + F_HDR + S_HDR + S_IDX1;
+    uint32_t z[3] = {ptp_crc_block(PTP_CRC_ZLIB, 0, body, 24),
+                     ptp_crc_block(PTP_CRC_ZLIB, 0, body + 24, 24),
+                     ptp_crc_block(PTP_CRC_ZLIB, 0, body + 48, 13)};
+    memcpy(b + F_HDR + S_HDR + 8, z, sizeof z);
+    uint32_t h = ptp_crc_blocks(PTP_CRC_ZLIB, 0, b + F_HDR, 20, 0);
+    h = ptp_crc_blocks(PTP_CRC_ZLIB, h, b + F_HDR + S_HDR, 8 + sizeof z, 0);
+    memcpy(b + F_HDR + 20, &h, 4);
     pt_write_file(path, b, n);
     c = open_ok(dir, PTP_SYMCACHE_STALE);
     PT_ASSERT(!has_named(c, 0x105, "first"));
@@ -404,6 +435,12 @@ PT_TEST(prof_symcache_format3_header_and_pin) {
     PT_ASSERT(b && n > F_HDR);
     PT_ASSERT_UINT_EQ(u32_at(b, 12), PTP_CRC_C3);
   }
+  /* version 3 (one checksum per segment, read whole) is refused */
+  uint32_t v3 = 3;
+  memcpy(b + 8, &v3, 4);
+  pt_write_file(path, b, n);
+  c = open_ok(dir, PTP_SYMCACHE_STALE);
+  ptp_symcache_del(c);
   /* version 2 (the zlib-only format before) is refused */
   uint32_t v2 = 2;
   memcpy(b + 8, &v2, 4);
@@ -436,11 +473,11 @@ static bool has_many(ptp_symcache *c, uint64_t lo, unsigned count, const char *t
   return true;
 }
 
-PT_TEST(prof_symcache_format3_multiblock) {
+PT_TEST(prof_symcache_format4_multiblock) {
   char *dir = pt_tmpdir("symcache-blocks");
   char *path = sc_file(dir);
   ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
-  add_many(c, 0x10000, 1500, "a");      /* 36 KB of intervals and frames, 90 KB of strings */
+  add_many(c, 0x10000, 1500, "a");      /* 9 blocks of intervals, 9 of frames, 23 of strings */
   PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
   ptp_symcache_del(c);
   c = open_ok(dir, PTP_SYMCACHE_LOADED);
@@ -457,12 +494,22 @@ PT_TEST(prof_symcache_format3_multiblock) {
   size_t n;
   char *b = pt_read_file(path, &n);
   PT_ASSERT(b);
-  size_t strs = F_HDR + S_HDR + 1500 * 24 + 1500 * 24;
-  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 16) > 3 * 16384, 1);
-  b[strs + 2 * 16384 + 100] ^= 0x20;
+  uint32_t strbytes = u32_at(b, F_HDR + 16), nbs = (strbytes + 4095) / 4096;
+  PT_ASSERT(nbs > 3);
+  size_t idx = (9 * 8 + (9 + 9 + nbs) * 4 + 7) & ~(size_t)7;
+  size_t strs = F_HDR + S_HDR + idx + 1500 * 24 + 1500 * 24;
+  b[strs + 2 * 4096 + 100] ^= 0x20;
   pt_write_file(path, b, n);
   free(b);
-  c = open_ok(dir, PTP_SYMCACHE_REJECTED);
+  /* read as needed: the first function's name is in the first block, so
+   * its lookup reads no corrupt byte and the file stays loaded */
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_many(c, 0x10000, 1, "a"));
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);
+  /* the lookups that reach the third block reject the file */
+  PT_ASSERT(!has_many(c, 0x10000, 1500, "a"));
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_REJECTED);
+  PT_ASSERT(!has_named(c, 0x100007, "b_function_with_a_rather_long_symbol_name_00000"));
   ptp_symcache_del(c);
   free(path);
   pt_rm_rf(dir);
