@@ -27,6 +27,9 @@
  *     need them: a flipped byte in a later strings block leaves lookups
  *     that do not reach it answered, and the first that does rejects the
  *     whole file;
+ *   - the descriptor: open until ptp_symcache_release; a lookup after it
+ *     reopens the same file; a file replaced after it is never read with
+ *     the old index (its blocks not read yet miss);
  *   - the directory bound after appends: with an old (sparse) file of
  *     another build id filling the directory to just under
  *     PTP_SYMCACHE_DIR_MAX, an append that stays below
@@ -38,6 +41,7 @@
 #include "prof/cache/ptp_crc.h"
 #include "prof/symbols/ptp_symcache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -511,6 +515,68 @@ PT_TEST(prof_symcache_format4_multiblock) {
   PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_REJECTED);
   PT_ASSERT(!has_named(c, 0x100007, "b_function_with_a_rather_long_symbol_name_00000"));
   ptp_symcache_del(c);
+  free(path);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+static int count_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  PT_ASSERT(d);
+  int n = 0;
+  while (readdir(d)) n++;
+  closedir(d);
+  return n;
+}
+
+/* The descriptor: open from ptp_symcache_open to ptp_symcache_release; a
+ * lookup after the release opens the same file again and reads on; a file
+ * replaced after the release (another process's rewrite) is never read
+ * with the old index: its segments are forgotten, lookups of blocks not
+ * read yet miss, what was answered before stays answered. */
+PT_TEST(prof_symcache_release_and_reopen) {
+  char *dir = pt_tmpdir("symcache-release");
+  char *path = sc_file(dir);
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  add_many(c, 0x10000, 1500, "a");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+
+  int fds0 = count_fds();
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT_INT_EQ(count_fds(), fds0 + 1);
+  PT_ASSERT(has_many(c, 0x10000, 1, "a"));
+  ptp_symcache_release(c);
+  PT_ASSERT_INT_EQ(count_fds(), fds0);
+  PT_ASSERT(has_many(c, 0x10000, 1500, "a"));   /* reopened, every block read */
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);
+  ptp_symcache_release(c);
+  ptp_symcache_release(c);                      /* twice: fine */
+  PT_ASSERT_INT_EQ(count_fds(), fds0);
+  ptp_symcache_del(c);
+
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_many(c, 0x10000, 1, "a"));
+  ptp_symcache_release(c);
+  /* another process rewrites the file: same addresses, other names */
+  char other[600];
+  snprintf(other, sizeof other, "%s/other", dir);
+  PT_ASSERT_INT_EQ(mkdir(other, 0700), 0);
+  ptp_symcache *w = open_ok(other, PTP_SYMCACHE_MISSING);
+  add_many(w, 0x10000, 1500, "z");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(w), 0);
+  ptp_symcache_del(w);
+  char *opath = sc_file(other);
+  PT_ASSERT_INT_EQ(rename(opath, path), 0);
+  const ptp_sym_frame *g;
+  uint32_t k;
+  /* the last interval's block was never read: not read from the new file */
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x10000 + 16 * 1499 + 7, &g, &k), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_size(c), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);   /* replaced, not corrupt */
+  PT_ASSERT_INT_EQ(count_fds(), fds0);
+  ptp_symcache_del(c);
+  free(opath);
   free(path);
   pt_rm_rf(dir);
   free(dir);
