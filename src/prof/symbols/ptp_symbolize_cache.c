@@ -105,8 +105,12 @@ static void push_sym_bounds(u64vec *pts, const sym_module *m, size_t from, uint6
 }
 
 #define SYM_FILL_MAX_POINTS (1u << 18)   /* a CU with more boundaries is cached per PC */
-/* An object with more boundaries is filled a CU at a time (cache_fill_cu) */
-#define SYM_OBJ_FILL_MAX_POINTS (1u << 17)
+/* An object with more boundaries is filled a CU at a time (cache_fill_cu).
+ * libc with libc6-dbg fits (~580k line rows: 155k intervals, 8.5 MB, ~45
+ * MB more peak memory for the one fill); gcc's cc1 does not. Since a
+ * process reads only the blocks of a cache file it looks up (format 4),
+ * a big complete file costs a warm process no more than a small one. */
+#define SYM_OBJ_FILL_MAX_POINTS (1u << 20)
 
 /* Every address of [lo, hi) resolves alike when no line-table row, function
  * or inline range, ELF symbol or CU range starts or ends inside it: the

@@ -69,7 +69,7 @@
 
 #include "prof/symbols/ptp_symbolize.h"
 
-#define PTP_SYMCACHE_FILE_MAX (16u << 20)
+#define PTP_SYMCACHE_FILE_MAX (32u << 20)
 #define PTP_SYMCACHE_DIR_MAX (256ull << 20)
 #define PTP_SYMCACHE_SEGS_MAX 32   /* segments before a save rewrites the file as one */
 /* An append that carries a file across a multiple of this applies the

@@ -40,7 +40,7 @@ def check(path):
     d = open(path, 'rb').read()
     magic, ver, algo = d[:8], *struct.unpack_from('<II', d, 8)
     assert magic == b'PTPSYMC\n' and ver == 4 and algo == 3, (magic, ver, algo)
-    off, segs, nblocks = 152, 0, 0
+    off, segs, nblocks, nivals = 152, 0, 0, 0
     while off < len(d):
         mg, flags, niv, nfr, sb, crc = struct.unpack_from('<6I', d, off)
         assert mg == 0x34474553, hex(mg)
@@ -68,14 +68,15 @@ def check(path):
         off = body + niv * 24 + nfr * 24 + ((sb + 7) & ~7)
         segs += 1
         nblocks += nb
+        nivals += niv
     assert off == len(d), (off, len(d))
-    return segs, nblocks
+    return segs, nblocks, nivals
 
 if __name__ == '__main__':
     for p in sys.argv[1:]:
         try:
-            s, b = check(p)
+            s, b, n = check(p)
         except (AssertionError, struct.error) as e:
             print('%s: not a valid format-4 file: %s' % (p, e), file=sys.stderr)
             sys.exit(1)
-        print('%s: %d segments, %d blocks, every checksum right' % (p.split('/')[-1], s, b))
+        print('%s: %d segments, %d intervals, %d blocks, every checksum right' % (p.split('/')[-1], s, n, b))

@@ -203,11 +203,17 @@ static void corrupt_and_check(const char *dir, const pcset *a, char **want, cons
   ptp_symbolizer_del(s);
 }
 
-static void flip_middle(const char *path) {
-  size_t n;
+/* One byte of every copy of a name the lookups return (sc_host_a): blocks
+ * are read as lookups need them, so the damage must lie where they read;
+ * a file whose strings' checksums were not checked would hand out the
+ * damaged name. */
+static void flip_name(const char *path) {
+  size_t n, hits = 0;
   char *b = pt_read_file(path, &n);
   PT_ASSERT(b && n > 400);
-  b[n / 2] ^= 0x5a;
+  for (char *p = b; (p = memmem(p, (size_t)(b + n - p), "sc_host_a", 9)) != NULL; p += 9, hits++)
+    p[3] ^= 0x20;   /* sc_Host_a */
+  PT_ASSERT(hits > 0);
   pt_write_file(path, b, n);
   free(b);
 }
@@ -230,7 +236,7 @@ PT_TEST_T(prof_symcache_corrupt_file_rebuilt, 120000) {
   PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
   char *fmain = cache_file_of(s, root, a.pc[0]);
   ptp_symbolizer_del(s);
-  corrupt_and_check(root, &a, want, fmain, flip_middle, "one flipped byte");
+  corrupt_and_check(root, &a, want, fmain, flip_name, "a flipped byte in a name");
   corrupt_and_check(root, &a, want, fmain, truncate_half, "truncated");
   corrupt_and_check(root, &a, want, fmain, garbage, "garbage");
   ptt_free_results(want, a.n);
