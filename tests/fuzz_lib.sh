@@ -1,6 +1,6 @@
 # tests/fuzz_lib.sh - shared steps of the libFuzzer tests (*_fuzz_test.sh):
 # builds one harness with clang -fsanitize=fuzzer,address,undefined against
-# the real sources, runs it for a fixed time (PT_FUZZ_SECONDS, default 20: eleven targets in the suite; set it higher for a longer run on demand)
+# the real sources, runs it for a fixed time (PT_FUZZ_SECONDS, default 20: twelve targets in the suite; set it higher for a longer run on demand)
 # from the committed seeds, and fails on any crash, leak, sanitizer report
 # or timeout, printing the reproducer. Source it after tests/lib.sh.
 # Not a test itself (no _test.sh suffix).

@@ -634,7 +634,11 @@ static const sc_ival_disk *seg_search(ptp_symcache *c, sc_seg *g, uint64_t rel) 
 static const char *seg_str(ptp_symcache *c, sc_seg *g, uint32_t off) {
   uint32_t base = g->nbiv + g->nbfr;
   for (uint32_t b = off / SC_STR_BLK;; b++) {
-    if (b >= g->nbstr || sc_load(c, g, base + b)) return NULL;
+    if (b >= g->nbstr) {   /* no NUL to the end: the last block's check forbids it */
+      sc_drop(c, -EBADMSG);
+      return NULL;
+    }
+    if (sc_load(c, g, base + b)) return NULL;
     uint64_t from = b == off / SC_STR_BLK ? off : (uint64_t)b * SC_STR_BLK;
     uint64_t end = (uint64_t)(b + 1) * SC_STR_BLK < g->strbytes ? (uint64_t)(b + 1) * SC_STR_BLK : g->strbytes;
     if (memchr(g->strs + from, 0, (size_t)(end - from))) return g->strs + off;
@@ -730,6 +734,11 @@ int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id)
                              : PTP_SYMCACHE_UNUSABLE;
   *out = c;
   return 0;
+}
+
+int ptp_symcache_verify(ptp_symcache *c) {
+  int r = sc_load_all(c);
+  return r ? r : c->state == PTP_SYMCACHE_REJECTED ? -EBADMSG : 0;
 }
 
 void ptp_symcache_release(ptp_symcache *c) {
@@ -1031,7 +1040,7 @@ static ptp_sym_frame seg_frame_read(const sc_seg *g, uint32_t i) {
  * Reads every block first; a file that fails then is dropped, nothing of
  * it moved. 0 or -ENOMEM (nothing moved). */
 static int absorb_segs(ptp_symcache *c) {
-  if (sc_load_all(c) == -ENOMEM) return -ENOMEM;
+  (void)sc_load_all(c);   /* a failure dropped the file: nothing to move */
   if (!c->nsegs) return 0;
   size_t niv = 0, nfr = 0;
   for (size_t s = 0; s < c->nsegs; s++) {

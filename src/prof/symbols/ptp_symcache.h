@@ -128,6 +128,15 @@ int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id)
 /* Frees everything; frames returned by find die here. NULL is fine. */
 void ptp_symcache_del(ptp_symcache *c);
 
+/* Reads and checks every block of the file's segments (what lookups do
+ * block by block as they need them). Returns 0 (every block is sound, or
+ * no file was read: missing, stale, unusable), -EBADMSG (the file is
+ * rejected: now, by a block that failed its checks, or earlier), or why it
+ * could not be read (then its segments are forgotten; see
+ * ptp_symcache_release). Tests and
+ * the fuzz target use it; a rewrite does the same before merging. */
+int ptp_symcache_verify(ptp_symcache *c);
+
 /* Closes the file descriptor the cache reads its file through (open from
  * ptp_symcache_open until this call). A later find that needs a block not
  * read yet opens the file again by path and uses it only if it is still
