@@ -559,6 +559,18 @@ static int sc_parse(const ptp_symcache *c, sc_rd *rd, bool whole, sc_seg **segs,
 
 /* ---- the cache's file, read lazily ---- */
 
+/* Whether c->rd.fd still names the file read. The descriptor table is the
+ * program's (docs/sampler.md, "Descriptors"): between two lookups it may
+ * have closed our number and opened a file of its own there. A number
+ * that is not ours any more is forgotten, never read or closed. */
+static bool sc_fd_ours(ptp_symcache *c) {
+  if (c->rd.fd < 0) return false;
+  struct stat st;
+  if (fstat(c->rd.fd, &st) == 0 && st.st_dev == c->file_dev && st.st_ino == c->file_ino) return true;
+  c->rd.fd = -1;
+  return false;
+}
+
 /* The file can no longer be read (err: -EBADMSG for a check that failed,
  * else why it could not be read): its segments are forgotten (their
  * memory stays until del, strings returned before stay valid), the file is
@@ -574,16 +586,17 @@ static void sc_drop(ptp_symcache *c, int err) {
     c->state = PTP_SYMCACHE_REJECTED;
     c->file_err = -EBADMSG;
   }
-  if (c->rd.fd >= 0) close(c->rd.fd);
+  if (sc_fd_ours(c)) close(c->rd.fd);
   c->rd.fd = -1;
 }
 
-/* c->rd with an open descriptor: after ptp_symcache_release, the file is
- * opened again by path and must still be the one read (same device and
+/* c->rd with an open descriptor of ours (checked: sc_fd_ours, one fstat
+ * per block read): after ptp_symcache_release, or once the program took
+ * the number, the file is opened again by path and must still be the one read (same device and
  * inode, not shorter, still passing the cache-file rule). 0 or a negative
  * errno (-ESTALE: replaced or cut since). */
 static int sc_reopen(ptp_symcache *c) {
-  if (c->rd.fd >= 0) return 0;
+  if (sc_fd_ours(c)) return 0;
   char path[PATH_MAX];
   int r = sc_path(c, path, sizeof path);
   if (r) return r;
@@ -742,7 +755,7 @@ int ptp_symcache_verify(ptp_symcache *c) {
 }
 
 void ptp_symcache_release(ptp_symcache *c) {
-  if (c && c->rd.fd >= 0) {
+  if (c && sc_fd_ours(c)) {
     close(c->rd.fd);
     c->rd.fd = -1;
   }

@@ -28,8 +28,10 @@
  *     that do not reach it answered, and the first that does rejects the
  *     whole file;
  *   - the descriptor: open until ptp_symcache_release; a lookup after it
- *     reopens the same file; a file replaced after it is never read with
- *     the old index (its blocks not read yet miss);
+ *     reopens the same file; a number the program closed and reused is
+ *     never read or closed by the cache (its file reopened by path); a
+ *     file replaced after a release is never read with the old index (its
+ *     blocks not read yet miss);
  *   - the directory bound after appends: with an old (sparse) file of
  *     another build id filling the directory to just under
  *     PTP_SYMCACHE_DIR_MAX, an append that stays below
@@ -554,6 +556,31 @@ PT_TEST(prof_symcache_release_and_reopen) {
   ptp_symcache_release(c);                      /* twice: fine */
   PT_ASSERT_INT_EQ(count_fds(), fds0);
   ptp_symcache_del(c);
+
+  /* the program closes our number and opens a file of its own there: the
+   * number is never read or closed by the cache again */
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_many(c, 0x10000, 1, "a"));
+  int ours = -1;
+  DIR *fdd = opendir("/proc/self/fd");
+  struct dirent *de;
+  while ((de = readdir(fdd))) {
+    char l[PATH_MAX + 1], p[600];
+    snprintf(p, sizeof p, "/proc/self/fd/%s", de->d_name);
+    ssize_t k = readlink(p, l, PATH_MAX);
+    if (k > 0 && (l[k] = 0, strcmp(l, path) == 0)) ours = atoi(de->d_name);
+  }
+  closedir(fdd);
+  PT_ASSERT(ours >= 0);
+  PT_ASSERT_INT_EQ(close(ours), 0);
+  int prog = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  PT_ASSERT_INT_EQ(prog, ours);
+  PT_ASSERT(has_many(c, 0x10000, 1500, "a"));   /* reopened by path */
+  ptp_symcache_release(c);
+  PT_ASSERT_INT_EQ(fcntl(prog, F_GETFD), FD_CLOEXEC);   /* still the program's */
+  ptp_symcache_del(c);
+  PT_ASSERT_INT_EQ(fcntl(prog, F_GETFD), FD_CLOEXEC);
+  close(prog);
 
   c = open_ok(dir, PTP_SYMCACHE_LOADED);
   PT_ASSERT(has_many(c, 0x10000, 1, "a"));
