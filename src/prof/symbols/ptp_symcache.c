@@ -590,25 +590,38 @@ static void sc_drop(ptp_symcache *c, int err) {
   c->rd.fd = -1;
 }
 
-/* c->rd with an open descriptor of ours (checked: sc_fd_ours, one fstat
- * per block read): after ptp_symcache_release, or once the program took
- * the number, the file is opened again by path and must still be the one read (same device and
- * inode, not shorter, still passing the cache-file rule). 0 or a negative
- * errno (-ESTALE: replaced or cut since). */
-static int sc_reopen(ptp_symcache *c) {
-  if (sc_fd_ours(c)) return 0;
+/* Opens the cache file for reading (O_NOFOLLOW, O_NONBLOCK) under the
+ * cache-file rule (ptp_cachefile_check, then the directory's). same: it
+ * must also be the file read before (device, inode, not shorter), checked
+ * first. The descriptor (>= 0) and *st, or a negative errno: open's or
+ * fstat's (-ENOENT, -ELOOP for a symbolic link, -EACCES, -EMFILE, ...),
+ * -ESTALE (same: replaced or cut since), the rule's (-EPERM, -EBADMSG,
+ * -EFBIG; the directory's). */
+static int sc_open_file(const ptp_symcache *c, bool same, struct stat *st) {
   char path[PATH_MAX];
   int r = sc_path(c, path, sizeof path);
   if (r) return r;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return -errno;
-  struct stat st;
-  if (fstat(fd, &st) != 0) r = -errno;
-  else if (st.st_dev != c->file_dev || st.st_ino != c->file_ino || (uint64_t)st.st_size < c->file_len)
+  if (fstat(fd, st) != 0) r = -errno;
+  else if (same && (st->st_dev != c->file_dev || st->st_ino != c->file_ino ||
+                    (uint64_t)st->st_size < c->file_len))
     r = -ESTALE;
-  else if (!(r = ptp_cachefile_check(&st, sizeof(sc_fhdr), PTP_SYMCACHE_FILE_MAX)))
+  else if (!(r = ptp_cachefile_check(st, sizeof(sc_fhdr), PTP_SYMCACHE_FILE_MAX)))
     r = ptp_cachefile_check_dir(c->dir, 1);
   if (r) { close(fd); return r; }
+  return fd;
+}
+
+/* c->rd with an open descriptor of ours (checked: sc_fd_ours, one fstat
+ * per block read): after ptp_symcache_release, or once the program took
+ * the number, the file is opened again by path and must still be the one
+ * read (sc_open_file's same). 0 or sc_open_file's negative errno. */
+static int sc_reopen(ptp_symcache *c) {
+  if (sc_fd_ours(c)) return 0;
+  struct stat st;
+  int fd = sc_open_file(c, true, &st);
+  if (fd < 0) return fd;
   c->rd.fd = fd;
   return 0;
 }
@@ -688,16 +701,9 @@ static int sc_load_all(ptp_symcache *c) {
  * for a file shorter than a header, -EFBIG; the directory's), or
  * sc_parse's (-ESTALE, -EBADMSG, -ENOMEM). */
 static int sc_open_lazy(ptp_symcache *c) {
-  char path[PATH_MAX];
-  int r = sc_path(c, path, sizeof path);
-  if (r) return r;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return -errno;
   struct stat st;
-  if (fstat(fd, &st) != 0) r = -errno;
-  else if (!(r = ptp_cachefile_check(&st, sizeof(sc_fhdr), PTP_SYMCACHE_FILE_MAX)))
-    r = ptp_cachefile_check_dir(c->dir, 1);
-  if (r) { close(fd); return r; }
+  int r, fd = sc_open_file(c, false, &st);
+  if (fd < 0) return fd;
   size_t len = (size_t)st.st_size;
   /* not populated: only the pages of what is read are ever touched. Our
    * own memory, never a mapping of the file: a file truncated in place
