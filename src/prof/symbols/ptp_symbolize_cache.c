@@ -248,17 +248,12 @@ static uint64_t debug_line_size(sym_module *m) {
   Elf *e = m->dw ? dwarf_getelf(m->dw) : NULL;
   size_t shstrndx;
   if (!e || elf_getshdrstrndx(e, &shstrndx) != 0) return 0;
-  Elf_Scn *scn = NULL;
-  while ((scn = elf_nextscn(e, scn)) != NULL) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh)) continue;
-    const char *n = elf_strptr(e, shstrndx, sh.sh_name);
-    if (!n || strcmp(n, ".debug_line") != 0) continue;
-    if (!(sh.sh_flags & SHF_COMPRESSED)) return sh.sh_size;
-    GElf_Chdr ch;
-    return gelf_getchdr(scn, &ch) ? ch.ch_size : UINT64_MAX;
-  }
-  return 0;
+  GElf_Shdr sh;
+  Elf_Scn *scn = ptp_symbolize_find_scn(e, shstrndx, ".debug_line", &sh);
+  if (!scn) return 0;
+  if (!(sh.sh_flags & SHF_COMPRESSED)) return sh.sh_size;
+  GElf_Chdr ch;
+  return gelf_getchdr(scn, &ch) ? ch.ch_size : UINT64_MAX;
 }
 
 /* Pushes every boundary inside which ptp_symbolize_module_resolve gives

@@ -219,25 +219,19 @@ static int read_altlink(const char *path, char *name, size_t namecap, unsigned c
   int r = -1;
   Elf *e = elf_begin(fd, ELF_C_READ, NULL);
   size_t shstrndx;
-  if (e && elf_getshdrstrndx(e, &shstrndx) == 0) {
-    Elf_Scn *scn = NULL;
-    while ((scn = elf_nextscn(e, scn)) != NULL) {
-      GElf_Shdr sh;
-      if (!gelf_getshdr(scn, &sh)) continue;
-      const char *sn = elf_strptr(e, shstrndx, sh.sh_name);
-      if (!sn || strcmp(sn, ".gnu_debugaltlink") != 0) continue;
-      Elf_Data *d = elf_getdata(scn, NULL);
-      if (!d || !d->d_buf) break;
-      const char *p = d->d_buf;
-      size_t nl = strnlen(p, d->d_size);
-      if (nl == d->d_size || nl + 1 >= namecap) break;
-      size_t il = d->d_size - nl - 1;
-      if (il == 0 || il > SYM_MAX_BUILD_ID) break;
+  Elf_Scn *scn = e && elf_getshdrstrndx(e, &shstrndx) == 0
+                     ? ptp_symbolize_find_scn(e, shstrndx, ".gnu_debugaltlink", NULL)
+                     : NULL;
+  Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+  if (d && d->d_buf) {
+    const char *p = d->d_buf;
+    size_t nl = strnlen(p, d->d_size);
+    size_t il = nl < d->d_size ? d->d_size - nl - 1 : 0;
+    if (nl < d->d_size && nl + 1 < namecap && il > 0 && il <= SYM_MAX_BUILD_ID) {
       memcpy(name, p, nl + 1);
       memcpy(id, p + nl + 1, il);
       *idlen = (int)il;
       r = 0;
-      break;
     }
   }
   if (e) elf_end(e);
@@ -408,20 +402,28 @@ static int arange_cmp(const void *a, const void *b) {
   return x->ord < y->ord ? -1 : x->ord > y->ord;
 }
 
-/* The section of e named name, or NULL; *compressed when it is still
- * compressed (libdw inflates compressed debug sections in place at
- * dwarf_begin, so one still compressed is not what libdw reads). */
-static Elf_Scn *find_scn(Elf *e, size_t shstrndx, const char *name, bool *compressed) {
+/* See ptp_symbolize_internal.h. */
+Elf_Scn *ptp_symbolize_find_scn(Elf *e, size_t shstrndx, const char *name, GElf_Shdr *out) {
   Elf_Scn *scn = NULL;
   while ((scn = elf_nextscn(e, scn)) != NULL) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh)) continue;
     const char *sn = elf_strptr(e, shstrndx, sh.sh_name);
     if (!sn || strcmp(sn, name) != 0) continue;
-    *compressed = (sh.sh_flags & SHF_COMPRESSED) != 0;
+    if (out) *out = sh;
     return scn;
   }
   return NULL;
+}
+
+/* The section of e named name, or NULL; *compressed when it is still
+ * compressed (libdw inflates compressed debug sections in place at
+ * dwarf_begin, so one still compressed is not what libdw reads). */
+static Elf_Scn *find_scn(Elf *e, size_t shstrndx, const char *name, bool *compressed) {
+  GElf_Shdr sh;
+  Elf_Scn *scn = ptp_symbolize_find_scn(e, shstrndx, name, &sh);
+  if (scn) *compressed = (sh.sh_flags & SHF_COMPRESSED) != 0;
+  return scn;
 }
 
 /* The .debug_aranges entries of dw's file (ptp_aranges.h) into *out
