@@ -53,9 +53,9 @@ ptp_cfi_lib *ptp_cfi_find(const ptp_cfi_set *cfi, uintptr_t pc) {
   return pc < o->hi ? &cfi->libs[o->lib] : NULL;
 }
 
-const ptp_cfi_row *ptp_cfi_tab_lookup(const ptp_cfi_tab *tab, uintptr_t pc) {
-  /* Rows are bias-relative (a mapped cache file's, see ptp_cfi_tab); a pc
-   * below the bias wraps to a huge value that no row covers. */
+const ptp_cfi_rule *ptp_cfi_tab_lookup(const ptp_cfi_tab *tab, uintptr_t pc) {
+  /* Rows are bias-relative; a pc below the bias wraps to a huge value that
+   * no row covers (starts and lengths are below 2^32 + 2^16). */
   const uintptr_t rel = pc - tab->bias;
   size_t lo = 0, hi = tab->nrows;
   /* last row with start <= rel */
@@ -66,10 +66,11 @@ const ptp_cfi_row *ptp_cfi_tab_lookup(const ptp_cfi_tab *tab, uintptr_t pc) {
   }
   if (lo == 0) return NULL;
   const ptp_cfi_row *row = &tab->rows[lo - 1];
-  return rel - row->start < row->len ? row : NULL;
+  /* rule < nrules: checked when the table was built or read */
+  return rel - row->start < row->len ? &tab->rules[row->rule] : NULL;
 }
 
-const ptp_cfi_row *ptp_cfi_lookup(const ptp_cfi_set *cfi, uintptr_t pc) {
+const ptp_cfi_rule *ptp_cfi_lookup(const ptp_cfi_set *cfi, uintptr_t pc) {
   const ptp_cfi_lib *lib = ptp_cfi_find(cfi, pc);
   if (!lib) return NULL;
   const ptp_cfi_tab *tab = atomic_load_explicit(&lib->tab, memory_order_acquire);
@@ -241,8 +242,8 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
       }
       /* A return address points after the call; pc - 1 is inside it (and
        * inside the right function when the call was the last instruction). */
-      const ptp_cfi_row *row = ptp_cfi_tab_lookup(tab, leaf ? pc : pc - 1);
-      if (!row) {
+      const ptp_cfi_rule *rule = ptp_cfi_tab_lookup(tab, leaf ? pc : pc - 1);
+      if (!rule) {
         /* Code of a non-system object that its CFI does not describe: code
          * a JIT compiler generated at build time and linked in (V8's
          * builtins in node's text, which its JIT code calls), walked as JIT
@@ -255,25 +256,25 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
         jx = &gap;
         goto jit;
       }
-      if (row->kind == PTP_CFI_NORULE) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
-      if (row->kind == PTP_CFI_END) break;             /* outermost frame: complete */
+      if (rule->kind == PTP_CFI_NORULE) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
+      if (rule->kind == PTP_CFI_END) break;             /* outermost frame: complete */
       uintptr_t cfa;
-      if (row->kind == PTP_CFI_RSP) {
-        cfa = sp + (intptr_t)row->cfa_off;
+      if (rule->kind == PTP_CFI_RSP) {
+        cfa = sp + (intptr_t)rule->cfa_off;
       } else {
         if (!fp_known) { *flags |= PTP_SAMPLE_TRUNCATED; break; }
-        cfa = fp + (intptr_t)row->cfa_off;
+        cfa = fp + (intptr_t)rule->cfa_off;
       }
-      if (!stack_read(cfa + (intptr_t)row->ra_off, lo, hi, &npc)) {
+      if (!stack_read(cfa + (intptr_t)rule->ra_off, lo, hi, &npc)) {
         *flags |= PTP_SAMPLE_TRUNCATED;
         break;
       }
-      if (row->rbp_off == PTP_RBP_SAME) {
+      if (rule->rbp_off == PTP_RBP_SAME) {
         nfp = fp;
-      } else if (row->rbp_off == PTP_RBP_UNKNOWN) {
+      } else if (rule->rbp_off == PTP_RBP_UNKNOWN) {
         nfp = 0;
         fp_known = 0;
-      } else if (leaf && cfa + (intptr_t)row->rbp_off < sp) {
+      } else if (leaf && cfa + (intptr_t)rule->rbp_off < sp) {
         /* Interrupted in an epilogue after `pop %rbp`: GCC's CFI keeps the
          * save rule to the end of the function, but the slot is below sp
          * (dead, possibly overwritten by the signal frame) and rbp already
@@ -281,7 +282,7 @@ PTP_NO_ASAN int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t s
          * be in this state: a caller's save slots lie above its callee's
          * CFA. */
         nfp = fp;
-      } else if (!stack_read(cfa + (intptr_t)row->rbp_off, lo, hi, &nfp)) {
+      } else if (!stack_read(cfa + (intptr_t)rule->rbp_off, lo, hi, &nfp)) {
         *flags |= PTP_SAMPLE_TRUNCATED;
         break;
       } else {

@@ -46,41 +46,60 @@
 
 #include "prof/signal/ptp_xrange.h"
 
-/* ptp_cfi_row.kind */
+/* ptp_cfi_rule.kind */
 #define PTP_CFI_RSP    0   /* CFA = caller-visible rsp + cfa_off */
 #define PTP_CFI_RBP    1   /* CFA = rbp + cfa_off */
 #define PTP_CFI_NORULE 2   /* no rule we can follow (expression, PLT, ...) */
 #define PTP_CFI_END    3   /* return address undefined: outermost frame */
 
-/* ptp_cfi_row.rbp_off special values */
+/* ptp_cfi_rule.rbp_off special values */
 #define PTP_RBP_SAME    INT16_MAX        /* rbp unchanged in this frame */
 #define PTP_RBP_UNKNOWN (INT16_MAX - 1)  /* caller's rbp not recoverable */
 
-/* One rule valid for PCs in [start, start + len). 24 bytes. */
-typedef struct ptp_cfi_row {
-  uintptr_t start;
-  uint32_t len;
+/* How to step from a frame to its caller. 8 bytes. An object has few
+ * distinct rules (14 to 342 in the objects of a profiling daemon, against
+ * 500 to 82,000 rows), so each table keeps its rules once and its rows
+ * name them by index. */
+typedef struct ptp_cfi_rule {
   int32_t cfa_off;
   int16_t rbp_off;   /* caller's rbp saved at CFA + rbp_off, or PTP_RBP_* */
   int8_t ra_off;     /* return address saved at CFA + ra_off (usually -8) */
   uint8_t kind;      /* PTP_CFI_* */
+} ptp_cfi_rule;
+
+/* One rule valid for the PCs [bias + start, bias + start + len) of an
+ * object (bias: its ptp_cfi_tab's, the object's load bias). 8 bytes, no
+ * padding: the walker's binary search reads 8 rows per cache line, and a
+ * table is a third of the size of rows carrying their rule (24 bytes) to
+ * read, check and keep. A range longer than PTP_CFI_ROW_LEN_MAX is several
+ * rows. */
+typedef struct ptp_cfi_row {
+  uint32_t start;    /* offset from the table's bias */
+  uint16_t len;      /* > 0 */
+  uint16_t rule;     /* index into the table's rules */
 } ptp_cfi_row;
 
-/* The rows of one object, sorted by start, non-overlapping; a row covers
- * the runtime PCs [bias + start, bias + start + len). Immutable once
- * published. Two origins: a table built here (ptp_cfi_parse.c) has its rows
- * right after the struct in the same allocation and bias 0; a table read
- * from the persistent cache (ptp_cficache.c) points into a read-only copy
- * of the cache file (a private anonymous mapping: never the file's own
- * pages, which a truncation could take away under the handler), whose rows
- * are relative to the object's load bias and are used in place (never
- * relocated), and map/maplen name that copy. Freed only by ptp_cfi_tab_free. */
+#define PTP_CFI_ROW_LEN_MAX UINT16_MAX
+#define PTP_CFI_RULES_MAX ((size_t)UINT16_MAX + 1)
+
+/* The rows of one object, sorted by start, non-overlapping, relative to
+ * the object's load bias (so a table is the same bytes wherever the object
+ * is loaded, and the cache's tables are used where they were read, never
+ * relocated); every row's rule index is below nrules. Immutable once
+ * published. Two origins: a table built here (ptp_cfi_parse.c) has its
+ * rules and rows right after the struct in the same allocation; a table
+ * read from the persistent cache (ptp_cficache.c) points into a read-only
+ * copy of the cache file (a private anonymous mapping: never the file's
+ * own pages, which a truncation could take away under the handler), and
+ * map/maplen name that copy. Freed only by ptp_cfi_tab_free. */
 typedef struct ptp_cfi_tab {
   size_t nrows;
+  size_t nrules;
   size_t bytes;                /* memory it holds (memory cap) */
   uintptr_t bias;              /* added to a row's start */
   const ptp_cfi_row *rows;
-  size_t norule;               /* rows of kind PTP_CFI_NORULE */
+  const ptp_cfi_rule *rules;
+  size_t norule;               /* rows whose rule is PTP_CFI_NORULE */
   void *map;                   /* the copy of the cache file, or NULL */
   size_t maplen;
 } ptp_cfi_tab;
@@ -170,13 +189,13 @@ int ptp_unwind_ex(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
 /* The slot of the CFI object containing pc, or NULL (frame-pointer code or
  * unknown). Async-signal-safe (binary search). */
 ptp_cfi_lib *ptp_cfi_find(const ptp_cfi_set *cfi, uintptr_t pc);
-/* The row covering pc (a runtime address) in tab, or NULL.
+/* The rule of the row covering pc (a runtime address) in tab, or NULL.
  * Async-signal-safe. */
-const ptp_cfi_row *ptp_cfi_tab_lookup(const ptp_cfi_tab *tab, uintptr_t pc);
-/* The row covering pc in the set (NULL when pc is in no CFI object, its
+const ptp_cfi_rule *ptp_cfi_tab_lookup(const ptp_cfi_tab *tab, uintptr_t pc);
+/* The rule covering pc in the set (NULL when pc is in no CFI object, its
  * table is not built, or no row covers it). Does not mark anything wanted.
  * Async-signal-safe. */
-const ptp_cfi_row *ptp_cfi_lookup(const ptp_cfi_set *cfi, uintptr_t pc);
+const ptp_cfi_rule *ptp_cfi_lookup(const ptp_cfi_set *cfi, uintptr_t pc);
 /* Nonzero if pc lies in an object of cfi walked with CFI tables (not frame
  * pointers, not refused for lack of both). Async-signal-safe. */
 int ptp_cfi_in_system(const ptp_cfi_set *cfi, uintptr_t pc);

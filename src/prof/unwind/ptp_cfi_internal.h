@@ -34,6 +34,8 @@ typedef struct ptp_cfi_objinfo {
   ptp_cfi_seg text[8];             /* executable segments */
   int ntext;
   uintptr_t text_lo;       /* lowest executable address (identity) */
+  uintptr_t bias;          /* load bias (dlpi_addr): the table's rows are
+                            * relative to it */
   uintptr_t hdr;           /* PT_GNU_EH_FRAME, 0 if none */
   size_t hdrsz;
 } ptp_cfi_objinfo;
@@ -56,17 +58,19 @@ int ptp_cfi_mem_ok(const ptp_cfi_objmem *m, uintptr_t a, size_t n);
  * the .eh_frame_hdr bounds check). */
 void ptp_cfi_obj_scan(const struct dl_phdr_info *info, ptp_cfi_objinfo *o);
 
-/* Builds the table of one object from its .eh_frame, at most max_rows rows.
+/* Builds the table of one object from its .eh_frame, relative to o->bias,
+ * at most max_rows rows and rules together (8 bytes each, ptp_unwind.h).
  * Must run inside a dl_iterate_phdr callback for that object (the loader's
  * lock keeps it mapped). Returns 0 and *out (caller frees), -ENOENT (no
- * usable .eh_frame_hdr), -E2BIG (more than max_rows rows) or -ENOMEM. */
+ * usable .eh_frame_hdr), -E2BIG (more than max_rows rows and rules, or
+ * more than PTP_CFI_RULES_MAX distinct rules) or -ENOMEM. */
 int ptp_cfi_parse_eh(const ptp_cfi_objinfo *o, size_t max_rows, ptp_cfi_tab **out);
 
 /* Builds a table from a .debug_frame section's bytes [sec, sec + len) (a
  * copy read from the object's file or its separate debug file; every read
  * is bounds-checked against it) whose addresses are link-time addresses
- * of an object loaded with this bias. Same returns as ptp_cfi_parse_eh
- * (-ENOENT never). */
+ * of an object loaded with this bias (the table's rows are relative to
+ * it). Same returns as ptp_cfi_parse_eh (-ENOENT never). */
 int ptp_cfi_parse_debug_frame(const uint8_t *sec, size_t len, uintptr_t bias, size_t max_rows,
                               ptp_cfi_tab **out);
 

@@ -76,6 +76,20 @@ static int64_t rd_sleb(rd *r) {
   return v;
 }
 
+/* v * align for a register or CFA offset: a product that does not fit
+ * (only corrupt CFI has one) is an error of r, never signed overflow. */
+static int64_t rd_scaled(rd *r, int64_t v, int64_t align) {
+  int64_t out;
+  if (__builtin_mul_overflow(v, align, &out)) { r->err = 1; return 0; }
+  return out;
+}
+
+/* The same for an unsigned operand (ULEB128): above INT64_MAX is an error. */
+static int64_t rd_uscaled(rd *r, uint64_t v, int64_t align) {
+  if (v > INT64_MAX) { r->err = 1; return 0; }
+  return rd_scaled(r, (int64_t)v, align);
+}
+
 /* Reads a DW_EH_PE_* encoded pointer. datarel is relative to data_base
  * (.eh_frame_hdr start, the only user). Indirect pointers are refused. */
 static uintptr_t rd_enc(rd *r, uint8_t enc, uintptr_t data_base) {
@@ -131,11 +145,18 @@ typedef struct cie {
   const uint8_t *insns, *insns_end;
 } cie;
 
+/* A row as the CFI program yields it: a range of runtime addresses and
+ * its rule, before finish_tab stores the table compact. */
+typedef struct wrow {
+  uintptr_t start;
+  uint32_t len;
+  ptp_cfi_rule r;
+} wrow;
+
 typedef struct rowvec {
-  ptp_cfi_row *v;
+  wrow *v;
   size_t n, cap;
   size_t max;            /* row limit (memory cap); reaching it sets oom */
-  size_t norule;
   int oom;
 } rowvec;
 
@@ -159,31 +180,30 @@ static void emit(rowvec *rv, uintptr_t start, uintptr_t end, const cfstate *st) 
     }
     return;
   }
-  ptp_cfi_row row = { .start = start, .len = (uint32_t)(end - start) };
   if (end - start > UINT32_MAX) return;
-  row.kind = PTP_CFI_NORULE;
-  row.rbp_off = PTP_RBP_UNKNOWN;
+  wrow row = { .start = start, .len = (uint32_t)(end - start) };
+  ptp_cfi_rule *ru = &row.r;
+  ru->kind = PTP_CFI_NORULE;
+  ru->rbp_off = PTP_RBP_UNKNOWN;
   if (st->ra.type == R_UNDEF) {
-    row.kind = PTP_CFI_END;
+    ru->kind = PTP_CFI_END;
   } else if (st->ra.type == R_OFFSET && st->ra.off >= INT8_MIN && st->ra.off <= INT8_MAX &&
              (st->cfa_reg == DW_RSP || st->cfa_reg == DW_RBP) &&
              st->cfa_off >= INT32_MIN && st->cfa_off <= INT32_MAX) {
-    row.kind = st->cfa_reg == DW_RSP ? PTP_CFI_RSP : PTP_CFI_RBP;
-    row.cfa_off = (int32_t)st->cfa_off;
-    row.ra_off = (int8_t)st->ra.off;
+    ru->kind = st->cfa_reg == DW_RSP ? PTP_CFI_RSP : PTP_CFI_RBP;
+    ru->cfa_off = (int32_t)st->cfa_off;
+    ru->ra_off = (int8_t)st->ra.off;
     if (st->rbp.type == R_NONE || st->rbp.type == R_SAME)
-      row.rbp_off = PTP_RBP_SAME;
+      ru->rbp_off = PTP_RBP_SAME;
     else if (st->rbp.type == R_OFFSET && st->rbp.off > INT16_MIN && st->rbp.off < PTP_RBP_UNKNOWN)
-      row.rbp_off = (int16_t)st->rbp.off;
+      ru->rbp_off = (int16_t)st->rbp.off;
     else
-      row.rbp_off = PTP_RBP_UNKNOWN;
+      ru->rbp_off = PTP_RBP_UNKNOWN;
   }
-  if (row.kind == PTP_CFI_NORULE) rv->norule++;
   /* Merge with the previous row when contiguous and identical. */
   if (rv->n) {
-    ptp_cfi_row *p = &rv->v[rv->n - 1];
-    if (p->start + p->len == start && p->kind == row.kind && p->cfa_off == row.cfa_off &&
-        p->rbp_off == row.rbp_off && p->ra_off == row.ra_off &&
+    wrow *p = &rv->v[rv->n - 1];
+    if (p->start + p->len == start && memcmp(&p->r, ru, sizeof *ru) == 0 &&
         (uint64_t)p->len + row.len <= UINT32_MAX) {
       p->len += row.len;
       return;
@@ -193,7 +213,7 @@ static void emit(rowvec *rv, uintptr_t start, uintptr_t end, const cfstate *st) 
   if (rv->n == rv->cap) {
     size_t ncap = rv->cap ? rv->cap * 2 : 1024;
     if (ncap > rv->max) ncap = rv->max;
-    ptp_cfi_row *nv = ptp_realloc(rv->v, ncap * sizeof *nv);
+    wrow *nv = ptp_realloc(rv->v, ncap * sizeof *nv);
     if (!nv) { rv->oom = 1; return; }
     rv->v = nv;
     rv->cap = ncap;
@@ -225,7 +245,7 @@ static int run_cfi(const cie *c, const uint8_t *p, const uint8_t *end, cfstate *
       adv = low * c->code_align;
       goto advance;
     } else if (hi == DW_CFA_offset) {
-      off = (int64_t)rd_uleb(&r) * c->data_align;
+      off = rd_uscaled(&r, rd_uleb(&r), c->data_align);
       if ((ru = rule_of(st, low))) { ru->type = R_OFFSET; ru->off = off; }
       continue;
     } else if (hi == DW_CFA_restore) {
@@ -247,15 +267,17 @@ static int run_cfi(const cie *c, const uint8_t *p, const uint8_t *end, cfstate *
     case DW_CFA_advance_loc2: adv = rd_u(&r, 2) * c->code_align; goto advance;
     case DW_CFA_advance_loc4: adv = rd_u(&r, 4) * c->code_align; goto advance;
     case DW_CFA_offset_extended:
-      reg = rd_uleb(&r); off = (int64_t)rd_uleb(&r) * c->data_align;
+      reg = rd_uleb(&r); off = rd_uscaled(&r, rd_uleb(&r), c->data_align);
       if ((ru = rule_of(st, reg))) { ru->type = R_OFFSET; ru->off = off; }
       break;
     case DW_CFA_offset_extended_sf:
-      reg = rd_uleb(&r); off = rd_sleb(&r) * c->data_align;
+      reg = rd_uleb(&r); off = rd_scaled(&r, rd_sleb(&r), c->data_align);
       if ((ru = rule_of(st, reg))) { ru->type = R_OFFSET; ru->off = off; }
       break;
     case DW_CFA_GNU_negative_offset_extended:
-      reg = rd_uleb(&r); off = -(int64_t)rd_uleb(&r) * c->data_align;
+      reg = rd_uleb(&r); off = rd_uscaled(&r, rd_uleb(&r), c->data_align);
+      if (off == INT64_MIN) r.err = 1;
+      off = off == INT64_MIN ? 0 : -off;
       if ((ru = rule_of(st, reg))) { ru->type = R_OFFSET; ru->off = off; }
       break;
     case DW_CFA_restore_extended:
@@ -289,7 +311,7 @@ static int run_cfi(const cie *c, const uint8_t *p, const uint8_t *end, cfstate *
       st->cfa_reg = (int)rd_uleb(&r); st->cfa_off = (int64_t)rd_uleb(&r);
       break;
     case DW_CFA_def_cfa_sf:
-      st->cfa_reg = (int)rd_uleb(&r); st->cfa_off = rd_sleb(&r) * c->data_align;
+      st->cfa_reg = (int)rd_uleb(&r); st->cfa_off = rd_scaled(&r, rd_sleb(&r), c->data_align);
       break;
     case DW_CFA_def_cfa_register:
       st->cfa_reg = (int)rd_uleb(&r);
@@ -299,7 +321,7 @@ static int run_cfi(const cie *c, const uint8_t *p, const uint8_t *end, cfstate *
       if (st->cfa_reg < 0) st->cfa_reg = -1;         /* offset of an expression */
       break;
     case DW_CFA_def_cfa_offset_sf:
-      st->cfa_off = rd_sleb(&r) * c->data_align;
+      st->cfa_off = rd_scaled(&r, rd_sleb(&r), c->data_align);
       if (st->cfa_reg < 0) st->cfa_reg = -1;
       break;
     case DW_CFA_def_cfa_expression: {
@@ -346,6 +368,7 @@ static int run_cfi(const cie *c, const uint8_t *p, const uint8_t *end, cfstate *
     if (r.err) return -1;
     if (rv) {
       uintptr_t nl = *loc + adv;
+      if (nl < *loc) return -1;  /* wrapped: corrupt */
       emit(rv, *loc, nl < loc_end ? nl : loc_end, st);
       *loc = nl;
     } else {
@@ -459,6 +482,7 @@ static void parse_fde(const ptp_cfi_objmem *m, uintptr_t a, rowvec *rv, cie_cach
 
 void ptp_cfi_obj_scan(const struct dl_phdr_info *info, ptp_cfi_objinfo *o) {
   memset(o, 0, sizeof *o);
+  o->bias = info->dlpi_addr;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
@@ -473,11 +497,11 @@ void ptp_cfi_obj_scan(const struct dl_phdr_info *info, ptp_cfi_objinfo *o) {
   if (o->hdr && (o->hdrsz < 4 || !ptp_cfi_mem_ok(&o->m, o->hdr, o->hdrsz))) o->hdr = 0;
 }
 static int cmp_row(const void *a, const void *b) {
-  const ptp_cfi_row *x = a, *y = b;
+  const wrow *x = a, *y = b;
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int finish_tab(rowvec *rvp, ptp_cfi_tab **out);
+static int finish_tab(rowvec *rvp, uintptr_t bias, ptp_cfi_tab **out);
 
 int ptp_cfi_parse_eh(const ptp_cfi_objinfo *o, size_t max_rows, ptp_cfi_tab **out) {
   *out = NULL;
@@ -497,7 +521,7 @@ int ptp_cfi_parse_eh(const ptp_cfi_objinfo *o, size_t max_rows, ptp_cfi_tab **ou
     if (r.err) break;
     parse_fde(&o->m, fde, &rv, &cc, 0, 0, 0);
   }
-  return finish_tab(&rv, out);
+  return finish_tab(&rv, o->bias, out);
 }
 
 int ptp_cfi_parse_debug_frame(const uint8_t *sec, size_t len, uintptr_t bias, size_t max_rows,
@@ -515,11 +539,71 @@ int ptp_cfi_parse_debug_frame(const uint8_t *sec, size_t len, uintptr_t bias, si
     if (elen >= 4) parse_fde(&m, a, &rv, &cc, 1, (uintptr_t)sec, bias);
     a += 4 + (uintptr_t)elen;
   }
-  return finish_tab(&rv, out);
+  return finish_tab(&rv, bias, out);
 }
 
-/* Sorts, clips and copies the rows of rv into one table; frees rv. */
-static int finish_tab(rowvec *rvp, ptp_cfi_tab **out) {
+/* The distinct rules of a table being finished: an open-addressing set of
+ * rule indexes (0 = empty, else index + 1), keyed by the rule's 8 bytes
+ * (no padding, every field set by emit). */
+typedef struct ruleset {
+  ptp_cfi_rule *v;
+  size_t n, cap;
+  uint32_t *slot;
+  size_t nslots;           /* a power of two, > 2n */
+} ruleset;
+
+static uint64_t rule_key(const ptp_cfi_rule *r) {
+  uint64_t k;
+  memcpy(&k, r, sizeof k);
+  return k;
+}
+
+static int ruleset_grow(ruleset *rs) {
+  size_t ns = rs->nslots ? rs->nslots * 2 : 256;
+  uint32_t *sl = ptp_calloc(ns, sizeof *sl);
+  if (!sl) return -ENOMEM;
+  for (size_t i = 0; i < rs->n; i++) {
+    size_t h = (size_t)((rule_key(&rs->v[i]) * 0x9e3779b97f4a7c15ull) >> 32) & (ns - 1);
+    while (sl[h]) h = (h + 1) & (ns - 1);
+    sl[h] = (uint32_t)i + 1;
+  }
+  free(rs->slot);
+  rs->slot = sl;
+  rs->nslots = ns;
+  return 0;
+}
+
+/* The index of r in rs, added if new. -E2BIG past PTP_CFI_RULES_MAX
+ * distinct rules (none of the objects measured has more than 342), or
+ * -ENOMEM. */
+static long ruleset_index(ruleset *rs, const ptp_cfi_rule *r) {
+  if (2 * (rs->n + 1) > rs->nslots && ruleset_grow(rs) < 0) return -ENOMEM;
+  const uint64_t k = rule_key(r);
+  size_t h = (size_t)((k * 0x9e3779b97f4a7c15ull) >> 32) & (rs->nslots - 1);
+  for (; rs->slot[h]; h = (h + 1) & (rs->nslots - 1))
+    if (rule_key(&rs->v[rs->slot[h] - 1]) == k) return (long)rs->slot[h] - 1;
+  if (rs->n == PTP_CFI_RULES_MAX) return -E2BIG;
+  if (rs->n == rs->cap) {
+    size_t nc = rs->cap ? rs->cap * 2 : 64;
+    ptp_cfi_rule *nv = ptp_realloc(rs->v, nc * sizeof *nv);
+    if (!nv) return -ENOMEM;
+    rs->v = nv;
+    rs->cap = nc;
+  }
+  rs->v[rs->n] = *r;
+  rs->slot[h] = (uint32_t)rs->n + 1;
+  return (long)rs->n++;
+}
+
+/* Sorts and clips the rows of rv, then stores them as one compact table
+ * (ptp_unwind.h): each distinct rule once, rows relative to bias and at
+ * most PTP_CFI_ROW_LEN_MAX long. A row outside [bias, bias + 2^32) is
+ * dropped (no code of the object lies there: it came from a corrupt or
+ * foreign FDE). Rows and rules together are at most rv's max (both are 8
+ * bytes: the memory cap counts them alike), else -E2BIG. Frees rv. */
+static int finish_tab(rowvec *rvp, uintptr_t bias, ptp_cfi_tab **out) {
+  _Static_assert(sizeof(ptp_cfi_row) == 8 && sizeof(ptp_cfi_rule) == 8,
+                 "rows and rules are 8 bytes (file format, memory cap)");
   rowvec rv = *rvp;
   if (rv.oom) {
     int big = rv.n == rv.max;
@@ -533,25 +617,57 @@ static int finish_tab(rowvec *rvp, ptp_cfi_tab **out) {
   for (size_t i = 1; i < rv.n && sorted; i++) sorted = rv.v[i - 1].start <= rv.v[i].start;
   if (!sorted) qsort(rv.v, rv.n, sizeof *rv.v, cmp_row);
   /* Overlapping FDEs should not exist; if they do, clip so binary search
-   * stays correct. */
+   * stays correct. Rows outside the object's 4 GiB go here too. */
   size_t w = 0;
   for (size_t i = 0; i < rv.n; i++) {
-    ptp_cfi_row row = rv.v[i];
+    wrow row = rv.v[i];
+    if (row.start < bias || row.start - bias > UINT32_MAX ||
+        row.len > (uint64_t)UINT32_MAX + 1 - (row.start - bias))
+      continue;
     if (w) {
-      ptp_cfi_row *p = &rv.v[w - 1];
+      wrow *p = &rv.v[w - 1];
       if (p->start + p->len > row.start) p->len = (uint32_t)(row.start - p->start);
       if (p->len == 0) w--;
     }
     rv.v[w++] = row;
   }
-  size_t bytes = sizeof(ptp_cfi_tab) + w * sizeof(ptp_cfi_row);
-  ptp_cfi_tab *t = ptp_malloc(bytes);
-  if (!t) { free(rv.v); return -ENOMEM; }
-  ptp_cfi_row *rows = (ptp_cfi_row *)(t + 1);   /* 8-aligned: the struct is */
-  *t = (ptp_cfi_tab){ .nrows = w, .bytes = bytes, .bias = 0, .rows = rows };
-  if (w) memcpy(rows, rv.v, w * sizeof *rv.v);
-  for (size_t i = 0; i < w; i++) t->norule += rows[i].kind == PTP_CFI_NORULE;
+  /* Each row's rule index, and the count of compact rows. */
+  ruleset rs = { 0 };
+  uint16_t *idx = w ? ptp_malloc(w * sizeof *idx) : NULL;
+  size_t nrows = 0;
+  int rc = w && !idx ? -ENOMEM : 0;
+  for (size_t i = 0; i < w && rc == 0; i++) {
+    long k = ruleset_index(&rs, &rv.v[i].r);
+    if (k < 0) { rc = (int)k; break; }
+    idx[i] = (uint16_t)k;
+    nrows += (rv.v[i].len + (size_t)PTP_CFI_ROW_LEN_MAX - 1) / PTP_CFI_ROW_LEN_MAX;
+  }
+  if (rc == 0 && nrows + rs.n > rv.max) rc = -E2BIG;
+  ptp_cfi_tab *t = NULL;
+  size_t bytes = sizeof(ptp_cfi_tab) + (rs.n + nrows) * 8;
+  if (rc == 0 && !(t = ptp_malloc(bytes))) rc = -ENOMEM;
+  if (rc == 0) {
+    ptp_cfi_rule *rules = (ptp_cfi_rule *)(t + 1);   /* 8-aligned: the struct is */
+    ptp_cfi_row *rows = (ptp_cfi_row *)(rules + rs.n);
+    if (rs.n) memcpy(rules, rs.v, rs.n * sizeof *rules);
+    size_t n = 0, norule = 0;
+    for (size_t i = 0; i < w; i++) {
+      uint32_t at = (uint32_t)(rv.v[i].start - bias), left = rv.v[i].len;
+      while (left) {
+        uint16_t len = left > PTP_CFI_ROW_LEN_MAX ? PTP_CFI_ROW_LEN_MAX : (uint16_t)left;
+        rows[n++] = (ptp_cfi_row){ .start = at, .len = len, .rule = idx[i] };
+        norule += rules[idx[i]].kind == PTP_CFI_NORULE;
+        at += len;
+        left -= len;
+      }
+    }
+    *t = (ptp_cfi_tab){ .nrows = n, .nrules = rs.n, .bytes = bytes, .bias = bias, .rows = rows,
+                        .rules = rules, .norule = norule };
+    *out = t;
+  }
+  free(idx);
+  free(rs.v);
+  free(rs.slot);
   free(rv.v);
-  *out = t;
-  return 0;
+  return rc;
 }

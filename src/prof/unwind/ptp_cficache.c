@@ -32,33 +32,39 @@
 #define CFC_SUFFIX ".cfi"
 #define CFC_TMP_AGE_S 3600
 
+/* Then nrules rules and nrows rows (ptp_unwind.h), 8 bytes each: the
+ * rules start 8-aligned (the header is a multiple of 8), and so do the
+ * rows. */
 typedef struct cfc_header {
   char magic[8];
   uint32_t version;
-  uint32_t rowsize;                  /* sizeof(ptp_cfi_row) */
+  uint32_t rowsize;                  /* sizeof(ptp_cfi_row) == sizeof(ptp_cfi_rule) */
   uint64_t nrows;
   uint64_t key;
-  uint32_t crc;                      /* CRC of the rows (algorithm: algo) */
+  uint32_t crc;                      /* CRC of the rules, then the rows (algorithm: algo) */
   uint32_t algo;                     /* ptp_crc.h id: PTP_CRC_C3 or PTP_CRC_ZLIB */
+  uint64_t nrules;
   char build_id[PTP_CFICACHE_BID_MAX + 6];   /* NUL-terminated, zero-padded */
 } cfc_header;
+_Static_assert(sizeof(cfc_header) % 8 == 0, "rules and rows start 8-aligned");
 
 /* ---- checksum ------------------------------------------------------------ */
 
-/* The rows' checksum: ptp_crc.h's best algorithm (id in the header: 2
- * zlib crc32, 3 the three-lane CRC-32C), cut into blocks of CFC_BLOCK_ROWS
- * rows (the reader checks each block's rows right after summing it, while
- * they are in the cache). Measured on the 3.2 MB of a profiling daemon's
- * 13 tables: see docs/performance.md "Daemon overhead". A file of
- * another algorithm (id 1, the single-chain CRC-32C of earlier versions,
- * included) is stale: rebuilt and rewritten. */
-#define CFC_BLOCK_ROWS 768                  /* 18 KiB: stays in L1/L2 */
+/* The checksum: ptp_crc.h's best algorithm (id in the header: 2 zlib
+ * crc32, 3 the three-lane CRC-32C) over the rules as one block, then the
+ * rows cut into blocks of CFC_BLOCK_ROWS rows (the reader checks each
+ * block's rows right after summing it, while they are in the cache). A
+ * file of another algorithm (id 1, the single-chain CRC-32C of earlier
+ * versions, included) is stale: rebuilt and rewritten. */
+#define CFC_BLOCK_ROWS 2304                 /* 18 KiB: stays in L1/L2 */
 #define CFC_BLOCK_BYTES (CFC_BLOCK_ROWS * sizeof(ptp_cfi_row))
 
-/* The checksum of all rows (the writer's; the reader sums block by block
- * in rows_verify, the same blocks). */
-static uint32_t rows_crc(unsigned algo, const ptp_cfi_row *rows, size_t n) {
-  return ptp_crc_blocks(algo, 0, rows, n * sizeof *rows, CFC_BLOCK_BYTES);
+/* The checksum of a table's rules and rows (the writer's; the reader sums
+ * block by block in tab_verify, the same blocks). */
+static uint32_t tab_crc(unsigned algo, const ptp_cfi_rule *rules, size_t nrules,
+                        const ptp_cfi_row *rows, size_t nrows) {
+  uint32_t crc = ptp_crc_blocks(algo, 0, rules, nrules * sizeof *rules, 0);
+  return ptp_crc_blocks(algo, crc, rows, nrows * sizeof *rows, CFC_BLOCK_BYTES);
 }
 
 /* ---- directory ----------------------------------------------------------- */
@@ -119,35 +125,38 @@ static int file_path(char *buf, size_t cap, const char *dir, const char *bid) {
   return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
-/* The checksum and the row checks in one pass over the mapped rows, a block
- * at a time, so the checks read what the checksum has just brought into the
- * cache (no page is read twice from memory). The checks: the walker's
- * binary search needs sorted, disjoint rows, and a row outside the object
- * would claim PCs the object does not have. Rows are bias-relative, so is
- * the object's range [rlo, rhi). The conditions are or-ed without branches
- * (a valid file, the common case, takes none). Counts the NORULE rows into
+/* The checksum and the checks in one pass over the copy, a block at a
+ * time, so the checks read what the checksum has just brought into the
+ * cache (no page is read twice from memory). The checks: every rule's kind
+ * is known; the walker's binary search needs sorted, disjoint rows, each
+ * naming a rule of the table; a row outside the object would claim PCs the
+ * object does not have. Rows are bias-relative, so is the object's range
+ * [rlo, rhi). The conditions are or-ed without branches (a valid file, the
+ * common case, takes none). Counts the rows whose rule is NORULE into
  * *norule. Returns 0 or -EBADMSG. */
-static int rows_verify(unsigned algo, const ptp_cfi_row *rows, size_t n, uintptr_t rlo,
-                       uintptr_t rhi, uint32_t want, size_t *norule) {
-  uint32_t crc = 0;
+static int tab_verify(unsigned algo, const ptp_cfi_rule *rules, size_t nrules,
+                      const ptp_cfi_row *rows, size_t n, uintptr_t rlo, uintptr_t rhi,
+                      uint32_t want, size_t *norule) {
+  uint32_t crc = ptp_crc_block(algo, 0, rules, nrules * sizeof *rules);
+  unsigned bad = 0;
+  for (size_t i = 0; i < nrules; i++) bad |= (unsigned)(rules[i].kind > PTP_CFI_END);
+  if (bad) return -EBADMSG;
   uintptr_t prev_end = rlo;
   size_t nr = 0;
   for (size_t b = 0; b < n; b += CFC_BLOCK_ROWS) {
     size_t e = n - b < CFC_BLOCK_ROWS ? n : b + CFC_BLOCK_ROWS;
     crc = ptp_crc_block(algo, crc, rows + b, (e - b) * sizeof *rows);
-    unsigned bad = 0;
     for (size_t i = b; i < e; i++) {
       const uintptr_t st = rows[i].start, end = st + rows[i].len;
-      const uint8_t kind = rows[i].kind;
-      /* end <= st: empty, or wrapped past the top of the address space */
-      bad |= (unsigned)(st < prev_end) | (unsigned)(end <= st) | (unsigned)(kind > PTP_CFI_END);
+      const size_t ru = rows[i].rule;
+      bad |= (unsigned)(st < prev_end) | (unsigned)(rows[i].len == 0) | (unsigned)(ru >= nrules);
       prev_end = end;
-      nr += kind == PTP_CFI_NORULE;
+      nr += ru < nrules && rules[ru].kind == PTP_CFI_NORULE;
     }
     if (bad) return -EBADMSG;
   }
-  /* Sorted, disjoint, none wrapped, the first at or above rlo: every row
-   * lies in [rlo, rhi) if the last one ends by rhi. */
+  /* Sorted, disjoint, non-empty, the first at or above rlo: every row lies
+   * in [rlo, rhi) if the last one ends by rhi. */
   if (prev_end > rhi || crc != want) return -EBADMSG;
   *norule = nr;
   return 0;
@@ -177,7 +186,6 @@ int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t 
   ptp_cfi_tab *t = NULL;
   cfc_header h;
   memcpy(&h, map, sizeof h);
-  const ptp_cfi_row *rows = (const ptp_cfi_row *)((const uint8_t *)map + sizeof h);
   if (memcmp(h.magic, CFC_MAGIC, 8) != 0 || h.rowsize != sizeof(ptp_cfi_row)) goto fail_map;
   if (h.version != PTP_CFICACHE_VERSION || h.key != key || h.algo != ptp_crc_algo()) {
     r = -ESTALE;
@@ -185,18 +193,23 @@ int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t 
   }
   if (memchr(h.build_id, 0, sizeof h.build_id) == NULL || strcmp(h.build_id, bid) != 0)
     goto fail_map;
-  /* The header's row count must be the file's size exactly: the rows read
-   * below lie inside the mapping. */
-  if (h.nrows != (maplen - sizeof h) / sizeof(ptp_cfi_row) ||
-      (maplen - sizeof h) % sizeof(ptp_cfi_row))
+  /* The header's counts must be the file's size exactly: the rules and
+   * rows read below lie inside the copy. */
+  const size_t body = maplen - sizeof h;
+  if (body % sizeof(ptp_cfi_row) || h.nrules > PTP_CFI_RULES_MAX ||
+      h.nrows > body / sizeof(ptp_cfi_row) || h.nrules != body / sizeof(ptp_cfi_row) - h.nrows)
     goto fail_map;
-  if (h.nrows > max_rows) { r = -E2BIG; goto fail_map; }
+  if (h.nrows + h.nrules > max_rows) { r = -E2BIG; goto fail_map; }
+  const ptp_cfi_rule *rules = (const ptp_cfi_rule *)((const uint8_t *)map + sizeof h);
+  const ptp_cfi_row *rows = (const ptp_cfi_row *)(rules + h.nrules);
   size_t norule = 0;
-  if ((r = rows_verify(h.algo, rows, (size_t)h.nrows, lo - bias, hi - bias, h.crc, &norule)) < 0)
+  if ((r = tab_verify(h.algo, rules, (size_t)h.nrules, rows, (size_t)h.nrows, lo - bias,
+                      hi - bias, h.crc, &norule)) < 0)
     goto fail_map;
   if (!(t = ptp_malloc(sizeof *t))) { r = -ENOMEM; goto fail_map; }
-  *t = (ptp_cfi_tab){ .nrows = (size_t)h.nrows, .bytes = sizeof *t + maplen, .bias = bias,
-                      .rows = rows, .norule = norule, .map = map, .maplen = maplen };
+  *t = (ptp_cfi_tab){ .nrows = (size_t)h.nrows, .nrules = (size_t)h.nrules,
+                      .bytes = sizeof *t + maplen, .bias = bias, .rows = rows, .rules = rules,
+                      .norule = norule, .map = map, .maplen = maplen };
   *out = t;
   return 0;
 
@@ -212,35 +225,31 @@ int ptp_cficache_image(const char *bid, uint64_t key, uintptr_t bias, const ptp_
   *img = NULL;
   *len = 0;
   if (!bid_ok(bid)) return -EINVAL;
-  if (t->nrows > (PTP_CFICACHE_FILE_MAX - sizeof(cfc_header)) / sizeof(ptp_cfi_row)) return -E2BIG;
-  size_t n = sizeof(cfc_header) + t->nrows * sizeof(ptp_cfi_row);
+  /* The table's rows are relative to its bias, and the file's to the
+   * object's: the same number for every table this module makes. */
+  if (t->bias != bias) return -EINVAL;
+  if (t->nrows + t->nrules > (PTP_CFICACHE_FILE_MAX - sizeof(cfc_header)) / sizeof(ptp_cfi_row))
+    return -E2BIG;
+  size_t n = sizeof(cfc_header) + t->nrules * sizeof(ptp_cfi_rule) + t->nrows * sizeof(ptp_cfi_row);
   uint8_t *b = ptp_calloc(1, n);
   if (!b) return -ENOMEM;
-  ptp_cfi_row *rows = (ptp_cfi_row *)(b + sizeof(cfc_header));
-  for (size_t i = 0; i < t->nrows; i++) {
-    uintptr_t start = t->rows[i].start + t->bias;       /* runtime address */
-    if (start < bias) { free(b); return -EINVAL; }
-    /* Field by field into the zeroed buffer, never a struct copy: a row
-     * has 4 bytes of padding, which a copy would carry from whatever the
-     * builder's memory held (identical tables must give identical files,
-     * and no stray bytes of the process may land in one). */
-    const ptp_cfi_row *r = &t->rows[i];
-    rows[i].start = start - bias;
-    rows[i].len = r->len;
-    rows[i].cfa_off = r->cfa_off;
-    rows[i].rbp_off = r->rbp_off;
-    rows[i].ra_off = r->ra_off;
-    rows[i].kind = r->kind;
-  }
+  ptp_cfi_rule *rules = (ptp_cfi_rule *)(b + sizeof(cfc_header));
+  ptp_cfi_row *rows = (ptp_cfi_row *)(rules + t->nrules);
+  /* Neither struct has padding (ptp_cfi_parse.c asserts their sizes), so
+   * a copy carries no stray bytes of the process into the file, and
+   * identical tables give identical files. */
+  if (t->nrules) memcpy(rules, t->rules, t->nrules * sizeof *rules);
+  if (t->nrows) memcpy(rows, t->rows, t->nrows * sizeof *rows);
   cfc_header h;
   memset(&h, 0, sizeof h);
   memcpy(h.magic, CFC_MAGIC, 8);
   h.version = PTP_CFICACHE_VERSION;
   h.rowsize = sizeof(ptp_cfi_row);
   h.nrows = t->nrows;
+  h.nrules = t->nrules;
   h.key = key;
   h.algo = ptp_crc_algo();
-  h.crc = rows_crc(h.algo, rows, t->nrows);
+  h.crc = tab_crc(h.algo, rules, t->nrules, rows, t->nrows);
   snprintf(h.build_id, sizeof h.build_id, "%s", bid);
   memcpy(b, &h, sizeof h);
   *img = b;

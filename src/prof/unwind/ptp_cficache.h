@@ -10,9 +10,10 @@
  * too), mode 0600, in a directory created 0700 and used only if it is ours
  * (ptp_cachefile_prepare_dir's rule). Format (native endianness, see
  * docs/sampler.md "Unwind-table cache"): a header (magic, version, row
- * size, row count, a checksum of the rows and its ptp_crc.h algorithm
- * id, a content key, the build id), then
- * the rows with start addresses relative to the object's load bias.
+ * size, row and rule counts, a checksum of the rules and rows and its
+ * ptp_crc.h algorithm id, a content key, the build id), then the table's
+ * rules and its rows (ptp_unwind.h), the rows' starts relative to the
+ * object's load bias.
  *
  * Reading copies the file into memory of its own (ptp_cachefile_read_fd:
  * one read into a private anonymous mapping, then read-only) and uses its
@@ -25,9 +26,10 @@
  * every read of a lost page into a SIGBUS that kills the program; the copy
  * cannot shrink. The size is checked against the header before any row
  * is read. Reading checks everything
- * (owner, size bound, magic, version, build id, key, checksum, and every
- * row: kind, non-empty, sorted, disjoint, inside the object's executable
- * range; the checksum and the row checks are one pass over the mapping): a
+ * (owner, size bound, magic, version, build id, key, checksum, every
+ * rule's kind, and every row: non-empty, sorted, disjoint, naming a rule
+ * of the file, inside the object's executable range; the checksum and the
+ * checks are one pass over the copy): a
  * missing, truncated, corrupt, foreign or outdated file is a miss, the
  * table is built and the file replaced. The
  * key (ptp_cfi_hash over the object's .eh_frame_hdr bytes and its executable
@@ -55,7 +57,7 @@
 
 #include "prof/unwind/ptp_cfi_internal.h"
 
-#define PTP_CFICACHE_VERSION 1u
+#define PTP_CFICACHE_VERSION 2u
 #define PTP_CFICACHE_FILE_MAX ((size_t)64 << 20)
 #define PTP_CFICACHE_DIR_MAX (256ull << 20)
 #define PTP_CFICACHE_BID_MAX PTP_CFI_BID_MAX
@@ -73,21 +75,24 @@ int ptp_cficache_ident(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o
 
 /* The table of (bid, key) in dir, for the object loaded at bias: a copy
  * of the file (tab->bias = bias, tab->map set); every row must lie in
- * [lo, hi) (runtime addresses, bias <= lo <= hi). At most max_rows rows.
+ * [lo, hi) (runtime addresses, bias <= lo <= hi). At most max_rows rows
+ * and rules together (8 bytes each).
  * Returns 0 and *out (the caller frees it with ptp_cfi_tab_free of
  * ptp_cfi.h, and only
  * after the last reader is gone: the copy goes with it), -ENOENT (no
  * file), -ESTALE (another key or version), -E2BIG (more than max_rows
- * rows), -EBADMSG (corrupt: a check of its content failed, or cut short),
+ * rows and rules), -EBADMSG (corrupt: a check of its content failed, or cut short),
  * -EINVAL, -ENOMEM, or the error of opening or mapping it (-EACCES,
  * -EMFILE, -ELOOP for a symbolic link; ptp_cachefile_read_fd's -EPERM, not
  * ours, and -EFBIG, over the size bound). */
 int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t bias,
                       uintptr_t lo, uintptr_t hi, size_t max_rows, ptp_cfi_tab **out);
 
-/* The file image of a table (header and bias-relative rows) in one malloc'd
- * buffer (caller frees), so the caller can write it after releasing its
- * lock. Returns 0, -E2BIG (over PTP_CFICACHE_FILE_MAX), -EINVAL, -ENOMEM. */
+/* The file image of a table (header, rules and bias-relative rows) in one
+ * malloc'd buffer (caller frees), so the caller can write it after
+ * releasing its lock. t->bias must be bias (every table ptp_cfi_parse and
+ * ptp_cficache_load make is relative to its object's bias). Returns 0,
+ * -E2BIG (over PTP_CFICACHE_FILE_MAX), -EINVAL, -ENOMEM. */
 int ptp_cficache_image(const char *bid, uint64_t key, uintptr_t bias, const ptp_cfi_tab *t,
                        void **img, size_t *len);
 

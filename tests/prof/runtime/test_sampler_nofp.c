@@ -250,13 +250,16 @@ PT_TEST(prof_unwind_epilogue_after_pop_rbp) {
   static uintptr_t stack[64];
   for (size_t i = 0; i < 64; i++) stack[i] = 0;
   uintptr_t sp = (uintptr_t)&stack[8];
-  ptp_cfi_tab *tab = calloc(1, sizeof *tab + sizeof(ptp_cfi_row));
+  ptp_cfi_tab *tab = calloc(1, sizeof *tab + sizeof(ptp_cfi_rule) + sizeof(ptp_cfi_row));
   PT_ASSERT(tab);
-  ptp_cfi_row *row0 = (ptp_cfi_row *)(tab + 1);
+  ptp_cfi_rule *rule0 = (ptp_cfi_rule *)(tab + 1);
+  ptp_cfi_row *row0 = (ptp_cfi_row *)(rule0 + 1);
   tab->nrows = 1;
   tab->rows = row0;
-  *row0 = (ptp_cfi_row){ .start = 0x1000, .len = 0x1000, .cfa_off = 24, .rbp_off = -48,
-                                .ra_off = -8, .kind = PTP_CFI_RSP };
+  tab->nrules = 1;
+  tab->rules = rule0;
+  *rule0 = (ptp_cfi_rule){ .cfa_off = 24, .rbp_off = -48, .ra_off = -8, .kind = PTP_CFI_RSP };
+  *row0 = (ptp_cfi_row){ .start = 0x1000, .len = 0x1000, .rule = 0 };
   ptp_cfi_obj objs[2] = { { 0x1000, 0x2000, 0 }, { 0x4000, 0x7000, 1 } };
   ptp_cfi_lib libs[2];
   memset(libs, 0, sizeof libs);
@@ -278,7 +281,7 @@ PT_TEST(prof_unwind_epilogue_after_pop_rbp) {
   PT_ASSERT(fr[1] == 0x5000 && fr[2] == 0x6000);
   /* Before the pop (slot at CFA - 16 = sp + 8, live): rbp is restored from
    * the slot, not taken from the register (which holds junk here). */
-  row0->rbp_off = -16;
+  rule0->rbp_off = -16;
   stack[9] = (uintptr_t)&stack[20];
   r.fp = 0x1234;
   n = ptp_unwind(&r, (uintptr_t)stack, (uintptr_t)&stack[64], &set, fr, 8, &fl);

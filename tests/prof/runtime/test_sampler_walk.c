@@ -166,11 +166,11 @@ PT_TEST(prof_sampler_cfi_tables) {
     uintptr_t pc = (uintptr_t)dlsym(h, fns[i]);
     PT_ASSERT(pc);
     PT_ASSERT_MSG(ptp_cfi_in_system(set, pc), "%s not in a system object", fns[i]);
-    const ptp_cfi_row *row = ptp_cfi_lookup(set, pc);
-    if (!row) continue;   /* an IFUNC resolver's target may differ from the symbol */
-    PT_ASSERT_INT_EQ(row->kind, PTP_CFI_RSP);
-    PT_ASSERT_INT_EQ(row->cfa_off, 8);
-    PT_ASSERT_INT_EQ(row->ra_off, -8);
+    const ptp_cfi_rule *rule = ptp_cfi_lookup(set, pc);
+    if (!rule) continue;   /* an IFUNC resolver's target may differ from the symbol */
+    PT_ASSERT_INT_EQ(rule->kind, PTP_CFI_RSP);
+    PT_ASSERT_INT_EQ(rule->cfa_off, 8);
+    PT_ASSERT_INT_EQ(rule->ra_off, -8);
   }
   dlclose(h);
   /* The test binary's own code is walked with CFI too (frame pointers are

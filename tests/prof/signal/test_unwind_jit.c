@@ -37,12 +37,16 @@ typedef struct fixture {
 static fixture *fx_new(void) {
   fixture *f = calloc(1, sizeof *f);
   PT_ASSERT(f);
-  f->tab = calloc(1, sizeof *f->tab + sizeof(ptp_cfi_row));
+  f->tab = calloc(1, sizeof *f->tab + sizeof(ptp_cfi_rule) + sizeof(ptp_cfi_row));
   PT_ASSERT(f->tab);
-  ptp_cfi_row *row = (ptp_cfi_row *)(f->tab + 1);
-  *row = (ptp_cfi_row){ .start = 0x1000, .len = 0x800, .kind = PTP_CFI_END };
+  ptp_cfi_rule *rule = (ptp_cfi_rule *)(f->tab + 1);
+  ptp_cfi_row *row = (ptp_cfi_row *)(rule + 1);
+  *rule = (ptp_cfi_rule){ .kind = PTP_CFI_END };
+  *row = (ptp_cfi_row){ .start = 0x1000, .len = 0x800, .rule = 0 };
   f->tab->nrows = 1;
   f->tab->rows = row;
+  f->tab->nrules = 1;
+  f->tab->rules = rule;
   /* The system object's table covers the same offsets, 0x2000 higher. */
   f->objs[0] = (ptp_cfi_obj){ 0x1000, 0x2000, 0 };
   f->objs[1] = (ptp_cfi_obj){ 0x3000, 0x4000, 1 };

@@ -11,8 +11,9 @@
 
 #include "prof/unwind/ptp_cfi.h"
 
-/* A table of n rows from base + 0x1000, each 16 bytes, kinds and rbp rules
- * cycling; variant changes every cfa_off (so two writers' tables differ).
+/* A table of an object loaded at bias base: n rows from base + 0x1000,
+ * each 16 bytes, kinds and rbp rules cycling (60 distinct rules at most);
+ * variant changes every cfa_off (so two writers' tables differ).
  * One calloc'd block: free() it (not ptp_cfi_tab_free: nothing is mapped).
  * Allocation failure asserts (pt_test.h). */
 ptp_cfi_tab *ptt_cfi_tab_make(uintptr_t base, size_t n, int variant);

@@ -6,8 +6,9 @@
  *   - an object of another build id misses and leaves the file alone; the
  *     same build id with another content key is stale;
  *   - a corrupt byte, a truncated file, rows out of order or outside the
- *     object (with a valid checksum), a file others may write and a symlink
- *     are all refused, and a save replaces the bad file;
+ *     object, a rule of unknown kind, a row naming a rule the file lacks,
+ *     an empty row (each with a valid checksum), a file others may write
+ *     and a symlink are all refused, and a save replaces the bad file;
  *   - a table read from the cache is the file mapped in place; it stays
  *     whole when another process replaces the file, and a file whose size
  *     disagrees with its header (or with a second link, or in a directory
@@ -18,14 +19,12 @@
  *   - files 0600 in a directory made 0700, under umask 000;
  *   - libc's build id (from its PT_NOTE in memory) and key are found and
  *     stable, and libc's real table survives a round trip;
- *   - the checksum of a known table is pinned for each algorithm (values
- *     of the image written by the code before ptp_crc.c existed, commit
- *     c463268), so files already on disk keep verifying;
+ *   - the checksum of a known table is pinned for each algorithm (zlib:
+ *     computed in Python from the fixture's definition), so files already
+ *     on disk keep verifying;
  *   - a table read from the cache is a copy: the file truncated to nothing
  *     under it (in place, as `: > file` does) leaves every row readable,
  *     no SIGBUS;
- *   - identical tables give byte-identical files whatever the padding
- *     bytes of their rows held in memory (zeroed in the file);
  *   - the directory rule covers the symbol cache's directory above
  *     unwind/: refused when it is writable by others, a symlink, or (as
  *     root) another user's.
@@ -69,13 +68,17 @@ static int load(const char *dir, const char *bid, uint64_t key, uintptr_t bias, 
 static void same_rows(const ptp_cfi_tab *a, uintptr_t abase, const ptp_cfi_tab *b,
                       uintptr_t bbase) {
   PT_ASSERT_UINT_EQ(a->nrows, b->nrows);
+  PT_ASSERT_UINT_EQ(a->nrules, b->nrules);
+  PT_ASSERT_UINT_EQ(a->norule, b->norule);
   for (size_t i = 0; i < a->nrows; i++) {
     PT_ASSERT_UINT_EQ(a->rows[i].start + a->bias - abase, b->rows[i].start + b->bias - bbase);
     PT_ASSERT_UINT_EQ(a->rows[i].len, b->rows[i].len);
-    PT_ASSERT_INT_EQ(a->rows[i].cfa_off, b->rows[i].cfa_off);
-    PT_ASSERT_INT_EQ(a->rows[i].rbp_off, b->rows[i].rbp_off);
-    PT_ASSERT_INT_EQ(a->rows[i].ra_off, b->rows[i].ra_off);
-    PT_ASSERT_INT_EQ(a->rows[i].kind, b->rows[i].kind);
+    PT_ASSERT(a->rows[i].rule < a->nrules && b->rows[i].rule < b->nrules);
+    const ptp_cfi_rule *ra = &a->rules[a->rows[i].rule], *rb = &b->rules[b->rows[i].rule];
+    PT_ASSERT_INT_EQ(ra->cfa_off, rb->cfa_off);
+    PT_ASSERT_INT_EQ(ra->rbp_off, rb->rbp_off);
+    PT_ASSERT_INT_EQ(ra->ra_off, rb->ra_off);
+    PT_ASSERT_INT_EQ(ra->kind, rb->kind);
   }
 }
 
@@ -151,14 +154,14 @@ PT_TEST(prof_cficache_corrupt) {
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), 0);
   ptp_cfi_tab_free(got);
   /* Truncated mid-row, and cut to half the header. */
-  PT_ASSERT_INT_EQ(truncate(path, 24 * 1000 + 130), 0);
+  PT_ASSERT_INT_EQ(truncate(path, 8 * 1000 + 130), 0);
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
   PT_ASSERT_INT_EQ(truncate(path, 20), 0);
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
   /* Rows out of order, with a valid checksum (the writer is trusted for
    * nothing): refused. */
   ptp_cfi_tab *bad = ptt_cfi_tab_make(bias, 10, 0);
-  ptp_cfi_row *br = (ptp_cfi_row *)(bad + 1), tmp = br[3];
+  ptp_cfi_row *br = (ptp_cfi_row *)bad->rows, tmp = br[3];
   br[3] = br[4];
   br[4] = tmp;
   save(dir, BID_A, 7, bias, bad);
@@ -166,13 +169,26 @@ PT_TEST(prof_cficache_corrupt) {
   /* A row outside the object's range: refused. */
   free(bad);
   bad = ptt_cfi_tab_make(bias, 10, 0);
-  ((ptp_cfi_row *)(bad + 1))[9].start = bias + (2u << 20);
+  ((ptp_cfi_row *)bad->rows)[9].start = 2u << 20;
   save(dir, BID_A, 7, bias, bad);
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
-  /* A bad row kind: refused. */
+  /* A bad rule kind: refused. */
   free(bad);
   bad = ptt_cfi_tab_make(bias, 10, 0);
-  ((ptp_cfi_row *)(bad + 1))[2].kind = 9;
+  ((ptp_cfi_rule *)bad->rules)[2].kind = 9;
+  save(dir, BID_A, 7, bias, bad);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
+  /* A row naming a rule the file does not have: refused (the walker
+   * indexes the rules with it unchecked). */
+  free(bad);
+  bad = ptt_cfi_tab_make(bias, 10, 0);
+  ((ptp_cfi_row *)bad->rows)[5].rule = (uint16_t)bad->nrules;
+  save(dir, BID_A, 7, bias, bad);
+  PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
+  /* An empty row: refused. */
+  free(bad);
+  bad = ptt_cfi_tab_make(bias, 10, 0);
+  ((ptp_cfi_row *)bad->rows)[6].len = 0;
   save(dir, BID_A, 7, bias, bad);
   PT_ASSERT_INT_EQ(load(dir, BID_A, 7, bias, &got), -EBADMSG);
   /* A valid file others may write: refused (planted rows would lie). */
@@ -220,9 +236,9 @@ PT_TEST(prof_cficache_mapped_replace_truncate) {
   PT_ASSERT_UINT_EQ(m1->bias, bias2);
   same_rows(t1, bias, m1, bias2);
   /* The walker's lookup on the mapped rows: runtime PCs of bias2. */
-  const ptp_cfi_row *row = ptp_cfi_tab_lookup(m1, bias2 + 0x1000 + 16 * 7 + 3);
-  PT_ASSERT(row && row == &m1->rows[7]);
-  PT_ASSERT_INT_EQ(row->cfa_off, t1->rows[7].cfa_off);
+  const ptp_cfi_rule *rule = ptp_cfi_tab_lookup(m1, bias2 + 0x1000 + 16 * 7 + 3);
+  PT_ASSERT(rule && rule == &m1->rules[m1->rows[7].rule]);
+  PT_ASSERT_INT_EQ(rule->cfa_off, t1->rules[t1->rows[7].rule].cfa_off);
   PT_ASSERT(ptp_cfi_tab_lookup(m1, bias2 + 0xfff) == NULL);
   PT_ASSERT(ptp_cfi_tab_lookup(m1, bias + 0x1000) == NULL);      /* the saver's address */
   /* Another process replaces the file. */
@@ -312,7 +328,7 @@ PT_TEST_T(prof_cficache_two_writers, 60000) {
     if (rc == 0) {
       hits++;
       /* Whole, and one writer's: variant 1 or 2 in every row alike. */
-      int v = got->rows[0].cfa_off / 1000;
+      int v = got->rules[got->rows[0].rule].cfa_off / 1000;
       PT_ASSERT(v == 1 || v == 2);
       same_rows(t[v - 1], bias, got, bias);
       ptp_cfi_tab_free(got);
@@ -378,8 +394,9 @@ PT_TEST(prof_cficache_libc_roundtrip) {
   snprintf(dir, sizeof dir, "%s/unwind", root);
   save(dir, a.bid, a.key, a.bias, a.tab);
   ptp_cfi_tab *got = NULL;
-  uintptr_t lo = a.tab->rows[0].start, hi = a.tab->rows[a.tab->nrows - 1].start +
-                                            a.tab->rows[a.tab->nrows - 1].len;   /* bias 0: built */
+  PT_ASSERT_UINT_EQ(a.tab->bias, a.bias);          /* built relative to the object's bias */
+  uintptr_t lo = a.bias + a.tab->rows[0].start,
+            hi = a.bias + a.tab->rows[a.tab->nrows - 1].start + a.tab->rows[a.tab->nrows - 1].len;
   PT_ASSERT_INT_EQ(ptp_cficache_load(dir, a.bid, a.key, a.bias, lo, hi, 1u << 22, &got), 0);
   same_rows(a.tab, a.bias, got, a.bias);
   ptp_cfi_tab_free(got);
@@ -387,24 +404,26 @@ PT_TEST(prof_cficache_libc_roundtrip) {
   free(b.tab);
 }
 
-/* The header's checksum and algorithm of a known table's image: the
- * values the code before ptp_crc.c wrote (c463268, the same 120112-byte
- * image; the zlib value is Python's zlib.crc32 over its rows), so a change
- * of the algorithm or of the 768-row blocks fails here. */
+/* The header's checksum and algorithm of a known table's image. The zlib
+ * value is Python's zlib.crc32 over the body rebuilt in Python from the
+ * fixture's definition (60 rules of <ihbB>, then 5000 rows of <IHH>), so
+ * it pins the layout too; the CRC-32C value is what this code writes (the
+ * rules as one block, the rows in blocks of 2304), so a change of the
+ * algorithm or of the blocks fails here and files on disk keep verifying. */
 PT_TEST(prof_cficache_crc_pinned) {
   ptp_cfi_tab *t = ptt_cfi_tab_make(0x10000000, 5000, 0);
   void *img;
   size_t len;
   PT_ASSERT_INT_EQ(ptp_cficache_image(BID_A, 42, 0x10000000, t, &img, &len), 0);
-  PT_ASSERT_UINT_EQ(len, 120112);
+  PT_ASSERT_UINT_EQ(len, 40600);
   uint32_t crc, algo;
   memcpy(&crc, (const uint8_t *)img + 32, 4);
   memcpy(&algo, (const uint8_t *)img + 36, 4);
   PT_ASSERT_UINT_EQ(algo, ptp_crc_algo());
-  PT_ASSERT_UINT_EQ(crc, algo == PTP_CRC_C3 ? 0x9d5e9a07u : 0x38c3b865u);
+  PT_ASSERT_UINT_EQ(crc, algo == PTP_CRC_C3 ? 0x342a66fau : 0xb41f3987u);
   /* the zlib value holds on every CPU */
-  PT_ASSERT_UINT_EQ(ptp_crc_blocks(PTP_CRC_ZLIB, 0, (const uint8_t *)img + 112, len - 112, 0),
-                    0x38c3b865u);
+  PT_ASSERT_UINT_EQ(ptp_crc_blocks(PTP_CRC_ZLIB, 0, (const uint8_t *)img + 120, len - 120, 0),
+                    0xb41f3987u);
   /* and the image loads */
   char *root = pt_tmpdir("cficache-pin");
   char dir[PATH_MAX];
@@ -428,56 +447,18 @@ PT_TEST(prof_cficache_truncated_under_reader) {
   char dir[PATH_MAX], path[PATH_MAX];
   char *root = fresh_cache("cficache-trunc", dir, path);
   const uintptr_t bias = 0x60000000;
-  ptp_cfi_tab *t = ptt_cfi_tab_make(bias, 20000, 1);     /* ~470 KB: many pages */
+  ptp_cfi_tab *t = ptt_cfi_tab_make(bias, 20000, 1);     /* 160 KB: many pages */
   save(dir, BID_A, 5, bias, t);
   ptp_cfi_tab *got = NULL;
   PT_ASSERT_INT_EQ(load(dir, BID_A, 5, bias, &got), 0);
   PT_ASSERT_INT_EQ(truncate(path, 0), 0);
   same_rows(t, bias, got, bias);                        /* every row, every page */
-  PT_ASSERT(ptp_cfi_tab_lookup(got, bias + 0x1000 + 16 * 19999) == &got->rows[19999]);
+  PT_ASSERT(ptp_cfi_tab_lookup(got, bias + 0x1000 + 16 * 19999) ==
+            &got->rules[got->rows[19999].rule]);
   ptp_cfi_tab_free(got);
   free(t);
   pt_rm_rf(root);
   free(root);
-}
-
-/* Rows have 4 bytes of padding: the file carries zeros there, so two
- * tables with the same rows give the same bytes whatever their memory held
- * (it held stack or heap bytes of the process before). */
-PT_TEST(prof_cficache_padding_zeroed) {
-  const size_t n = 300;
-  const uintptr_t bias = 0x40000000;
-  ptp_cfi_tab *a = ptt_cfi_tab_make(bias, n, 3), *b = ptt_cfi_tab_make(bias, n, 3);
-  /* the same rows, with different bytes in the padding */
-  ptp_cfi_row *ra = (ptp_cfi_row *)a->rows, *rb = (ptp_cfi_row *)b->rows;
-  for (size_t i = 0; i < n; i++) {
-    ptp_cfi_row r = ra[i];
-    memset(&ra[i], 0xa5, sizeof ra[i]);
-    memset(&rb[i], 0x5a, sizeof rb[i]);
-    ra[i].start = rb[i].start = r.start;
-    ra[i].len = rb[i].len = r.len;
-    ra[i].cfa_off = rb[i].cfa_off = r.cfa_off;
-    ra[i].rbp_off = rb[i].rbp_off = r.rbp_off;
-    ra[i].ra_off = rb[i].ra_off = r.ra_off;
-    ra[i].kind = rb[i].kind = r.kind;
-  }
-  PT_ASSERT(memcmp(ra, rb, n * sizeof *ra) != 0);        /* the padding differs */
-  void *ia, *ib;
-  size_t la, lb;
-  PT_ASSERT_INT_EQ(ptp_cficache_image(BID_A, 7, bias, a, &ia, &la), 0);
-  PT_ASSERT_INT_EQ(ptp_cficache_image(BID_A, 7, bias, b, &ib, &lb), 0);
-  PT_ASSERT_UINT_EQ(la, lb);
-  PT_ASSERT_MSG(memcmp(ia, ib, la) == 0, "identical tables gave different files");
-  /* and the padding in the file is zero */
-  const uint8_t *rows = (const uint8_t *)ia + (la - n * sizeof(ptp_cfi_row));
-  size_t pad_at = offsetof(ptp_cfi_row, kind) + 1;
-  for (size_t i = 0; i < n; i++)
-    for (size_t k = pad_at; k < sizeof(ptp_cfi_row); k++)
-      PT_ASSERT_MSG(rows[i * sizeof(ptp_cfi_row) + k] == 0, "row %zu padding byte %zu", i, k);
-  free(ia);
-  free(ib);
-  free(a);
-  free(b);
 }
 
 /* The unwind cache lives in <symbol cache dir>/unwind; the symbol cache

@@ -182,7 +182,8 @@ static int file_holds(tc_ctx *x, const ptp_cfi_tab *t) {
   int same = got->nrows == t->nrows;
   for (size_t i = 0; same && i < t->nrows; i++)
     same = got->rows[i].start + got->bias == t->rows[i].start + t->bias &&
-           got->rows[i].cfa_off == t->rows[i].cfa_off;
+           got->rows[i].len == t->rows[i].len &&
+           got->rules[got->rows[i].rule].cfa_off == t->rules[t->rows[i].rule].cfa_off;
   ptp_cfi_tab_free(got);
   return same;
 }
