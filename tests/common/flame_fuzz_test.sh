@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer over the flame graph page (src/common/pt_flame*.c: call tree,
 # JSON and its escaping, the page) on profiles the pprof reader accepts,
-# for PT_FUZZ_SECONDS (20) from real snapshots of this project
+# for PT_FUZZ_SECONDS (15) from real snapshots of this project
 # (tests/common/fuzz_seeds/pprof_read). Any crash, sanitizer report, leak
 # or broken invariant (tests/common/fuzz_flame.c) fails.
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer over the pprof reader (src/common/pt_pprof_read.c) and the
 # summary on it (pt_pprof_summary.c), the writer and the merge on what it
-# reads (pt_pprof_write.c, pt_pprof_merge.c), for PT_FUZZ_SECONDS (20) from real
+# reads (pt_pprof_write.c, pt_pprof_merge.c), for PT_FUZZ_SECONDS (15) from real
 # snapshots of this project (tests/common/fuzz_seeds/pprof_read). Any crash,
 # sanitizer report, leak or broken invariant fails.
 set -euo pipefail

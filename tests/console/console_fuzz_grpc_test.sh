@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer over the console's sans-I/O gRPC layer (HTTP/2 via nghttp2, gRPC
 # framing, the Instrument service, queues, budget, time-outs) with ASan and
-# UBSan, for PT_FUZZ_SECONDS (default 20) from the committed seeds (tests/console/
+# UBSan, for PT_FUZZ_SECONDS (default 15) from the committed seeds (tests/console/
 # fuzz_grpc_seeds/, made with python3-h2 by fuzz_grpc_seeds.py), with
 # bounded memory. Any crash, leak or memory limit fails. Skips (77) when
 # clang's libFuzzer is missing.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer over the artifact catalog's loader of catalog.json
 # (src/daemon/pd_catalog.c via pd_catalog_new, with the other catalog units; tests/daemon/fuzz_catalog_load.c)
-# for PT_FUZZ_SECONDS (20) from tests/daemon/fuzz_seeds/catalog_json. Any
+# for PT_FUZZ_SECONDS (15) from tests/daemon/fuzz_seeds/catalog_json. Any
 # crash, sanitizer report or wrongly loaded generation fails.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"

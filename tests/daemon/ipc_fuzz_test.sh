@@ -3,7 +3,7 @@
 # hello and the request envelope (the sans-I/O core pd_ipc.c, driven
 # directly: no daemon, no socket), and the parameter decoding of every
 # method (the real methods registered on that core; tests/daemon/fuzz_ipc.c).
-# PT_FUZZ_SECONDS (20) from tests/daemon/fuzz_seeds/ipc; any crash,
+# PT_FUZZ_SECONDS (15) from tests/daemon/fuzz_seeds/ipc; any crash,
 # sanitizer report, malformed reply, unprintable log line or connection held
 # after the client left fails.
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # libFuzzer over the symbolizer's .debug_aranges reader
-# (src/prof/symbols/ptp_aranges.c), for PT_FUZZ_SECONDS (20) from the seeds in
+# (src/prof/symbols/ptp_aranges.c), for PT_FUZZ_SECONDS (15) from the seeds in
 # tests/prof/fuzz_seeds/aranges. Any crash, out-of-bounds read, or an
 # accepted entry that breaks the reader's stated bounds fails.
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # libFuzzer over the GNU build-id note reader (src/prof/symbols/ptp_elfnote.c, the
-# one the symbolizer and the unwind tables share), for PT_FUZZ_SECONDS (20)
+# one the symbolizer and the unwind tables share), for PT_FUZZ_SECONDS (15)
 # from the seeds in tests/prof/fuzz_seeds/elfnote. Any crash, out-of-bounds
 # read or a found id that is not where a build-id note puts it fails.
 set -euo pipefail

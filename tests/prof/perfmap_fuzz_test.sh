@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # libFuzzer over the perf map reader's core (src/prof/symbols/ptp_perfmap.c:
-# bytes of /tmp/perf-PID.map in, named ranges out), for PT_FUZZ_SECONDS (20)
+# bytes of /tmp/perf-PID.map in, named ranges out), for PT_FUZZ_SECONDS (15)
 # from the seeds in tests/prof/fuzz_seeds/perfmap. The harness feeds the map
 # in chunks as the file reader does and checks the ranges (sorted, disjoint,
 # names valid UTF-8), that chunked and whole feeds agree, and a model (each
