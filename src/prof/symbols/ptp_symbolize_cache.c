@@ -108,9 +108,16 @@ static void push_sym_bounds(u64vec *pts, const sym_module *m, size_t from, uint6
 /* An object with more boundaries is filled a CU at a time (cache_fill_cu).
  * libc with libc6-dbg fits (~580k line rows: 155k intervals, 8.5 MB, ~45
  * MB more peak memory for the one fill); gcc's cc1 does not. Since a
- * process reads only the blocks of a cache file it looks up (format 4),
+ * process reads only the blocks of a cache file it looks up (format 4 on),
  * a big complete file costs a warm process no more than a small one. */
 #define SYM_OBJ_FILL_MAX_POINTS (1u << 20)
+
+/* The limits a whole fill is tried under, recorded with a
+ * PTP_SYMCACHE_NOT_WHOLE mark when it fails: a mark recorded under lower
+ * ones (by a library that had lower bounds) has expired, and the object
+ * is tried whole again. Raise either bound and every such object gets one
+ * more try. */
+static const ptp_symcache_limits sym_fill_limits = {SYM_OBJ_FILL_MAX_POINTS, PTP_SYMCACHE_FILE_MAX};
 
 /* Every address of [lo, hi) resolves alike when no line-table row, function
  * or inline range, ELF symbol or CU range starts or ends inside it: the
@@ -335,7 +342,11 @@ static int object_bounds(sym_module *m, u64vec *pts) {
  * lookup that finds no interval then knows the answer is "no frames",
  * which is what resolving gives there. Runs before anything else is added
  * to the cache in this process (the first miss), so no interval added
- * earlier can make sc_sort drop one of these. Returns 0 (complete), -E2BIG
+ * earlier can make sc_sort drop one of these; intervals the file holds
+ * already (filled CU by CU under an expired PTP_SYMCACHE_NOT_WHOLE mark)
+ * answer first where they overlap, and each is right for every address
+ * in it, so the set of addresses held covers every piece all the same.
+ * Clears that mark on success. Returns 0 (complete), -E2BIG
  * (too many boundaries), -ENOSPC (the file bound), -ENOTSUP, -ENOMEM. */
 static int cache_fill_object(ptp_symbolizer *s, sym_module *m) {
   u64vec pts = {0};
@@ -378,7 +389,8 @@ static int cache_fill_object(ptp_symbolizer *s, sym_module *m) {
       phi = q;
     }
   }
-  ptp_symcache_set_flags(m->cache, ptp_symcache_flags(m->cache) | PTP_SYMCACHE_COMPLETE);
+  ptp_symcache_set_flags(m->cache, (ptp_symcache_flags(m->cache) & ~PTP_SYMCACHE_NOT_WHOLE) |
+                                       PTP_SYMCACHE_COMPLETE);
   s->st.objects_filled++;
   s->st.fill_pieces += pieces;
 out:
@@ -395,8 +407,10 @@ void ptp_symbolize_cache_fill(ptp_symbolizer *s, sym_module *m, uint64_t pc, siz
                                    (m->has_dwarf ? PTP_SYMCACHE_HAS_DWARF : 0));
   const ptp_sym_frame *f;
   uint32_t k;
-  if (!m->obj_fill_tried && !(ptp_symcache_flags(m->cache) & PTP_SYMCACHE_NOT_WHOLE)) {
-    /* the first miss of this object in this process: fill all of it */
+  if (!m->obj_fill_tried && !ptp_symcache_not_whole(m->cache, &sym_fill_limits)) {
+    /* the first miss of this object in this process, and no standing
+     * verdict that it is too big (none, or one decided under lower limits
+     * than ours): fill all of it */
     m->obj_fill_tried = true;
     int r = cache_fill_object(s, m);
     if (r == 0) {
@@ -408,11 +422,12 @@ void ptp_symbolize_cache_fill(ptp_symbolizer *s, sym_module *m, uint64_t pc, siz
     }
     /* too big for one go, past the file bound, or a piece the file cannot
      * hold (-EINVAL: deeper than its frame cap): later processes go
-     * straight to filling CU by CU. Not after -ENOMEM (this process's
-     * state) or -ENOTSUP (DWARF read through libdwfl here, perhaps not in
-     * the next process). */
-    if (r != -ENOMEM && r != -ENOTSUP)
-      ptp_symcache_set_flags(m->cache, ptp_symcache_flags(m->cache) | PTP_SYMCACHE_NOT_WHOLE);
+     * straight to filling CU by CU, as long as their limits are not higher
+     * than ours (recorded with the mark, replacing an expired mark's). Not
+     * after -ENOMEM (this process's state) or -ENOTSUP (DWARF read through
+     * libdwfl here, perhaps not in the next process): a mark that was
+     * there stays as it was. */
+    if (r != -ENOMEM && r != -ENOTSUP) ptp_symcache_set_not_whole(m->cache, &sym_fill_limits);
   }
   Dwarf_Addr cubias = 0;
   Dwarf_Die *cudie = m->dw ? ptp_symbolize_module_addrdie(m, pc, &cubias) : NULL;

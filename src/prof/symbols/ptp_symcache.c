@@ -40,11 +40,24 @@
 #include <unistd.h>
 
 #define SC_MAGIC "PTPSYMC\n"
-#define SC_VERSION 4u           /* 1: one block, rewritten whole at every save;
+#define SC_VERSION 5u           /* 1: one block, rewritten whole at every save;
                                  * 2: segments, zlib crc32; 3: one checksum
                                  * per segment (the file read and checked
-                                 * whole at open) */
-#define SC_SEG_MAGIC 0x34474553u /* "SEG4" */
+                                 * whole at open); 4: a checksum per block,
+                                 * blocks read as lookups need them, a
+                                 * NOT_WHOLE mark without the limits it was
+                                 * decided under */
+/* Why a new version for the recorded limits, rather than reading a
+ * version-4 file's NOT_WHOLE as expired: the limits live in the segment
+ * header (the part its checksum covers), so a version-4 segment is laid
+ * out differently. Reading both layouts would keep a second header
+ * format in this reader, the independent Python reader, the fuzz target
+ * and the docs for good, and a version-4 library would call a new file
+ * corrupt (a segment magic it does not know) instead of stale. As a new
+ * version, every version-4 file is stale: ignored and rewritten by the
+ * next save, which costs each object one whole fill, once (what a cold
+ * cache costs; versions 1 to 3 went the same way). */
+#define SC_SEG_MAGIC 0x35474553u /* "SEG5" */
 #define SC_IDX_CRC_BLOCK 16384u /* ptp_crc_blocks cut of the header+index checksum */
 #define SC_IV_BLK 170u          /* intervals per checksum block (4080 bytes) */
 #define SC_FR_BLK 170u          /* frames per checksum block (4080 bytes) */
@@ -53,7 +66,7 @@
 #define SC_BID_MAX 128
 #define SC_SUFFIX ".sym"
 #define SC_TMP_AGE_S 3600
-#define SC_FRAMES_MAX 64        /* frames per interval (inline depth) we keep */
+#define SC_FRAMES_MAX PTP_SYMCACHE_FRAMES_MAX   /* frames per interval (inline depth) we keep */
 
 typedef struct sc_fhdr {
   char magic[8];
@@ -62,12 +75,13 @@ typedef struct sc_fhdr {
   char build_id[SC_BID_MAX + 8];/* NUL-padded */
 } sc_fhdr;
 
-/* One segment: this header; its index: the first lo of each block of
+/* One segment: this header (nw: the limits of its NOT_WHOLE mark, zero
+ * without one); its index: the first lo of each block of
  * intervals (u64 each), the checksum of each block (u32 each: the
  * intervals' blocks, the frames', the strings'), zero padding to 8 bytes;
  * then nivals intervals, nframes frames, strbytes of NUL-terminated
  * strings, zero padding to 8 bytes. crc = the file's algorithm
- * (sc_fhdr.algo) over the header's first 20 bytes and the index (without
+ * (sc_fhdr.algo) over the header's first 28 bytes and the index (without
  * its padding), each cut into SC_IDX_CRC_BLOCK-byte blocks from its own
  * start; each block's checksum is ptp_crc_block over that block alone.
  * Blocks: SC_IV_BLK intervals, SC_FR_BLK frames, SC_STR_BLK string bytes,
@@ -75,7 +89,11 @@ typedef struct sc_fhdr {
  * only the blocks it touches (one of intervals, one or two of frames, the
  * strings' ones), not the whole file, so a process that symbolizes 50
  * addresses against a 2.5 MB file reads a few dozen KB. */
-typedef struct sc_shdr { uint32_t magic, flags, nivals, nframes, strbytes, crc; } sc_shdr;
+typedef struct sc_shdr {
+  uint32_t magic, flags, nivals, nframes, strbytes;
+  uint32_t nw_points, nw_file_max;   /* ptp_symcache_limits of the NOT_WHOLE mark */
+  uint32_t crc;
+} sc_shdr;
 typedef struct sc_ival_disk { uint64_t lo, hi; uint32_t first, n; } sc_ival_disk;
 typedef struct sc_frame_disk { uint32_t name, sys, file, start_line, line, column; } sc_frame_disk;
 
@@ -97,6 +115,7 @@ typedef struct sc_seg {
   uint32_t nbiv, nbfr, nbstr;
   uint64_t off;                 /* file offset of the intervals */
   uint8_t *loaded;
+  ptp_symcache_limits nw;       /* of its NOT_WHOLE mark (zero without) */
 } sc_seg;
 
 /* Where a file's bytes come from: fd >= 0: read on demand (pread) into
@@ -128,6 +147,8 @@ struct ptp_symcache {
   ptp_symcache_state state;
   int file_err;                 /* why the file was not loaded (see file_error) */
   unsigned flags;
+  ptp_symcache_limits nw;       /* recorded with PTP_SYMCACHE_NOT_WHOLE (zero
+                                   without the mark) */
   bool dirty, sorted;
   uint8_t *file;                /* the file's size of anonymous memory, its
                                    bytes read in at their offsets as used
@@ -373,8 +394,8 @@ static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 
 static uint32_t div_up(uint64_t n, uint64_t d) { return (uint32_t)((n + d - 1) / d); }
 
-/* The checksum of a segment's header and index: the header's first 20
- * bytes, then the blocks' first los, then their checksums, each cut into
+/* The checksum of a segment's header and index: the header's first 28
+ * bytes (all but the checksum), then the blocks' first los, then their checksums, each cut into
  * SC_IDX_CRC_BLOCK-byte blocks from its own start. Reader and writer both
  * call this. */
 static uint32_t seg_head_crc(unsigned algo, const sc_shdr *h, const uint64_t *blo, uint32_t nbiv,
@@ -503,7 +524,9 @@ static int seg_head(const sc_rd *rd, uint64_t off, sc_seg *g, uint64_t *next) {
                 (const sc_frame_disk *)(p + (uint64_t)h.nivals * sizeof(sc_ival_disk)),
                 (const char *)(p + (uint64_t)h.nivals * sizeof(sc_ival_disk) +
                                (uint64_t)h.nframes * sizeof(sc_frame_disk)),
-                h.nivals, h.nframes, h.strbytes, h.flags, blo, bcrc, nbiv, nbfr, nbstr, boff, loaded};
+                h.nivals, h.nframes, h.strbytes, h.flags, blo, bcrc, nbiv, nbfr, nbstr, boff, loaded,
+                {0, 0}};
+  if (h.flags & PTP_SYMCACHE_NOT_WHOLE) g->nw = (ptp_symcache_limits){h.nw_points, h.nw_file_max};
   uint64_t end = boff + pad8((size_t)body);
   *next = end < rd->len ? end : rd->len;
   return 0;
@@ -725,6 +748,7 @@ static int sc_open_lazy(ptp_symcache *c) {
   c->file_dev = st.st_dev;
   c->file_ino = st.st_ino;
   c->flags = c->segs[c->nsegs - 1].flags;
+  c->nw = c->segs[c->nsegs - 1].nw;
   c->bytes = len;
   c->file_segs = c->nsegs;
   if (!torn) ident_of(&c->id, &st);   /* a torn file is rewritten, never appended to */
@@ -795,12 +819,42 @@ size_t ptp_symcache_size(const ptp_symcache *c) {
 
 size_t ptp_symcache_file_segments(const ptp_symcache *c) { return c->id.valid ? c->file_segs : 0; }
 
-void ptp_symcache_set_flags(ptp_symcache *c, unsigned flags) {
+static bool limits_same(const ptp_symcache_limits *a, const ptp_symcache_limits *b) {
+  return a->fill_points == b->fill_points && a->file_max == b->file_max;
+}
+
+/* Sets flags and the limits of their NOT_WHOLE mark (zero without it);
+ * dirty when either changes. */
+static void sc_set_flags(ptp_symcache *c, unsigned flags, ptp_symcache_limits nw) {
   flags |= PTP_SYMCACHE_FLAGS_SET;
-  if (c->flags != flags) {
+  if (!(flags & PTP_SYMCACHE_NOT_WHOLE)) nw = (ptp_symcache_limits){0, 0};
+  if (c->flags != flags || !limits_same(&c->nw, &nw)) {
     c->flags = flags;
+    c->nw = nw;
     c->dirty = true;
   }
+}
+
+void ptp_symcache_set_flags(ptp_symcache *c, unsigned flags) {
+  /* a mark kept keeps its limits; a new one through here has none (0) */
+  sc_set_flags(c, flags, c->flags & PTP_SYMCACHE_NOT_WHOLE ? c->nw : (ptp_symcache_limits){0, 0});
+}
+
+void ptp_symcache_set_not_whole(ptp_symcache *c, const ptp_symcache_limits *lim) {
+  sc_set_flags(c, c->flags | PTP_SYMCACHE_NOT_WHOLE, *lim);
+}
+
+bool ptp_symcache_not_whole(const ptp_symcache *c, const ptp_symcache_limits *now) {
+  /* expired when any limit is higher now: the whole fill that failed under
+   * the recorded ones may succeed (a library that raised a bound) */
+  return (c->flags & PTP_SYMCACHE_NOT_WHOLE) && now->fill_points <= c->nw.fill_points &&
+         now->file_max <= c->nw.file_max;
+}
+
+int ptp_symcache_not_whole_limits(const ptp_symcache *c, ptp_symcache_limits *out) {
+  if (!(c->flags & PTP_SYMCACHE_NOT_WHOLE)) return -ENOENT;
+  *out = c->nw;
+  return 0;
 }
 
 int ptp_symcache_find(ptp_symcache *c, uint64_t rel, const ptp_sym_frame **frames, uint32_t *n) {
@@ -937,13 +991,15 @@ static int out_ivals(sc_out *o, const ptp_symcache *c, bool only_new) {
   return r;
 }
 
-/* The segment header of o (flags: c's), its index (o->idx) and its
- * padded size. 0 or -ENOMEM. */
-static int out_seg(sc_out *o, unsigned flags, sc_shdr *h, size_t *len) {
-  *h = (sc_shdr){SC_SEG_MAGIC, flags, (uint32_t)o->niv, (uint32_t)o->nfr, (uint32_t)o->nstrs, 0};
+/* The segment header of o (flags and the NOT_WHOLE mark's limits: c's),
+ * its index (o->idx) and its padded size. 0 or -ENOMEM. */
+static int out_seg(sc_out *o, const ptp_symcache *c, sc_shdr *h, size_t *len) {
+  unsigned flags = c->flags;
+  *h = (sc_shdr){SC_SEG_MAGIC, flags, (uint32_t)o->niv, (uint32_t)o->nfr, (uint32_t)o->nstrs,
+                 c->nw.fill_points, c->nw.file_max, 0};
   sc_seg g = {o->iv, o->fr, (const char *)o->strs, h->nivals, h->nframes, h->strbytes, flags,
               NULL, NULL, div_up(h->nivals, SC_IV_BLK), div_up(h->nframes, SC_FR_BLK),
-              div_up(h->strbytes, SC_STR_BLK), 0, NULL};
+              div_up(h->strbytes, SC_STR_BLK), 0, NULL, {0, 0}};
   uint32_t nb = seg_nblocks(&g);
   o->nidx = (size_t)seg_index_bytes(g.nbiv, nb);
   free(o->idx);
@@ -1010,7 +1066,7 @@ static int sc_append(ptp_symcache *c) {
   if ((r = out_ivals(&o, c, true))) goto out;
   sc_shdr h;
   size_t len;
-  if ((r = out_seg(&o, c->flags, &h, &len))) goto out;
+  if ((r = out_seg(&o, c, &h, &len))) goto out;
   if ((uint64_t)st.st_size + len > PTP_SYMCACHE_FILE_MAX) { r = 1; goto out; }
   struct iovec v[SC_SEG_IOV];
   seg_iov(v, &h, &o);
@@ -1154,7 +1210,7 @@ static int sc_rewrite(ptp_symcache *c) {
   snprintf(fh.build_id, sizeof fh.build_id, "%s", c->build_id);
   sc_shdr h;
   size_t len;
-  if ((r = out_seg(&o, c->flags, &h, &len))) goto fail_out;
+  if ((r = out_seg(&o, c, &h, &len))) goto fail_out;
   len += sizeof fh;
   if (len > PTP_SYMCACHE_FILE_MAX) { r = -E2BIG; goto fail_out; }
   if ((r = ptp_cachefile_prepare_dir(c->dir))) goto fail_out;

@@ -16,13 +16,14 @@
  *
  * Files: <dir>/<build id>.sym, one per object, mode 0600, in a directory
  * created 0700 (whatever the umask) and used only if it is ours (owner =
- * euid, not group/world writable). Format (native endianness, version 4,
+ * euid, not group/world writable). Format (native endianness, version 5,
  * see docs/pprof-format.md "Symbol cache"): a fixed header (magic, version,
  * the checksum algorithm as a ptp_crc.h id, the build id), then one or
- * more segments, each a header (counts, flags, the checksum of header and
- * index), an index (the first lo of each block of intervals, a checksum
- * per block) and its intervals, frames and strings, cut into blocks (170
- * intervals, 170 frames, 4096 string bytes).
+ * more segments, each a header (counts, flags, the limits a
+ * PTP_SYMCACHE_NOT_WHOLE mark was decided under, the checksum of header
+ * and index), an index (the first lo of each block of intervals, a
+ * checksum per block) and its intervals, frames and strings, cut into
+ * blocks (170 intervals, 170 frames, 4096 string bytes).
  *
  * Reading: open reads the file header and each segment's header and index
  * only, checked (build id, version, algorithm, checksum, sizes); the
@@ -88,8 +89,27 @@
 #define PTP_SYMCACHE_COMPLETE 8u
 /* The object is not filled whole (more boundaries than the symbolizer
  * fills in one go, past the file bound, or a result deeper than a file
- * holds): it is filled a compile unit at a time. */
+ * holds): it is filled a compile unit at a time. The mark carries the
+ * limits it was decided under (ptp_symcache_set_not_whole), and stands
+ * only for a reader whose limits are none higher
+ * (ptp_symcache_not_whole): a library that raises them tries the whole
+ * fill again instead of inheriting an older one's verdict forever. */
 #define PTP_SYMCACHE_NOT_WHOLE 16u
+/* Frames per interval a file holds (the inline depth kept). Fixed by the
+ * format (a reader refuses deeper intervals as corrupt), so a change is a
+ * new format version, which makes every older file stale: it is not among
+ * the limits a PTP_SYMCACHE_NOT_WHOLE mark records. */
+#define PTP_SYMCACHE_FRAMES_MAX 64u
+
+/* The limits under which a whole fill of an object was found impossible,
+ * kept with PTP_SYMCACHE_NOT_WHOLE in the segment that sets the mark
+ * (covered by its checksum). */
+typedef struct ptp_symcache_limits {
+  uint32_t fill_points;   /* boundaries the symbolizer cuts an object at in
+                             one whole fill, at most (its
+                             SYM_OBJ_FILL_MAX_POINTS) */
+  uint32_t file_max;      /* bytes a cache file holds (PTP_SYMCACHE_FILE_MAX) */
+} ptp_symcache_limits;
 
 typedef struct ptp_symcache ptp_symcache;
 
@@ -156,7 +176,25 @@ int ptp_symcache_file_error(const ptp_symcache *c);
 size_t ptp_symcache_size(const ptp_symcache *c);
 
 unsigned ptp_symcache_flags(const ptp_symcache *c);
+/* Sets the flags (PTP_SYMCACHE_FLAGS_SET added). A PTP_SYMCACHE_NOT_WHOLE
+ * mark kept through it keeps the limits recorded with it; one set through
+ * it where there was none records limits 0 (expired for every reader: use
+ * ptp_symcache_set_not_whole); clearing it forgets them. */
 void ptp_symcache_set_flags(ptp_symcache *c, unsigned flags);
+
+/* Marks the object not filled whole (PTP_SYMCACHE_NOT_WHOLE, the other
+ * flags kept), decided under lim, which the next save writes with the
+ * mark. */
+void ptp_symcache_set_not_whole(ptp_symcache *c, const ptp_symcache_limits *lim);
+/* Whether the object carries a PTP_SYMCACHE_NOT_WHOLE mark that stands
+ * under the limits now: one decided under limits none of which is lower
+ * than now's. false without a mark, or when the mark has expired (some
+ * limit of now's is higher than the one recorded: a whole fill may
+ * succeed now). */
+bool ptp_symcache_not_whole(const ptp_symcache *c, const ptp_symcache_limits *now);
+/* The limits recorded with the PTP_SYMCACHE_NOT_WHOLE mark: 0 and *out,
+ * or -ENOENT (no mark). */
+int ptp_symcache_not_whole_limits(const ptp_symcache *c, ptp_symcache_limits *out);
 
 /* The frames of the interval holding rel (address - load bias): 1 and
  * frames and n (n may be 0: known to resolve to nothing), or 0 when not

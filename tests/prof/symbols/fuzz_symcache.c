@@ -1,6 +1,6 @@
 /*
  * fuzz_symcache.c - libFuzzer harness of the symbol cache's file reader
- * (src/prof/symbols/ptp_symcache.c, format 4: headers and indexes read at
+ * (src/prof/symbols/ptp_symcache.c, format 5: headers and indexes read at
  * open, blocks read and checked as lookups need them); built and run by
  * tests/prof/symcache_fuzz_test.sh.
  *
@@ -18,11 +18,13 @@
  *    that are read to their NUL (ASan: inside the cache's memory);
  *  - whole: a second cache on the same file, ptp_symcache_verify;
  *  - agreement: when the whole check passes, the lazy cache was never
- *    rejected and both answer every probe alike (frames field by field);
- *  - a write: one interval added to the verified cache and saved (an
- *    append, or a rewrite when the file is torn or full), the file reopened
- *    and verified again: sound, the new address answered, and after an
- *    append every probe answered as before.
+ *    rejected and both answer every probe alike (frames field by field)
+ *    and read the same flags and NOT_WHOLE limits;
+ *  - a write: one interval added to the verified cache and a NOT_WHOLE
+ *    mark set with limits taken from the input, saved (an append, or a
+ *    rewrite when the file is torn or full), the file reopened and
+ *    verified again: sound, the new address answered, the mark's limits
+ *    read back, and after an append every probe answered as before.
  * Any mismatch aborts; ASan/UBSan catch the rest.
  */
 #include "prof/cache/ptp_crc.h"
@@ -44,6 +46,8 @@
 #define IV_BLK 170u
 #define FR_BLK 170u
 #define STR_BLK 4096u
+#define S_HDR 32u   /* segment header: magic, flags, 3 counts, 2 limits, crc */
+#define S_CRC 28u   /* its checksum's offset: the bytes before it are covered */
 #define MAX_PROBES 4096
 
 static char g_dir[64], g_path[128];
@@ -67,15 +71,15 @@ static uint32_t div_up(uint64_t n, uint64_t d) { return (uint32_t)((n + d - 1) /
 static void walk(uint8_t *b, size_t n, int fix, uint64_t *probes, size_t *np) {
   uint64_t off = F_HDR;
   unsigned algo = ptp_crc_algo();
-  while (off + 24 <= n) {
+  while (off + S_HDR <= n) {
     uint8_t *h = b + off;
     uint32_t niv = rd32(h + 8), nfr = rd32(h + 12), sb = rd32(h + 16);
     uint32_t nbiv = div_up(niv, IV_BLK), nbfr = div_up(nfr, FR_BLK), nbs = div_up(sb, STR_BLK);
     uint64_t nb = (uint64_t)nbiv + nbfr + nbs;
     uint64_t idx = ((uint64_t)nbiv * 8 + nb * 4 + 7) & ~(uint64_t)7;
     uint64_t body = (uint64_t)niv * 24 + (uint64_t)nfr * 24 + sb;
-    if (off + 24 + idx + body > n) return;
-    uint8_t *ix = h + 24, *iv = ix + idx, *fr = iv + (uint64_t)niv * 24, *st = fr + (uint64_t)nfr * 24;
+    if (off + S_HDR + idx + body > n) return;
+    uint8_t *ix = h + S_HDR, *iv = ix + idx, *fr = iv + (uint64_t)niv * 24, *st = fr + (uint64_t)nfr * 24;
     for (uint32_t i = 0; i < niv && probes && *np + 3 <= MAX_PROBES; i++) {
       uint64_t lo = rd64(iv + (uint64_t)i * 24), hi = rd64(iv + (uint64_t)i * 24 + 8);
       probes[(*np)++] = lo;
@@ -101,12 +105,12 @@ static void walk(uint8_t *b, size_t n, int fix, uint64_t *probes, size_t *np) {
         uint32_t v = ptp_crc_block(algo, 0, st + (uint64_t)i * STR_BLK, c);
         memcpy(&bc[k], &v, 4);
       }
-      uint32_t crc = ptp_crc_blocks(algo, 0, h, 20, 16384);
+      uint32_t crc = ptp_crc_blocks(algo, 0, h, S_CRC, 16384);
       crc = ptp_crc_blocks(algo, crc, ix, (uint64_t)nbiv * 8, 16384);
       crc = ptp_crc_blocks(algo, crc, bc, nb * 4, 16384);
-      memcpy(h + 20, &crc, 4);
+      memcpy(h + S_CRC, &crc, 4);
     }
-    off += 24 + idx + ((body + 7) & ~(uint64_t)7);
+    off += S_HDR + idx + ((body + 7) & ~(uint64_t)7);
   }
 }
 
@@ -183,6 +187,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int v = ptp_symcache_verify(wh);
   if (v == 0) {
     CHECK(ptp_symcache_file_state(lz) != PTP_SYMCACHE_REJECTED);
+    ptp_symcache_limits ll, wl;
+    int lr = ptp_symcache_not_whole_limits(lz, &ll), wr = ptp_symcache_not_whole_limits(wh, &wl);
+    CHECK(ptp_symcache_flags(lz) == ptp_symcache_flags(wh) && lr == wr);
+    CHECK(lr || (ll.fill_points == wl.fill_points && ll.file_max == wl.file_max));
     for (size_t i = 0; i < np; i++) {
       answer w = lookup(wh, probes[i]);
       CHECK(same(&w, &got[i]));
@@ -194,6 +202,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint64_t lo = 0x7ff0000000000000ull;
     int ar = ptp_symcache_add(wh, lo, lo + 16, &f, 1);
     CHECK(ar == 0 || ar == -ENOSPC);
+    ptp_symcache_limits nw = {(uint32_t)n * 2654435761u, (uint32_t)ctl * 40503u + 1};
+    ptp_symcache_set_not_whole(wh, &nw);
     int sr = ptp_symcache_save(wh);
     size_t segs2 = ptp_symcache_file_segments(wh);
     ptp_symcache_del(wh);
@@ -202,6 +212,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       ptp_symcache *rb;
       CHECK(ptp_symcache_open(&rb, g_dir, BID) == 0);
       CHECK(ptp_symcache_verify(rb) == 0);
+      ptp_symcache_limits got_nw;
+      CHECK(ptp_symcache_not_whole_limits(rb, &got_nw) == 0);
+      CHECK(got_nw.fill_points == nw.fill_points && got_nw.file_max == nw.file_max);
+      CHECK(ptp_symcache_not_whole(rb, &nw));
       if (ar == 0) {
         answer a = lookup(rb, lo + 5);
         CHECK(a.hit);

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """symcache_format.py FILE... - an independent reader of symbol-cache files,
-format 4, written from docs/pprof-format.md "Symbol cache" (not from
+format 5, written from docs/pprof-format.md "Symbol cache" (not from
 ptp_symcache.c): checks the layout (file header, each segment's header,
 index, parts and padding, back to back to the file's end), the header
-checksum and every block's checksum with a software CRC-32C (the three
-lanes of src/prof/cache/ptp_crc.h folded as that header defines), and that
-each block of intervals starts at the lo its index gives. Exit 1 with the
+checksum (over the header's first 28 bytes: the limits of a "not whole"
+mark included) and every block's checksum with a software CRC-32C (the
+three lanes of src/prof/cache/ptp_crc.h folded as that header defines),
+that each block of intervals starts at the lo its index gives, and that a
+segment without the "not whole" flag (16) records no limits. Prints the
+last segment's flags and, with the mark, its limits. Exit 1 with the
 first mismatch. Used by tests/prof/symcache_test.sh (part 6)."""
 import struct, sys
 
@@ -39,17 +42,19 @@ def c3_blocks(data, crc=0, block=16384):
 def check(path):
     d = open(path, 'rb').read()
     magic, ver, algo = d[:8], *struct.unpack_from('<II', d, 8)
-    assert magic == b'PTPSYMC\n' and ver == 4 and algo == 3, (magic, ver, algo)
-    off, segs, nblocks, nivals = 152, 0, 0, 0
+    assert magic == b'PTPSYMC\n' and ver == 5 and algo == 3, (magic, ver, algo)
+    off, segs, nblocks, nivals, last = 152, 0, 0, 0, None
     while off < len(d):
-        mg, flags, niv, nfr, sb, crc = struct.unpack_from('<6I', d, off)
-        assert mg == 0x34474553, hex(mg)
+        mg, flags, niv, nfr, sb, nw_points, nw_file, crc = struct.unpack_from('<8I', d, off)
+        assert mg == 0x35474553, hex(mg)
+        assert flags & 16 or (nw_points, nw_file) == (0, 0), 'limits without the mark'
+        last = (flags, nw_points, nw_file)
         nbiv, nbfr, nbs = -(-niv // 170), -(-nfr // 170), -(-sb // 4096)
         nb = nbiv + nbfr + nbs
-        idx = off + 24
+        idx = off + 32
         blo = struct.unpack_from('<%dQ' % nbiv, d, idx)
         bcrc = struct.unpack_from('<%dI' % nb, d, idx + 8 * nbiv)
-        h = c3_blocks(d[off:off + 20])
+        h = c3_blocks(d[off:off + 28])
         h = c3_blocks(d[idx:idx + 8 * nbiv], h)
         h = c3_blocks(d[idx + 8 * nbiv:idx + 8 * nbiv + 4 * nb], h)
         assert h == crc, 'header crc %x != %x' % (h, crc)
@@ -70,13 +75,15 @@ def check(path):
         nblocks += nb
         nivals += niv
     assert off == len(d), (off, len(d))
-    return segs, nblocks, nivals
+    return segs, nblocks, nivals, last
 
 if __name__ == '__main__':
     for p in sys.argv[1:]:
         try:
-            s, b, n = check(p)
+            s, b, n, (fl, pts, fmax) = check(p)
         except (AssertionError, struct.error) as e:
-            print('%s: not a valid format-4 file: %s' % (p, e), file=sys.stderr)
+            print('%s: not a valid format-5 file: %s' % (p, e), file=sys.stderr)
             sys.exit(1)
-        print('%s: %d segments, %d intervals, %d blocks, every checksum right' % (p.split('/')[-1], s, n, b))
+        mark = ', not whole under %d points, %d bytes' % (pts, fmax) if fl & 16 else ''
+        print('%s: %d segments, %d intervals, %d blocks, flags %d%s, every checksum right'
+              % (p.split('/')[-1], s, n, b, fl, mark))

@@ -166,7 +166,8 @@ static void drop_sym_files(const char *dir) {
 /* A fresh symbolizer on dir (symbol cache emptied) resolving s: its
  * results must be want's; returns its stats after make_debug_copies. */
 /* A symbol-cache file for libc that says "fill a compile unit at a time"
- * (PTP_SYMCACHE_NOT_WHOLE) and holds nothing: these tests are about the
+ * (PTP_SYMCACHE_NOT_WHOLE, decided under limits higher than any: the mark
+ * stands for this library) and holds nothing: these tests are about the
  * debug copy a miss opens, and every run_once misses; filling all of libc
  * at each of them (the first miss of a process in an object is filled
  * whole) would resolve ~155k pieces a run, 13 times in
@@ -177,7 +178,8 @@ static void seed_libc_not_whole(const char *dir) {
   for (int i = 0; i < lc.idlen; i++) snprintf(hex + 2 * i, 3, "%02x", lc.id[i]);
   ptp_symcache *c;
   PT_ASSERT_INT_EQ(ptp_symcache_open(&c, dir, hex), 0);
-  ptp_symcache_set_flags(c, PTP_SYMCACHE_NOT_WHOLE | PTP_SYMCACHE_HAS_SYMS | PTP_SYMCACHE_HAS_DWARF);
+  ptp_symcache_set_flags(c, PTP_SYMCACHE_HAS_SYMS | PTP_SYMCACHE_HAS_DWARF);
+  ptp_symcache_set_not_whole(c, &(ptp_symcache_limits){UINT32_MAX, UINT32_MAX});
   PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
   ptp_symcache_del(c);
 }

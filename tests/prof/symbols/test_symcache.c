@@ -11,7 +11,11 @@
  *   - two processes filling the same cache at once leave a valid file, no
  *     temp files, and correct results;
  *   - files 0600, the directory 0700 under umask 000; a directory others may
- *     write into is refused.
+ *     write into is refused;
+ *   - a "not whole" mark decided under lower limits than the library's is
+ *     expired: the object is filled whole and the mark cleared (or, when
+ *     the fill fails again, the mark records the library's limits); one
+ *     decided under the library's limits or higher stands (no fill tried).
  */
 #include "pt_test.h"
 #include "prof/symbols/ptp_symbolize.h"
@@ -558,6 +562,152 @@ PT_TEST_T(prof_symcache_object_whole_many_cus, 120000) {
   free(one.pc);
   free(lib);
   dlclose(h);
+  pt_rm_rf(root);
+  free(root);
+}
+
+/* The cache file of the object holding fn, seeded with a NOT_WHOLE mark
+ * decided under lim (and its DWARF/symbol flags); with big, one interval
+ * far past the object whose frame's name makes the file half of
+ * PTP_SYMCACHE_FILE_MAX, so that any whole fill of the object fails at
+ * the file bound (-ENOSPC). Returns the build id (static). */
+static const char *seed_not_whole(ptp_symbolizer *plain, const char *dir, const void *fn,
+                                  ptp_symcache_limits lim, bool big) {
+  static char bid[160];
+  const ptp_sym_mapping *mp = mapping_of(plain, (uint64_t)(uintptr_t)fn);
+  PT_ASSERT(mp && mp->build_id[0]);
+  snprintf(bid, sizeof bid, "%s", mp->build_id);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_set_cache_dir(plain, dir), 0);   /* makes the directory */
+  PT_ASSERT_INT_EQ(ptp_symbolizer_set_cache_dir(plain, NULL), 0);
+  ptp_symcache *c;
+  PT_ASSERT_INT_EQ(ptp_symcache_open(&c, dir, bid), 0);
+  ptp_symcache_set_flags(c, PTP_SYMCACHE_HAS_SYMS | PTP_SYMCACHE_HAS_DWARF);
+  ptp_symcache_set_not_whole(c, &lim);
+  if (big) {
+    size_t n = PTP_SYMCACHE_FILE_MAX / 2;
+    char *name = malloc(n + 1);
+    PT_ASSERT(name);
+    memset(name, 'x', n);
+    name[n] = 0;
+    ptp_sym_frame f = {name, name, "far.c", 1, 1, 0};
+    uint64_t far = 1ull << 44;
+    PT_ASSERT_INT_EQ(ptp_symcache_add(c, far, far + 16, &f, 1), 0);
+    free(name);
+  }
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+  return bid;
+}
+
+/* One symbolizer on dir resolving pcs (checked against want); its stats. */
+static ptp_symbolizer_stats run_pcs(const char *dir, const pcset *pcs, char **want, const char *what) {
+  ptp_symbolizer *s = sym_with(dir);
+  assert_resolves_as(s, pcs, want, what);
+  ptp_symbolizer_stats st;
+  ptp_symbolizer_get_stats(s, &st);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
+  ptp_symbolizer_del(s);
+  return st;
+}
+
+/* A NOT_WHOLE mark decided under lower limits than this library's (an
+ * older library, bounds raised since) has expired: the first miss fills
+ * the object whole after all, clears the mark, marks the file complete,
+ * and a later process answers every address from the cache, opening
+ * nothing. libptt_nofp (a small library with DWARF), every address. */
+PT_TEST_T(prof_symcache_not_whole_expired_refilled, 120000) {
+  char *root = pt_tmpdir("symnw-exp");
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/c/symbols", root);
+  const void *dfn = (const void *)ptt_nofp_outer;
+  ptp_symbolizer *plain = sym_with(NULL);
+  pcset d = object_pcs(plain, dfn, 1);
+  char **want = ptt_resolve_all(plain, &d);
+  const char *bid = seed_not_whole(plain, dir, dfn, (ptp_symcache_limits){1u << 10, PTP_SYMCACHE_FILE_MAX},
+                                   false);
+
+  pcset one = {0};
+  ptt_pcs_add_range(&one, dfn, 1);
+  char **want1 = ptt_resolve_all(plain, &one);
+  ptp_symbolizer_stats st = run_pcs(dir, &one, want1, "expired mark, cold");
+  PT_ASSERT_UINT_EQ(st.objects_filled, 1);   /* filled whole despite the mark */
+  ptp_symcache *c;
+  PT_ASSERT_INT_EQ(ptp_symcache_open(&c, dir, bid), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);
+  PT_ASSERT(ptp_symcache_flags(c) & PTP_SYMCACHE_COMPLETE);
+  PT_ASSERT(!(ptp_symcache_flags(c) & PTP_SYMCACHE_NOT_WHOLE));
+  ptp_symcache_limits lim;
+  PT_ASSERT_INT_EQ(ptp_symcache_not_whole_limits(c, &lim), -ENOENT);
+  ptp_symcache_del(c);
+
+  st = run_pcs(dir, &d, want, "expired mark, refilled, warm");
+  PT_ASSERT_UINT_EQ(st.modules_opened, 0);
+  PT_ASSERT_UINT_EQ(st.cache_hits, st.lookups);
+  PT_ASSERT_UINT_EQ(st.objects_filled, 0);
+
+  ptt_free_results(want, d.n);
+  ptt_free_results(want1, one.n);
+  ptp_symbolizer_del(plain);
+  free(d.pc);
+  free(one.pc);
+  pt_rm_rf(root);
+  free(root);
+}
+
+/* A mark decided under this library's limits (or higher ones) stands: no
+ * whole fill is tried (fill_ns counts the time of every try, failed ones
+ * included). The library's own: an expired mark on a file already at the
+ * file bound, so the fill tried again fails and records the limits it
+ * was tried under (this library's), which the next process then keeps. */
+PT_TEST_T(prof_symcache_not_whole_current_kept, 120000) {
+  char *root = pt_tmpdir("symnw-kept");
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/c/symbols", root);
+  const void *dfn = (const void *)ptt_nofp_outer;
+  ptp_symbolizer *plain = sym_with(NULL);
+  pcset a = {0}, b = {0};
+  ptt_pcs_add_range(&a, dfn, 1);
+  ptt_pcs_add_range(&b, (const char *)dfn + 3, 1);
+  char **want_a = ptt_resolve_all(plain, &a), **want_b = ptt_resolve_all(plain, &b);
+
+  const char *bid = seed_not_whole(plain, dir, dfn, (ptp_symcache_limits){1u << 10, PTP_SYMCACHE_FILE_MAX},
+                                   true);
+  ptp_symbolizer_stats st = run_pcs(dir, &a, want_a, "expired mark, file full");
+  PT_ASSERT(st.fill_ns > 0);                 /* tried whole again */
+  PT_ASSERT_UINT_EQ(st.objects_filled, 0);   /* and failed at the file bound */
+  ptp_symcache *c;
+  PT_ASSERT_INT_EQ(ptp_symcache_open(&c, dir, bid), 0);
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);
+  ptp_symcache_limits cur;
+  PT_ASSERT_INT_EQ(ptp_symcache_not_whole_limits(c, &cur), 0);
+  PT_ASSERT(cur.fill_points > 1u << 10);   /* the library's, not the seed's */
+  PT_ASSERT_UINT_EQ(cur.file_max, PTP_SYMCACHE_FILE_MAX);
+  ptp_symcache_del(c);
+
+  /* decided under the current limits: kept, no whole fill tried */
+  st = run_pcs(dir, &b, want_b, "current mark");
+  PT_ASSERT_UINT_EQ(st.fill_ns, 0);
+  PT_ASSERT_UINT_EQ(st.objects_filled, 0);
+  PT_ASSERT_UINT_EQ(st.modules_opened, 1);   /* resolved from the object */
+  PT_ASSERT_INT_EQ(ptp_symcache_open(&c, dir, bid), 0);
+  ptp_symcache_limits again;
+  PT_ASSERT_INT_EQ(ptp_symcache_not_whole_limits(c, &again), 0);
+  PT_ASSERT(again.fill_points == cur.fill_points && again.file_max == cur.file_max);
+  ptp_symcache_del(c);
+
+  /* decided under higher limits than the library's: kept too, though a
+   * whole fill would succeed (a small object, a small file) */
+  pt_rm_rf(dir);
+  (void)seed_not_whole(plain, dir, dfn, (ptp_symcache_limits){UINT32_MAX, UINT32_MAX}, false);
+  st = run_pcs(dir, &a, want_a, "higher mark");
+  PT_ASSERT_UINT_EQ(st.fill_ns, 0);
+  PT_ASSERT_UINT_EQ(st.objects_filled, 0);
+
+  ptt_free_results(want_a, a.n);
+  ptt_free_results(want_b, b.n);
+  ptp_symbolizer_del(plain);
+  free(a.pc);
+  free(b.pc);
   pt_rm_rf(root);
   free(root);
 }

@@ -1,5 +1,5 @@
 /*
- * test_symcache_segments.c - the symbol cache's file format 4 (segments,
+ * test_symcache_segments.c - the symbol cache's file format 5 (segments,
  * checksum algorithm in the header, a checksum per block) and its saves, on ptp_symcache
  * directly:
  *   - a save of a file we read appends one segment (the bytes before it
@@ -16,12 +16,12 @@
  *   - PTP_SYMCACHE_SEGS_MAX appends, then the next save compacts to one;
  *   - two processes appending at once: the file stays valid, every
  *     interval in it has its writer's frames, at least one writer's all;
- *   - format 4: the header holds version 4 and ptp_crc_algo(); a known
+ *   - format 5: the header holds version 5 and ptp_crc_algo(); a known
  *     segment's index (first lo, block checksums) and header checksum are
  *     pinned (the values of ptp_crc.h's definition, computed by an
  *     independent reader in Python from the bytes the documented layout
  *     gives); a file of another algorithm (valid under it) or of versions
- *     2 and 3 is refused, never read, and rewritten by the next save;
+ *     2 to 4 is refused, never read, and rewritten by the next save;
  *     segments whose intervals and strings span several blocks verify
  *     after a rewrite and after an append; blocks are read as lookups
  *     need them: a flipped byte in a later strings block leaves lookups
@@ -370,9 +370,16 @@ PT_TEST_T(prof_symcache_concurrent_appenders, 120000) {
   free(dir);
 }
 
-/* Format 4's layout, as docs/pprof-format.md "Symbol cache" gives it. */
-#define F_HDR 152            /* magic 8, version 4, algo 4, build id 136 */
-#define S_HDR 24             /* magic, flags, nivals, nframes, strbytes, crc */
+/* Format 5's layout, as docs/pprof-format.md "Symbol cache" gives it. */
+#define F_HDR 152            /* magic 8, version 5, algo 4, build id 136 */
+#define S_HDR 32             /* magic, flags, nivals, nframes, strbytes, the
+                                NOT_WHOLE mark's two limits, crc */
+#define S_CRC 28             /* offset of crc: what the header checksum covers */
+/* The header checksum of prof_symcache_format5_header_and_pin's segment
+ * (flags 0, no limits) under algorithm 3, computed by symcache_format.py's
+ * CRC-32C over the 28 header bytes and the index the layout gives (the
+ * same computation gives format 4's 0xf9377ef8 over its 20 bytes). */
+#define HDR_CRC_PIN 0xcccaedbcu
 /* the index of a segment of one block per part: one first lo, three block
  * checksums, padded to 8 */
 #define S_IDX1 24
@@ -383,8 +390,8 @@ static uint32_t u32_at(const char *b, size_t off) {
   return v;
 }
 
-PT_TEST(prof_symcache_format4_header_and_pin) {
-  char *dir = pt_tmpdir("symcache-f4");
+PT_TEST(prof_symcache_format5_header_and_pin) {
+  char *dir = pt_tmpdir("symcache-f5");
   char *path = sc_file(dir);
   ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
   add_named(c, 0x100, "first");
@@ -393,13 +400,15 @@ PT_TEST(prof_symcache_format4_header_and_pin) {
   size_t n;
   char *b = pt_read_file(path, &n);
   PT_ASSERT_UINT_EQ(n, F_HDR + S_HDR + S_IDX1 + 24 + 24 + 16);
-  PT_ASSERT_UINT_EQ(u32_at(b, 8), 4);
+  PT_ASSERT_UINT_EQ(u32_at(b, 8), 5);
   PT_ASSERT_UINT_EQ(u32_at(b, 12), ptp_crc_algo());
   /* one interval, one frame, strings "\0first\0seg.c\0" */
-  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR), 0x34474553u);   /* "SEG4" */
+  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR), 0x35474553u);   /* "SEG5" */
   PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 8), 1);
   PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 12), 1);
   PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 16), 13);
+  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 20), 0);   /* no NOT_WHOLE mark: no limits */
+  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 24), 0);
   uint64_t blo;
   memcpy(&blo, b + F_HDR + S_HDR, 8);
   PT_ASSERT_UINT_EQ(blo, 0x100);   /* the first lo of the one block of intervals */
@@ -411,7 +420,7 @@ PT_TEST(prof_symcache_format4_header_and_pin) {
     PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + S_HDR + 8), 0x903564bau);    /* the intervals' block */
     PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + S_HDR + 12), 0xa729956eu);   /* the frames' */
     PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + S_HDR + 16), 0x934235ecu);   /* the strings' */
-    PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 20), 0xf9377ef8u);           /* header and index */
+    PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + S_CRC), HDR_CRC_PIN);        /* header and index */
   }
 
   /* the same file under zlib's crc32 (valid for algorithm 2) is refused
@@ -424,9 +433,9 @@ PT_TEST(prof_symcache_format4_header_and_pin) {
                      ptp_crc_block(PTP_CRC_ZLIB, 0, body + 24, 24),
                      ptp_crc_block(PTP_CRC_ZLIB, 0, body + 48, 13)};
     memcpy(b + F_HDR + S_HDR + 8, z, sizeof z);
-    uint32_t h = ptp_crc_blocks(PTP_CRC_ZLIB, 0, b + F_HDR, 20, 0);
+    uint32_t h = ptp_crc_blocks(PTP_CRC_ZLIB, 0, b + F_HDR, S_CRC, 0);
     h = ptp_crc_blocks(PTP_CRC_ZLIB, h, b + F_HDR + S_HDR, 8 + sizeof z, 0);
-    memcpy(b + F_HDR + 20, &h, 4);
+    memcpy(b + F_HDR + S_CRC, &h, 4);
     pt_write_file(path, b, n);
     c = open_ok(dir, PTP_SYMCACHE_STALE);
     PT_ASSERT(!has_named(c, 0x105, "first"));
@@ -441,6 +450,14 @@ PT_TEST(prof_symcache_format4_header_and_pin) {
     PT_ASSERT(b && n > F_HDR);
     PT_ASSERT_UINT_EQ(u32_at(b, 12), PTP_CRC_C3);
   }
+  /* version 4 (the same blocks, a 24-byte segment header: a NOT_WHOLE
+   * mark without the limits it was decided under) is refused */
+  uint32_t v4 = 4;
+  memcpy(b + 8, &v4, 4);
+  pt_write_file(path, b, n);
+  c = open_ok(dir, PTP_SYMCACHE_STALE);
+  PT_ASSERT_INT_EQ(ptp_symcache_file_error(c), -ESTALE);
+  ptp_symcache_del(c);
   /* version 3 (one checksum per segment, read whole) is refused */
   uint32_t v3 = 3;
   memcpy(b + 8, &v3, 4);
@@ -479,7 +496,86 @@ static bool has_many(ptp_symcache *c, uint64_t lo, unsigned count, const char *t
   return true;
 }
 
-PT_TEST(prof_symcache_format4_multiblock) {
+/* Whether c's NOT_WHOLE mark records exactly (points, bytes). */
+static bool nw_is(const ptp_symcache *c, uint32_t points, uint32_t bytes) {
+  ptp_symcache_limits l;
+  return ptp_symcache_not_whole_limits(c, &l) == 0 && l.fill_points == points && l.file_max == bytes;
+}
+
+/* A NOT_WHOLE mark keeps the limits it was decided under, in the file
+ * (written, appended, read back from the last segment, covered by the
+ * header checksum), and stands only for limits none of which is higher. */
+PT_TEST(prof_symcache_not_whole_limits_recorded) {
+  char *dir = pt_tmpdir("symcache-nw");
+  char *path = sc_file(dir);
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  ptp_symcache_limits lim = {1000, 2000};
+  ptp_symcache_set_not_whole(c, &lim);
+  PT_ASSERT(ptp_symcache_flags(c) & PTP_SYMCACHE_NOT_WHOLE);
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(nw_is(c, 1000, 2000));
+  /* stands under the same or lower limits, expires under any higher one */
+  PT_ASSERT(ptp_symcache_not_whole(c, &lim));
+  PT_ASSERT(ptp_symcache_not_whole(c, &(ptp_symcache_limits){999, 1}));
+  PT_ASSERT(!ptp_symcache_not_whole(c, &(ptp_symcache_limits){1001, 2000}));
+  PT_ASSERT(!ptp_symcache_not_whole(c, &(ptp_symcache_limits){1000, 2001}));
+  /* other flags set around it keep the mark's limits (nothing to write) */
+  ptp_symcache_set_flags(c, ptp_symcache_flags(c));
+  PT_ASSERT(!ptp_symcache_dirty(c));
+  ptp_symcache_set_flags(c, ptp_symcache_flags(c) | PTP_SYMCACHE_HAS_SYMS);
+  PT_ASSERT(nw_is(c, 1000, 2000));
+  /* a new decision under other limits replaces them, in an appended segment */
+  ptp_symcache_set_not_whole(c, &(ptp_symcache_limits){3000, 4000});
+  add_named(c, 0x100, "nw");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 2);
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(nw_is(c, 3000, 4000));   /* the last segment's */
+  PT_ASSERT(ptp_symcache_flags(c) & PTP_SYMCACHE_HAS_SYMS);
+  PT_ASSERT(ptp_symcache_not_whole(c, &(ptp_symcache_limits){3000, 4000}));
+  ptp_symcache_del(c);
+
+  /* the limits are under the segment's header checksum */
+  size_t n;
+  char *b = pt_read_file(path, &n);
+  PT_ASSERT(b && n > F_HDR + S_HDR);
+  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 20), 1000);   /* the first segment's */
+  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 24), 2000);
+  b[F_HDR + 21] ^= 0x01;
+  pt_write_file(path, b, n);
+  free(b);
+  c = open_ok(dir, PTP_SYMCACHE_REJECTED);
+  PT_ASSERT_INT_EQ(ptp_symcache_not_whole_limits(c, &lim), -ENOENT);
+  ptp_symcache_del(c);
+  unlink(path);
+
+  /* a mark set through the flags alone records no limits: expired for
+   * every reader; clearing the mark forgets its limits */
+  c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  ptp_symcache_set_flags(c, PTP_SYMCACHE_NOT_WHOLE);
+  PT_ASSERT(nw_is(c, 0, 0));
+  PT_ASSERT(!ptp_symcache_not_whole(c, &(ptp_symcache_limits){1, 0}));
+  ptp_symcache_set_not_whole(c, &(ptp_symcache_limits){5, 6});
+  ptp_symcache_set_flags(c, PTP_SYMCACHE_HAS_SYMS);
+  PT_ASSERT_INT_EQ(ptp_symcache_not_whole_limits(c, &lim), -ENOENT);
+  PT_ASSERT(!ptp_symcache_not_whole(c, &(ptp_symcache_limits){0, 0}));
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+  b = pt_read_file(path, &n);
+  PT_ASSERT(b && n > F_HDR + S_HDR);
+  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 20), 0);
+  PT_ASSERT_UINT_EQ(u32_at(b, F_HDR + 24), 0);
+  free(b);
+  free(path);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+PT_TEST(prof_symcache_format5_multiblock) {
   char *dir = pt_tmpdir("symcache-blocks");
   char *path = sc_file(dir);
   ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
