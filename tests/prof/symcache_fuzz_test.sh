@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer over the symbol cache's file reader (src/prof/symbols/
 # ptp_symcache.c, format 5: headers and indexes read at open, blocks read
-# and checked as lookups need them), for PT_FUZZ_SECONDS (20) from the
+# and checked as lookups need them), for PT_FUZZ_SECONDS (15) from the
 # seeds in tests/prof/fuzz_seeds/symcache (real files the profiler wrote,
 # one of two segments, behind a control byte). The harness can recompute
 # the checksums of a mutated file so that mutations reach the checks behind
