@@ -186,20 +186,26 @@ PT_TEST_T(prof_symcache_hit_miss_same_results, 120000) {
   free(root);
 }
 
+/* One symbolizer on dir resolving pcs (checked against want); its stats. */
+static ptp_symbolizer_stats run_pcs(const char *dir, const pcset *pcs, char **want, const char *what) {
+  ptp_symbolizer *s = sym_with(dir);
+  assert_resolves_as(s, pcs, want, what);
+  ptp_symbolizer_stats st;
+  ptp_symbolizer_get_stats(s, &st);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
+  ptp_symbolizer_del(s);
+  return st;
+}
+
 static void corrupt_and_check(const char *dir, const pcset *a, char **want, const char *fmain,
                               void (*damage)(const char *path), const char *what) {
   damage(fmain);
-  ptp_symbolizer *s = sym_with(dir);
-  assert_resolves_as(s, a, want, what);
-  ptp_symbolizer_stats st;
-  ptp_symbolizer_get_stats(s, &st);
+  ptp_symbolizer_stats st = run_pcs(dir, a, want, what);
   PT_ASSERT_MSG(st.cache_files_rejected == 1, "%s: %llu files rejected", what,
                 (unsigned long long)st.cache_files_rejected);
   PT_ASSERT_MSG(st.modules_opened >= 1, "%s: nothing resolved again", what);
-  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
-  ptp_symbolizer_del(s);
   /* rebuilt: the next process loads it and opens nothing */
-  s = sym_with(dir);
+  ptp_symbolizer *s = sym_with(dir);
   assert_resolves_as(s, a, want, what);
   ptp_symbolizer_get_stats(s, &st);
   PT_ASSERT_UINT_EQ(st.cache_files_rejected, 0);
@@ -597,17 +603,6 @@ static const char *seed_not_whole(ptp_symbolizer *plain, const char *dir, const 
   PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
   ptp_symcache_del(c);
   return bid;
-}
-
-/* One symbolizer on dir resolving pcs (checked against want); its stats. */
-static ptp_symbolizer_stats run_pcs(const char *dir, const pcset *pcs, char **want, const char *what) {
-  ptp_symbolizer *s = sym_with(dir);
-  assert_resolves_as(s, pcs, want, what);
-  ptp_symbolizer_stats st;
-  ptp_symbolizer_get_stats(s, &st);
-  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
-  ptp_symbolizer_del(s);
-  return st;
 }
 
 /* A NOT_WHOLE mark decided under lower limits than this library's (an
