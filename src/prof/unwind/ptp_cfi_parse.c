@@ -644,7 +644,7 @@ static int finish_tab(rowvec *rvp, uintptr_t bias, ptp_cfi_tab **out) {
   }
   if (rc == 0 && nrows + rs.n > rv.max) rc = -E2BIG;
   ptp_cfi_tab *t = NULL;
-  size_t bytes = sizeof(ptp_cfi_tab) + (rs.n + nrows) * 8;
+  size_t bytes = sizeof(ptp_cfi_tab) + rs.n * sizeof(ptp_cfi_rule) + nrows * sizeof(ptp_cfi_row);
   if (rc == 0 && !(t = ptp_malloc(bytes))) rc = -ENOMEM;
   if (rc == 0) {
     ptp_cfi_rule *rules = (ptp_cfi_rule *)(t + 1);   /* 8-aligned: the struct is */
