@@ -8,7 +8,9 @@
 #  4. runs every integration test tests/*/*_test.sh (one at a time; the
 #     *_fuzz_test.sh among them run libFuzzer for PT_FUZZ_SECONDS each)
 #  5. runs the integration tests that drive the lock-free code again against
-#     the tsan build (TSAN_IT below)
+#     the tsan build (TSAN_IT below), and the daemon, TUI and CLI tests that
+#     feed hostile or damaged input again against the asan build (ASAN_IT
+#     below; any sanitizer report of any process fails the test)
 # and ends with the line "N passed, N failed, N skipped".
 # PT_TEST_FILTER=substr limits integration tests to matching paths;
 # PT_SKIP_ASAN=1 / PT_SKIP_TSAN=1 skip a sanitizer variant (quick local runs).
@@ -104,15 +106,28 @@ if [ "${PT_SKIP_TSAN:-0}" != 1 ] && [ -x "$tsan_bin" ]; then
   echo "# unit tests (tsan): ${#names[@]} tests, $(( $(date +%s) - start ))s"
 fi
 
+SAN_LOGS=0   # 1: run_it sends every process's ASan/UBSan report to a file and fails on one
 run_it() { # run_it LABEL TEST [env...]: one integration test, counted
   local label=$1 t=$2; shift 2
-  local tmp log start rc secs
+  local tmp log start rc secs san=()
   tmp=$(mktemp -d /tmp/pt-it.XXXXXX)
   log=$tmp/log
+  if [ "$SAN_LOGS" = 1 ]; then
+    # log_path: a report of a daemon whose stderr the test never reads
+    # (daemon.out) still fails the test; abort_on_error makes the process
+    # die visibly as well
+    mkdir "$tmp/san"
+    san=("ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allow_user_segv_handler=1:log_path=$tmp/san/asan"
+         "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$tmp/san/ubsan")
+  fi
   start=$(date +%s)
-  env TMPDIR="$tmp" "$@" timeout -k 10 "${PT_TEST_TIMEOUT:-300}" bash "$t" >"$log" 2>&1
+  env TMPDIR="$tmp" "${san[@]}" "$@" timeout -k 10 "${PT_TEST_TIMEOUT:-300}" bash "$t" >"$log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))
+  if [ "$SAN_LOGS" = 1 ] && [ -n "$(ls -A "$tmp/san")" ]; then
+    { echo "sanitizer reports:"; head -n 30 "$tmp"/san/*; } >>"$log"
+    rc=1
+  fi
   case $rc in
     0) echo "ok - $label (${secs}s)"; passed=$((passed + 1)) ;;
     77) echo "skip - $label: $(tail -n 1 "$log")"; skipped=$((skipped + 1)) ;;
@@ -138,6 +153,32 @@ if [ "${PT_SKIP_TSAN:-0}" != 1 ] && [ -x "$tsan_bin" ]; then
     run_it "tsan: $t" "$t" "${TSAN_ENV[@]}" PT_BUILD_PROF="$PT_BUILD_TSAN"
   done
   echo "# integration tests (tsan): $(( $(date +%s) - start_all ))s"
+fi
+
+# ---- AddressSanitizer stage (integration) ----------------------------------
+# The unit tests run under ASan+UBSan above; these whole-program tests run
+# the daemon, the TUI and the CLI built with them (build/asan: profiling
+# on, so sampler, console and snapshot writer run too) on the paths that
+# parse what others wrote: hostile IPC input, damaged and half-written
+# session files, a full disk, the artifact catalog, profile list/merge/view.
+# Each passes with both builds pointing at build/asan (the tests that check
+# a build without profiling, e.g. tests/tui/cli_test.sh, are not here).
+ASAN_IT=(tests/daemon/bad_input_test.sh tests/daemon/crash_repair_test.sh
+         tests/daemon/damaged_session_test.sh tests/daemon/full_disk_test.sh
+         tests/daemon/catalog_ipc_test.sh tests/daemon/catalog_escape_test.sh
+         tests/daemon/exec_responder_test.sh tests/daemon/lifecycle_test.sh
+         tests/profiling/daemon_profiling_test.sh tests/profiling/tui_profiling_test.sh
+         tests/tui/profile_cli_test.sh tests/tui/tui_input_test.sh)
+if [ "${PT_SKIP_ASAN:-0}" != 1 ] && [ -x build/asan/polytokend ]; then
+  echo "== integration tests under AddressSanitizer (build/asan)"
+  start_all=$(date +%s)
+  SAN_LOGS=1
+  for t in "${ASAN_IT[@]}"; do
+    [ -n "${PT_TEST_FILTER:-}" ] && [[ "$t" != *"$PT_TEST_FILTER"* ]] && continue
+    run_it "asan: $t" "$t" PT_BUILD_DEV="$PT_BUILD_ASAN" PT_BUILD_PROF="$PT_BUILD_ASAN" PT_SANITIZER=address
+  done
+  SAN_LOGS=0
+  echo "# integration tests (asan): $(( $(date +%s) - start_all ))s"
 fi
 
 if [ "${#failures[@]}" -gt 0 ]; then
