@@ -17,6 +17,11 @@
  *          every sleep and wake
  *   timer  a POSIX CPU-time timer on the thread (the timer engine: checked
  *          at the tick, nothing done at a switch)
+ *   count  the same task-clock event without a period: counting only, so
+ *          no hrtimer is stopped and started at a switch (not an engine:
+ *          it raises no signal; it splits perf's cost in two)
+ *   dummy  a software dummy event: the task's perf context and nothing
+ *          else to switch
  * The three run in a shuffled order in each of PAIRS rounds; the figure is
  * the mean per-round difference to "none" with a 95 % Student-t interval
  * (this VM's run-to-run noise is several us per cycle, so one run says
@@ -38,8 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { M_NONE, M_PERF, M_TIMER, M_N };
-static const char *const mode_name[M_N] = { "none", "perf", "timer" };
+enum { M_NONE, M_PERF, M_TIMER, M_COUNT, M_DUMMY, M_N };
+static const char *const mode_name[M_N] = { "none", "perf", "timer", "count", "dummy" };
 
 static double thread_cpu_us(void) {
   struct timespec t;
@@ -50,13 +55,13 @@ static double thread_cpu_us(void) {
 /* Arms the engine on the calling thread; returns a handle to disarm, or -1
  * when the kernel refuses (the message says why). */
 static long arm(int mode, timer_t *tm) {
-  if (mode == M_PERF) {
+  if (mode == M_PERF || mode == M_COUNT || mode == M_DUMMY) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.size = sizeof a;
     a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_TASK_CLOCK;
-    a.sample_period = 10101010;
+    a.config = mode == M_DUMMY ? PERF_COUNT_SW_DUMMY : PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = mode == M_PERF ? 10101010 : 0;
     a.exclude_hv = 1;
     a.wakeup_events = 1;
     long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
@@ -84,7 +89,7 @@ static long arm(int mode, timer_t *tm) {
 }
 
 static void disarm(int mode, long h, timer_t tm) {
-  if (mode == M_PERF) close((int)h);
+  if (mode == M_PERF || mode == M_COUNT || mode == M_DUMMY) close((int)h);
   if (mode == M_TIMER) timer_delete(tm);
 }
 
@@ -143,7 +148,7 @@ int main(int argc, char **argv) {
   if (!v) return 1;
   unsigned seed = 1;
   for (int p = 0; p < pairs; p++) {
-    int order[M_N] = { M_NONE, M_PERF, M_TIMER };
+    int order[M_N] = { M_NONE, M_PERF, M_TIMER, M_COUNT, M_DUMMY };
     for (int i = M_N - 1; i > 0; i--) {
       int j = (int)(rand_r(&seed) % (unsigned)(i + 1)), x = order[i];
       order[i] = order[j];
