@@ -22,7 +22,7 @@
  *          it raises no signal; it splits perf's cost in two)
  *   dummy  a software dummy event: the task's perf context and nothing
  *          else to switch
- * The three run in a shuffled order in each of PAIRS rounds; the figure is
+ * The five run in a shuffled order in each of PAIRS rounds; the figure is
  * the mean per-round difference to "none" with a 95 % Student-t interval
  * (this VM's run-to-run noise is several us per cycle, so one run says
  * nothing). No signal handler is installed: SIGPROF is blocked, so the
@@ -42,6 +42,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "paired.h"
 
 enum { M_NONE, M_PERF, M_TIMER, M_COUNT, M_DUMMY, M_N };
 static const char *const mode_name[M_N] = { "none", "perf", "timer", "count", "dummy" };
@@ -118,15 +120,6 @@ static double run(int mode, int ep, int cycles, double work_us) {
   return (c1 - c0) / cycles;
 }
 
-/* Two-sided 95 % Student-t quantiles for df 1..30; the normal value above. */
-static double t95(int df) {
-  static const double t[30] = { 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
-                                2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
-                                2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-                                2.060,  2.056, 2.052, 2.048, 2.045, 2.042 };
-  return df >= 1 && df <= 30 ? t[df - 1] : 1.96;
-}
-
 int main(int argc, char **argv) {
   int pairs = argc > 1 ? atoi(argv[1]) : 20;
   int cycles = argc > 2 ? atoi(argv[2]) : 2000;
@@ -148,12 +141,8 @@ int main(int argc, char **argv) {
   if (!v) return 1;
   unsigned seed = 1;
   for (int p = 0; p < pairs; p++) {
-    int order[M_N] = { M_NONE, M_PERF, M_TIMER, M_COUNT, M_DUMMY };
-    for (int i = M_N - 1; i > 0; i--) {
-      int j = (int)(rand_r(&seed) % (unsigned)(i + 1)), x = order[i];
-      order[i] = order[j];
-      order[j] = x;
-    }
+    int order[M_N];
+    paired_shuffle(order, M_N, &seed);
     for (int k = 0; k < M_N; k++) {
       double r = run(order[k], ep, cycles, work);
       if (r < 0) return 1;
@@ -162,23 +151,7 @@ int main(int argc, char **argv) {
   }
   printf("switch_cost: %d rounds of %d cycles (epoll_wait 1 ms, then %.0f us of CPU)\n", pairs,
          cycles, work);
-  for (int m = 0; m < M_N; m++) {
-    double s = 0;
-    for (int p = 0; p < pairs; p++) s += v[p * M_N + m];
-    printf("  %-5s %7.2f us CPU per cycle (mean)", mode_name[m], s / pairs);
-    if (m != M_NONE) {
-      double d = 0, dd = 0;
-      for (int p = 0; p < pairs; p++) d += v[p * M_N + m] - v[p * M_N + M_NONE];
-      d /= pairs;
-      for (int p = 0; p < pairs; p++) {
-        double e = v[p * M_N + m] - v[p * M_N + M_NONE] - d;
-        dd += e * e;
-      }
-      double ci = t95(pairs - 1) * sqrt(dd / (pairs - 1)) / sqrt(pairs);
-      printf("   vs none: %+6.2f +- %.2f us per cycle", d, ci);
-    }
-    printf("\n");
-  }
+  paired_report(mode_name, M_N, v, pairs, "us CPU per cycle", "us per cycle");
   free(v);
   close(ep);
   return 0;

@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "paired.h"
+
 enum { M_NONE, M_PERF, M_COUNT, M_DUMMY, M_N };
 static const char *const mode_name[M_N] = { "none", "perf", "count", "dummy" };
 
@@ -106,15 +108,6 @@ static double run(int mode, int rounds) {
   return ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / rounds;
 }
 
-/* Two-sided 95 % Student-t quantiles for df 1..30; the normal value above. */
-static double t95(int df) {
-  static const double t[30] = { 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
-                                2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
-                                2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-                                2.060,  2.056, 2.052, 2.048, 2.045, 2.042 };
-  return df >= 1 && df <= 30 ? t[df - 1] : 1.96;
-}
-
 int main(int argc, char **argv) {
   int pairs = argc > 1 ? atoi(argv[1]) : 20;
   int rounds = argc > 2 ? atoi(argv[2]) : 20000;
@@ -130,12 +123,8 @@ int main(int argc, char **argv) {
   if (!v) return 1;
   unsigned seed = 1;
   for (int p = 0; p < pairs; p++) {
-    int order[M_N] = { M_NONE, M_PERF, M_COUNT, M_DUMMY };
-    for (int i = M_N - 1; i > 0; i--) {
-      int j = (int)(rand_r(&seed) % (unsigned)(i + 1)), x = order[i];
-      order[i] = order[j];
-      order[j] = x;
-    }
+    int order[M_N];
+    paired_shuffle(order, M_N, &seed);
     for (int k = 0; k < M_N; k++) {
       double r = run(order[k], rounds);
       if (r < 0) return 1;
@@ -144,23 +133,7 @@ int main(int argc, char **argv) {
   }
   printf("switch_pingpong: %d rounds of %d round trips (two threads, one CPU, pipes)\n", pairs,
          rounds);
-  for (int m = 0; m < M_N; m++) {
-    double s = 0;
-    for (int p = 0; p < pairs; p++) s += v[p * M_N + m];
-    printf("  %-5s %7.2f us per round trip (mean)", mode_name[m], s / pairs);
-    if (m != M_NONE) {
-      double d = 0, dd = 0;
-      for (int p = 0; p < pairs; p++) d += v[p * M_N + m] - v[p * M_N + M_NONE];
-      d /= pairs;
-      for (int p = 0; p < pairs; p++) {
-        double e = v[p * M_N + m] - v[p * M_N + M_NONE] - d;
-        dd += e * e;
-      }
-      double ci = t95(pairs - 1) * sqrt(dd / (pairs - 1)) / sqrt(pairs);
-      printf("   vs none: %+6.2f +- %.2f us per round trip", d, ci);
-    }
-    printf("\n");
-  }
+  paired_report(mode_name, M_N, v, pairs, "us per round trip", "us per round trip");
   free(v);
   return 0;
 }
