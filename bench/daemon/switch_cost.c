@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "paired.h"
+#include "switch_event.h"
 
 enum { M_NONE, M_PERF, M_TIMER, M_COUNT, M_DUMMY, M_N };
 static const char *const mode_name[M_N] = { "none", "perf", "timer", "count", "dummy" };
@@ -57,23 +58,9 @@ static double thread_cpu_us(void) {
 /* Arms the engine on the calling thread; returns a handle to disarm, or -1
  * when the kernel refuses (the message says why). */
 static long arm(int mode, timer_t *tm) {
-  if (mode == M_PERF || mode == M_COUNT || mode == M_DUMMY) {
-    struct perf_event_attr a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = mode == M_DUMMY ? PERF_COUNT_SW_DUMMY : PERF_COUNT_SW_TASK_CLOCK;
-    a.sample_period = mode == M_PERF ? 10101010 : 0;
-    a.exclude_hv = 1;
-    a.wakeup_events = 1;
-    long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
-      a.exclude_kernel = 1;   /* perf_event_paranoid 2, as the sampler falls back */
-      fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    }
-    if (fd < 0) fprintf(stderr, "switch_cost: perf_event_open: %s\n", strerror(errno));
-    return fd;
-  }
+  if (mode == M_PERF || mode == M_COUNT || mode == M_DUMMY)
+    return swev_open(mode == M_PERF ? SWEV_SAMPLING : mode == M_COUNT ? SWEV_COUNTING : SWEV_DUMMY,
+                     "switch_cost");
   if (mode == M_TIMER) {
     struct sigevent sev;
     memset(&sev, 0, sizeof sev);

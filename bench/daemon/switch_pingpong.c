@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "paired.h"
+#include "switch_event.h"
 
 enum { M_NONE, M_PERF, M_COUNT, M_DUMMY, M_N };
 static const char *const mode_name[M_N] = { "none", "perf", "count", "dummy" };
@@ -52,20 +53,8 @@ typedef struct run_ctx {
  * error (printed). */
 static int open_event(int mode) {
   if (mode == M_NONE) return 0;
-  struct perf_event_attr a;
-  memset(&a, 0, sizeof a);
-  a.size = sizeof a;
-  a.type = PERF_TYPE_SOFTWARE;
-  a.config = mode == M_DUMMY ? PERF_COUNT_SW_DUMMY : PERF_COUNT_SW_TASK_CLOCK;
-  a.sample_period = mode == M_PERF ? 10101010 : 0;
-  a.exclude_hv = 1;
-  long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-  if (fd < 0 && (errno == EACCES || errno == EPERM)) {
-    a.exclude_kernel = 1;   /* perf_event_paranoid 2, as the sampler falls back */
-    fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-  }
-  if (fd < 0) fprintf(stderr, "switch_pingpong: perf_event_open: %s\n", strerror(errno));
-  return (int)fd;
+  return swev_open(mode == M_PERF ? SWEV_SAMPLING : mode == M_COUNT ? SWEV_COUNTING : SWEV_DUMMY,
+                   "switch_pingpong");
 }
 
 static void *peer(void *arg) {
