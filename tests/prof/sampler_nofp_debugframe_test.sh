@@ -7,12 +7,16 @@
 #   1. the library as built (.debug_frame in the object itself);
 #   2. stripped of its debug sections, with a separate debug file found
 #      through its .gnu_debuglink (next to it, and in its .debug/);
-#   3. control: stripped, no debug file.
+#   3. control: stripped, no debug file;
+#   4. stripped, with a debug file next to it that names another build id
+#      (one byte of its NT_GNU_BUILD_ID changed): refused, as in 3.
 # 1 and 2: >= 95 % of the CPU through the library reaches main and
 # __libc_start_call_main (or __libc_start_main), < 5 % is [truncated], and
-# the profile says no object was left unwalked. 3: the same stacks stop at
-# the library (>= 50 % of that CPU [truncated]: it has neither CFI nor frame
-# pointers), which shows the debug file is what 2 used.
+# the profile says no object was left unwalked. 3 and 4: the same stacks
+# stop at the library (>= 50 % of that CPU [truncated]: it has neither CFI
+# nor frame pointers), which shows the debug file is what 2 used, and that
+# a debug file of another build is never used (its CFI would be another
+# object's: a guessed caller).
 # (/usr/lib/debug/.build-id/xx/yyyy.debug is the other place looked in; a
 # test does not write there.)
 source "$(dirname "${BASH_SOURCE[0]}")/prof_lib.sh"
@@ -84,4 +88,35 @@ read -r lib trunc rooted < <(case_run control "$WORK/none")
 note "control: $lib ms through the library, $trunc ms [truncated], $rooted ms reach main"
 awk -v l="$lib" -v t="$trunc" 'BEGIN { exit !(l >= 200 && t >= 0.5 * l) }' ||
   fail "control (no CFI anywhere): only $trunc of $lib ms truncated: what did the walker follow?"
+
+# 4. a debug file of another build: its build-id note differs in one byte.
+mkdir -p "$WORK/otherbuild"
+dbg="$WORK/otherbuild/libptt_nofp_dl0.so.debug"
+objcopy --only-keep-debug "$SRCLIB" "$dbg"
+objcopy --strip-debug --add-gnu-debuglink="$dbg" "$SRCLIB" "$WORK/otherbuild/libptt_nofp_dl0.so"
+python3 - "$dbg" <<'PY' || fail "could not change the debug file's build id"
+import struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+shoff, = struct.unpack_from("<Q", b, 0x28)
+shentsize, shnum = struct.unpack_from("<HH", b, 0x3a)
+for i in range(shnum):
+    o = shoff + i * shentsize
+    typ, = struct.unpack_from("<I", b, o + 4)
+    off, size = struct.unpack_from("<QQ", b, o + 0x18)
+    if typ != 7 or size < 16:            # SHT_NOTE
+        continue
+    namesz, descsz, ntype = struct.unpack_from("<III", b, off)
+    if ntype == 3 and namesz == 4 and bytes(b[off + 12:off + 16]) == b"GNU\0":   # NT_GNU_BUILD_ID
+        b[off + 16] ^= 0xff
+        open(p, "wb").write(b)
+        sys.exit(0)
+sys.exit(1)
+PY
+[ "$(readelf -n "$dbg" | grep 'Build ID')" != "$(readelf -n "$SRCLIB" | grep 'Build ID')" ] ||
+  fail "the debug file still has the library's build id"
+read -r lib trunc rooted < <(case_run otherbuild "$WORK/otherbuild")
+note "other build's debug file: $lib ms through the library, $trunc ms [truncated], $rooted ms reach main"
+awk -v l="$lib" -v t="$trunc" 'BEGIN { exit !(l >= 200 && t >= 0.5 * l) }' ||
+  fail "a debug file of another build was used: only $trunc of $lib ms truncated"
 echo "ok"

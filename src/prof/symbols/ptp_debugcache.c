@@ -14,12 +14,12 @@
  * Calls only libelf/libdw and ptp_symcache's directory helpers.
  */
 #include "prof/symbols/ptp_debugcache.h"
+#include "prof/symbols/ptp_elffile.h"
 #include "prof/cache/ptp_cachefile.h"
 #include "prof/cache/ptp_fileopen.h"
 #include "prof/symbols/ptp_symcache.h"
 #include "prof/ptp_alloc.h"
 
-#include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -99,12 +99,6 @@ static int dc_name(char *buf, size_t cap, const unsigned char *id, int idlen) {
   return 0;
 }
 
-static bool elf_has_id(Elf *e, const unsigned char *id, int idlen) {
-  const void *bits = NULL;
-  ssize_t n = dwelf_elf_gnu_build_id(e, &bits);
-  return n == idlen && bits && memcmp(bits, id, (size_t)n) == 0;
-}
-
 bool ptp_debugcache_compressed(int fd) {
   /* pread, not a mapping: fd may be anyone's file, not yet checked */
   Elf *e = elf_begin(fd, ELF_C_READ, NULL);
@@ -140,7 +134,7 @@ static int dc_check(const ptp_debugcache *c, int fd, const struct stat *st,
     return -EINVAL;
   Elf *e = elf_begin(fd, ELF_C_READ, NULL);
   if (!e) return -EINVAL;
-  int r = elf_kind(e) == ELF_K_ELF && elf_has_id(e, id, idlen) ? 0 : -EINVAL;
+  int r = elf_kind(e) == ELF_K_ELF && (idlen > 0 && ptp_elf_build_id_is(e, id, (size_t)idlen)) ? 0 : -EINVAL;
   uint64_t size = (uint64_t)st->st_size;
   /* libelf accepts a section header table past the end of the file (it
    * then sees no sections): check the table lies inside it */
@@ -300,7 +294,7 @@ int ptp_debugcache_make(ptp_debugcache *c, const char *src, const unsigned char 
    * /usr/lib/debug, or ours); anyone else's is read with pread. */
   Elf *ie = elf_begin(in, ptp_file_trusted(&sst) ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
   r = -EINVAL;
-  if (!ie || elf_kind(ie) != ELF_K_ELF || !elf_has_id(ie, id, idlen)) goto fail_in;
+  if (!ie || elf_kind(ie) != ELF_K_ELF || !(idlen > 0 && ptp_elf_build_id_is(ie, id, (size_t)idlen))) goto fail_in;
   int dfd = dc_dirfd(c);   /* the directory's safety check */
   if (dfd < 0) { r = dfd; goto fail_in; }
   close(dfd);

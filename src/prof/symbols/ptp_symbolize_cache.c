@@ -13,6 +13,7 @@
  * the cache smaller, never a wrong entry.
  */
 #include "prof/symbols/ptp_symbolize_internal.h"
+#include "prof/symbols/ptp_elffile.h"
 #include "prof/cache/ptp_cachefile.h"
 #include "prof/ptp_alloc.h"
 
@@ -256,7 +257,7 @@ static uint64_t debug_line_size(sym_module *m) {
   size_t shstrndx;
   if (!e || elf_getshdrstrndx(e, &shstrndx) != 0) return 0;
   GElf_Shdr sh;
-  Elf_Scn *scn = ptp_symbolize_find_scn(e, shstrndx, ".debug_line", &sh);
+  Elf_Scn *scn = ptp_elf_find_scn(e, shstrndx, ".debug_line", &sh);
   if (!scn) return 0;
   if (!(sh.sh_flags & SHF_COMPRESSED)) return sh.sh_size;
   GElf_Chdr ch;

@@ -294,9 +294,6 @@ Dwarf_Die *ptp_symbolize_module_run_cu(sym_module *m, size_t i);
 /* The index of the compile unit cudie of m, built on first use; NULL when
  * out of memory. Owned by m. */
 cu_index *ptp_symbolize_module_cu(sym_module *m, Dwarf_Die *cudie);
-/* The section of e named name (shstrndx: e's section-name table), or
- * NULL, and its header in *sh (may be NULL). */
-Elf_Scn *ptp_symbolize_find_scn(Elf *e, size_t shstrndx, const char *name, GElf_Shdr *sh);
 /* Appends the frames for pc (inside loaded module m) to s->frames.
  * Returns 0 or -ENOMEM (s->frames may then hold a partial result: the
  * caller truncates). */

@@ -41,12 +41,12 @@
  * freed); nothing of the two symbolizer units above it.
  */
 #include "prof/symbols/ptp_symbolize_internal.h"
+#include "prof/symbols/ptp_elffile.h"
 #include "prof/symbols/ptp_aranges.h"
 #include "prof/ptp_alloc.h"
 
 #include <dwarf.h>
 #include <elf.h>
-#include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -141,9 +141,7 @@ static int keep_for_libdw(sym_module *m, int fd, const struct stat *st, bool our
 static int elf_build_id_matches(int fd, const unsigned char *want, int wantlen) {
   Elf *e = elf_begin(fd, ELF_C_READ, NULL);
   if (!e) return 0;
-  const void *bits = NULL;
-  ssize_t n = dwelf_elf_gnu_build_id(e, &bits);
-  int ok = n == wantlen && bits && memcmp(bits, want, (size_t)n) == 0;
+  int ok = wantlen > 0 && ptp_elf_build_id_is(e, want, (size_t)wantlen);
   elf_end(e);
   return ok;
 }
@@ -220,7 +218,7 @@ static int read_altlink(const char *path, char *name, size_t namecap, unsigned c
   Elf *e = elf_begin(fd, ELF_C_READ, NULL);
   size_t shstrndx;
   Elf_Scn *scn = e && elf_getshdrstrndx(e, &shstrndx) == 0
-                     ? ptp_symbolize_find_scn(e, shstrndx, ".gnu_debugaltlink", NULL)
+                     ? ptp_elf_find_scn(e, shstrndx, ".gnu_debugaltlink", NULL)
                      : NULL;
   Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
   if (d && d->d_buf) {
@@ -402,26 +400,12 @@ static int arange_cmp(const void *a, const void *b) {
   return x->ord < y->ord ? -1 : x->ord > y->ord;
 }
 
-/* See ptp_symbolize_internal.h. */
-Elf_Scn *ptp_symbolize_find_scn(Elf *e, size_t shstrndx, const char *name, GElf_Shdr *out) {
-  Elf_Scn *scn = NULL;
-  while ((scn = elf_nextscn(e, scn)) != NULL) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh)) continue;
-    const char *sn = elf_strptr(e, shstrndx, sh.sh_name);
-    if (!sn || strcmp(sn, name) != 0) continue;
-    if (out) *out = sh;
-    return scn;
-  }
-  return NULL;
-}
-
 /* The section of e named name, or NULL; *compressed when it is still
  * compressed (libdw inflates compressed debug sections in place at
  * dwarf_begin, so one still compressed is not what libdw reads). */
 static Elf_Scn *find_scn(Elf *e, size_t shstrndx, const char *name, bool *compressed) {
   GElf_Shdr sh;
-  Elf_Scn *scn = ptp_symbolize_find_scn(e, shstrndx, name, &sh);
+  Elf_Scn *scn = ptp_elf_find_scn(e, shstrndx, name, &sh);
   if (scn) *compressed = (sh.sh_flags & SHF_COMPRESSED) != 0;
   return scn;
 }

@@ -36,51 +36,10 @@
 #include <unistd.h>
 
 #include "prof/cache/ptp_fileopen.h"
+#include "prof/symbols/ptp_elffile.h"
 #include "prof/unwind/ptp_cfi_internal.h"
 
 #define DF_MAX ((size_t)64 << 20)
-
-/* The build id of an ELF file (lowercase hex), or "" when it has none. */
-static void file_build_id(Elf *e, char bid[PTP_CFI_BID_MAX]) {
-  bid[0] = 0;
-  Elf_Scn *scn = NULL;
-  while ((scn = elf_nextscn(e, scn)) != NULL) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
-    Elf_Data *d = elf_getdata(scn, NULL);
-    if (!d) continue;
-    size_t off = 0, noff, doff;
-    GElf_Nhdr nh;
-    while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
-      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-          memcmp((const char *)d->d_buf + noff, "GNU", 4) == 0 && nh.n_descsz > 0 &&
-          nh.n_descsz <= 32) {
-        const uint8_t *p = (const uint8_t *)d->d_buf + doff;
-        static const char hex[] = "0123456789abcdef";
-        for (size_t k = 0; k < nh.n_descsz; k++) {
-          bid[2 * k] = hex[p[k] >> 4];
-          bid[2 * k + 1] = hex[p[k] & 15];
-        }
-        bid[2 * nh.n_descsz] = 0;
-        return;
-      }
-    }
-  }
-}
-
-/* The section called name, or NULL. */
-static Elf_Scn *find_scn(Elf *e, const char *name) {
-  size_t shstrndx;
-  if (elf_getshdrstrndx(e, &shstrndx) != 0) return NULL;
-  Elf_Scn *scn = NULL;
-  while ((scn = elf_nextscn(e, scn)) != NULL) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh)) continue;
-    const char *n = elf_strptr(e, shstrndx, sh.sh_name);
-    if (n && strcmp(n, name) == 0) return scn;
-  }
-  return NULL;
-}
 
 /* Tries one file. Returns 0 (table built), -ENOENT (not this file: absent,
  * another build id, no .debug_frame), -E2BIG, -ENOMEM. With link != NULL
@@ -93,21 +52,20 @@ static int try_file(const char *path, int nofollow, const char *want_bid, uintpt
   int rc = -ENOENT;
   Elf *e = elf_begin(fd, ELF_C_READ, NULL);
   if (!e || elf_kind(e) != ELF_K_ELF) goto fail_elf;
-  char bid[PTP_CFI_BID_MAX];
-  file_build_id(e, bid);
-  if (strcmp(bid, want_bid) != 0) goto fail_elf;
+  size_t shstrndx;
+  if (!ptp_elf_build_id_is_hex(e, want_bid) || elf_getshdrstrndx(e, &shstrndx) != 0) goto fail_elf;
   if (link) {
     link[0] = 0;
-    Elf_Scn *ls = find_scn(e, ".gnu_debuglink");
+    Elf_Scn *ls = ptp_elf_find_scn(e, shstrndx, ".gnu_debuglink", NULL);
     Elf_Data *ld = ls ? elf_getdata(ls, NULL) : NULL;
     if (ld && ld->d_size > 1 && memchr(ld->d_buf, 0, ld->d_size)) {
       const char *nm = ld->d_buf;
       if (!strchr(nm, '/') && strlen(nm) < linkcap) snprintf(link, linkcap, "%s", nm);
     }
   }
-  Elf_Scn *scn = find_scn(e, ".debug_frame");
   GElf_Shdr sh;
-  if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) goto fail_elf;
+  Elf_Scn *scn = ptp_elf_find_scn(e, shstrndx, ".debug_frame", &sh);
+  if (!scn || sh.sh_type == SHT_NOBITS) goto fail_elf;
   /* A compressed section (SHF_COMPRESSED) is inflated by libelf first; its
    * size bound is checked on the result. */
   if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) goto fail_elf;
