@@ -177,6 +177,64 @@ static void load_catalog(tui_feedback *f) {
   snprintf(f->status, sizeof f->status, "%zu artifact%s in the catalog.", n, n == 1 ? "" : "s");
 }
 
+/* Whether the listed catalog has an entry of this kind. */
+static int has_kind(const tui_feedback *f, const char *kind) {
+  size_t n = f->entries ? json_array_size(f->entries) : 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *k = json_string_value(json_object_get(json_array_get(f->entries, i), "kind"));
+    if (k && strcmp(k, kind) == 0) return 1;
+  }
+  return 0;
+}
+
+static const char *base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+/* p in the picker: the daemon writes a snapshot now (profile.dump, as
+ * `polytoken profile dump` does), the catalog is listed again, and the new
+ * snapshot (now "CPU profile (pprof)") is picked and selected. Why: right
+ * after a session is attached, its profiling/ directory holds no snapshot
+ * until the first periodic one (60 s), so the picker had no profile of
+ * what just happened. */
+static void dump_now(tui_feedback *f) {
+  json_t *res = NULL;
+  pt_client_error err;
+  if (!pt_client_connected(f->client)) {
+    snprintf(f->status, sizeof f->status, "Not connected to the daemon.");
+    return;
+  }
+  if (pt_client_call(f->client, "profile.dump", NULL, FETCH_TIMEOUT_MS, &res, &err) < 0) {
+    if (strcmp(err.code, "not_profiling") == 0)
+      snprintf(f->status, sizeof f->status,
+               "This daemon is not a profiling build: it has no CPU profile to write "
+               "(restart it from the profiling build).");
+    else
+      snprintf(f->status, sizeof f->status, "Cannot write a CPU profile: %s", err.message);
+    return;
+  }
+  char name[256];
+  const char *path = json_string_value(json_object_get(res, "path"));
+  snprintf(name, sizeof name, "%s", path ? base_name(path) : "");
+  json_decref(res);
+  load_catalog(f);
+  size_t n = f->entries ? json_array_size(f->entries) : 0;
+  for (size_t i = 0; i < n && name[0]; i++) {
+    json_t *e = json_array_get(f->entries, i);
+    const char *k = json_string_value(json_object_get(e, "kind"));
+    const char *p = json_string_value(json_object_get(e, "path"));
+    if (!k || strcmp(k, "cpu-profile") != 0 || !p || strcmp(base_name(p), name) != 0) continue;
+    f->picked[i] = 1;
+    f->sel = (int)i;
+    snprintf(f->status, sizeof f->status, "Wrote %s; picked as \"%s\".", name,
+             json_string_value(json_object_get(e, "label")));
+    return;
+  }
+  snprintf(f->status, sizeof f->status, "Wrote %s, but the catalog does not list it (r refreshes).",
+           name[0] ? name : "a snapshot");
+}
+
 /* Fetches the picked artifacts into a new bundle and builds the review text. */
 static int build_review(tui_feedback *f) {
   drop_bundle(f);
@@ -356,6 +414,7 @@ static void pick_key(tui_feedback *f, int is_key, wint_t ch) {
   case 27: f->st = ST_MESSAGE; f->status[0] = '\0'; return;
   case ' ': if (n) f->picked[f->sel] ^= 1; return;
   case 'r': load_catalog(f); return;
+  case 'p': dump_now(f); return;
   case 'k': if (f->sel > 0) f->sel--; return;
   case 'j': if (f->sel + 1 < n) f->sel++; return;
   case '\r': case '\n': goto review;
@@ -456,8 +515,12 @@ void tui_feedback_draw(tui_feedback *f) {
       if (i == f->sel) attroff(A_REVERSE);
     }
     if (n == 0) put_s(2, 1, "The catalog is empty (no profiles, log or telemetry yet).", COLS - 2);
+    if (!has_kind(f, "cpu-profile") && 2 + n + 1 < rows - 2)
+      put_s(2 + n + 1, 1,
+            "No CPU profile of this session yet (a profiling daemon writes one every 60 s): "
+            "p writes one now.", COLS - 2);
     if (f->status[0]) put_s(rows - 2, 1, f->status, COLS - 2);
-    bar(rows - 1, "Space pick  Enter review  r refresh  Up/Down move  Esc back");
+    bar(rows - 1, "Space pick  Enter review  r refresh  p CPU profile now  Up/Down move  Esc back");
     break;
   }
   case ST_REVIEW:

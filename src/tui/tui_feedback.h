@@ -5,7 +5,8 @@
  *   1. message   type the feedback text (Enter: next, Esc: cancel)
  *   2. picker    the daemon's artifact catalog, refreshed on open (labels,
  *                size, age); Space toggles an attachment, r refreshes,
- *                Enter: review, Esc: back
+ *                p has the daemon write a CPU profile now (profile.dump)
+ *                and picks it, Enter: review, Esc: back
  *   3. review    fetches the picked artifacts (SHA-256 checked) and shows
  *                each: file, size, and for a CPU profile the sample count,
  *                duration and top functions, plus the notice that
@@ -22,7 +23,7 @@
  *
  * Threads: loop thread only, except the upload worker, which touches only
  * its own copy of the paths and options and reports through the loop.
- * The daemon calls (artifacts.list/fetch) use the app's client in blocking
+ * The daemon calls (artifacts.list/fetch, profile.dump) use the app's client in blocking
  * style for a moment (local socket, at most 512 KiB per reply).
  */
 #ifndef TUI_FEEDBACK_H

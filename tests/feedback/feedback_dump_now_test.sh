@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# feedback_dump_now_test.sh - a CPU profile of what just happened, from the
+# feedback picker (tmux, the profiling build). Right after a session is
+# attached its profiling/ directory holds no snapshot until the first
+# periodic one, so the picker had no "CPU profile (pprof)" to offer. Now it
+# says so and `p` has the daemon write one (profile.dump): the new snapshot
+# appears as "CPU profile (pprof)", picked; its review shows the profile;
+# the bundle sent holds exactly the snapshot's bytes. Against a normal
+# daemon, `p` says the daemon is not a profiling build and nothing changes.
+set -euo pipefail
+. "$(dirname "$0")/../daemon/catalog_lib.sh"
+command -v tmux >/dev/null || skip "tmux not installed"
+B=$PT_BUILD_PROF
+[ -x "$B/polytokend" ] || fail "no daemon in $B"
+export POLYTOKEN_PROFILE_INTERVAL=3600     # no periodic snapshot during the test
+
+PT_TMUX=fbdump$$
+trap 'tmux -L "$PT_TMUX" kill-server 2>/dev/null || true' EXIT
+screen() { tmux -L "$PT_TMUX" capture-pane -p -t 0; }
+has() { screen | grep -cF -- "$1" >/dev/null; }
+expect() { wait_for 20 has "$1" || { screen >&2; fail "screen never showed: $1"; }; }
+keys() { tmux -L "$PT_TMUX" send-keys -t 0 "$@"; }
+
+# open_picker BUILD: a TUI of BUILD attached to SID, the feedback picker open.
+open_picker() {
+  tmux -L "$PT_TMUX" kill-server 2>/dev/null || true
+  tmux -L "$PT_TMUX" -f /dev/null new-session -d -x 150 -y 40 \
+    "env POLYTOKEN_HOME='$POLYTOKEN_HOME' POLYTOKEN_DAEMON='$1/polytokend' TERM=xterm-256color '$1/polytoken' attach $SID; sleep 600"
+  expect "F3 feedback"
+  keys F3
+  expect "Feedback 1/3"
+  keys -l "slow reply"
+  keys Enter
+  expect "Feedback 2/3"
+}
+
+# ---- the profiling daemon ----------------------------------------------------
+pt_home
+export POLYTOKEN_DAEMON=$B/polytokend
+start_daemon "$B"
+SID=$("$B/polytoken" new --name dump-now)
+"$B/polytoken" send --session "$SID" "a turn for the profile" >/dev/null
+open_picker "$B"
+PDIR=$POLYTOKEN_HOME/sessions/$SID/profiling
+ls "$PDIR"/daemon-profile-*.pb.gz >/dev/null 2>&1 && fail "a daemon snapshot exists before p: $(ls "$PDIR")"
+expect "No CPU profile of this session yet"
+has "] CPU profile (pprof)" && { screen >&2; fail "a CPU profile listed before any snapshot"; }
+keys p
+expect "[x] CPU profile (pprof)"
+expect "Wrote daemon-profile-"
+has "No CPU profile of this session yet" && { screen >&2; fail "the hint stayed after the dump"; }
+SNAP=$(ls "$PDIR"/daemon-profile-*.pb.gz)
+[ "$(echo "$SNAP" | wc -l)" = 1 ] || fail "expected one snapshot, got: $SNAP"
+has "Wrote $(basename "$SNAP")" || { screen >&2; fail "the status does not name $(basename "$SNAP")"; }
+keys Enter
+expect "Feedback 3/3"
+expect "samples: "
+keys y
+expect "Not uploaded: POLYTOKEN_FEEDBACK_URL is not set"
+BUNDLE=$(find "$POLYTOKEN_HOME/feedback/outbox" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+[ -n "$BUNDLE" ] || fail "no bundle"
+python3 - "$BUNDLE" "$SNAP" <<'PY' || fail "the bundle does not hold the snapshot"
+import hashlib, json, os, sys
+bundle, snap = sys.argv[1], sys.argv[2]
+m = json.load(open(os.path.join(bundle, "manifest.json")))
+a = m["attachments"]
+assert len(a) == 1 and a[0]["kind"] == "cpu-profile", a
+want = hashlib.sha256(open(snap, "rb").read()).hexdigest()
+assert a[0]["sha256"] == want, (a[0], want)
+sent = [f for f in os.listdir(bundle) if f.endswith(".pb.gz")]
+assert len(sent) == 1 and hashlib.sha256(open(os.path.join(bundle, sent[0]), "rb").read()).hexdigest() == want, sent
+PY
+if command -v go >/dev/null; then
+  go tool pprof -comments "$SNAP" 2>/dev/null | grep -q '^window: ' || fail "go tool pprof cannot read $SNAP"
+fi
+tmux -L "$PT_TMUX" kill-server 2>/dev/null || true
+"$B/polytoken" daemon stop >/dev/null
+wait "$DAEMON_PID" 2>/dev/null || true
+
+# ---- a normal daemon: p explains, nothing is written --------------------------
+D=$PT_BUILD_DEV
+pt_home
+export POLYTOKEN_DAEMON=$D/polytokend
+start_daemon "$D"
+SID=$("$D/polytoken" new --name dump-now-normal)
+open_picker "$D"
+keys p
+expect "This daemon is not a profiling build"
+has "[x]" && { screen >&2; fail "something was picked"; }
+[ -z "$(ls "$POLYTOKEN_HOME/sessions/$SID/profiling" 2>/dev/null)" ] || fail "a normal daemon wrote a profile"
+"$D/polytoken" daemon stop >/dev/null
+echo ok
