@@ -109,9 +109,9 @@ int cli_profile_merge_main(int argc, char **argv) {
     printf("%s\n", abs);
     fflush(stdout);
     int64_t ns = pt_pprof_sample_total(res);
-    fprintf(stderr, "merged %zu window%s: %" PRId64 " sample%s, %.3f s of CPU, %zu stacks\n", n,
+    fprintf(stderr, "merged %zu window%s: %" PRId64 " sample%s, %.3f s of CPU, %zu stack%s\n", n,
             n == 1 ? "" : "s", ns, ns == 1 ? "" : "s", (double)cli_prof_cpu_ns(res) / 1e9,
-            res->n_samples);
+            res->n_samples, res->n_samples == 1 ? "" : "s");
   }
 out:
   free(pb);
