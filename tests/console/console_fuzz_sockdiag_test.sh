@@ -4,7 +4,7 @@
 # (src/console/ptcon_sockdiag.c: the NETLINK_SOCK_DIAG answer and the
 # /proc/net/tcp{,6} line), from the committed seeds
 # (tests/console/fuzz_sockdiag_seeds/, made by fuzz_sockdiag_seeds.py), for
-# PT_FUZZ_SECONDS (default 15). Skips (77) when clang's libFuzzer is missing.
+# PT_FUZZ_SECONDS (tests/fuzz_lib.sh). Skips (77) when clang's libFuzzer is missing.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../fuzz_lib.sh"
