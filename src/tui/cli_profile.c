@@ -88,11 +88,41 @@ static const char *short_engine(const char *e) {
   return e;
 }
 
+/* A snapshot of a block, read: its profile, or why it cannot be read. */
+typedef struct snap_row {
+  const char *path;   /* borrowed from the block's path list */
+  pt_pprof *p;        /* NULL: unreadable (err says why) */
+  char err[512];
+  size_t ord;         /* its place by file name (the time it was written) */
+} snap_row;
+
+/* Oldest window first: by window start, then by when it was written (two
+ * processes' windows interleave, and a file's name is its end); files
+ * that cannot be read last, in name order. */
+static int by_start(const void *a, const void *b) {
+  const snap_row *x = a, *y = b;
+  if (!x->p != !y->p) return x->p ? -1 : 1;
+  if (x->p && x->p->time_nanos != y->p->time_nanos) return x->p->time_nanos < y->p->time_nanos ? -1 : 1;
+  return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
 /* One block: a header line and a row per snapshot, or its JSON. */
 static int list_block(const block *b, json_t *jlists) {
   char **paths = NULL;
   size_t n = 0;
   if (cli_prof_snapshots(b->dir, CLI_PROF_ALL, &paths, &n) < 0) return -1;
+  snap_row *rows = calloc(n ? n : 1, sizeof *rows);
+  if (!rows) {
+    cli_prof_free_paths(paths, n);
+    tui_cli_fail("out of memory");
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    rows[i].path = paths[i];
+    rows[i].ord = i;
+    if (cli_prof_load(paths[i], &rows[i].p, rows[i].err, sizeof rows[i].err) < 0) rows[i].p = NULL;
+  }
+  if (n > 1) qsort(rows, n, sizeof *rows, by_start);
   json_t *jsnaps = jlists ? json_array() : NULL;
   if (!jlists) {
     if (b->session)
@@ -106,17 +136,15 @@ static int list_block(const block *b, json_t *jlists) {
              "CPU", "ENGINE", "FILE");
   }
   for (size_t i = 0; i < n; i++) {
-    pt_pprof *p = NULL;
-    char err[512] = "";
-    int r = cli_prof_load(paths[i], &p, err, sizeof err);
-    const char *proc = cli_prof_process(paths[i]);
-    if (r < 0) {
+    const pt_pprof *p = rows[i].p;
+    const char *path = rows[i].path, *proc = cli_prof_process(path);
+    if (!p) {
       if (jsnaps)
-        json_array_append_new(jsnaps, json_pack("{s:s, s:s, s:s}", "process", proc, "path",
-                                                paths[i], "error", err));
+        json_array_append_new(jsnaps, json_pack("{s:s, s:s, s:s}", "process", proc, "path", path,
+                                                "error", rows[i].err));
       else
         printf("%-7s %-23s %10s %8s %10s  %-16s %s (cannot read: %s)\n", proc, "?", "?", "?", "?",
-               "?", paths[i], err);
+               "?", path, rows[i].err);
       continue;
     }
     char start[64], engine[160];
@@ -126,7 +154,7 @@ static int list_block(const block *b, json_t *jlists) {
       pt_fmt_utc_ms(p->time_nanos, 1, "?", start, sizeof start);
       json_array_append_new(
           jsnaps, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "process", proc, "path",
-                            paths[i], "start", start, "time_nanos", (json_int_t)p->time_nanos,
+                            path, "start", start, "time_nanos", (json_int_t)p->time_nanos,
                             "duration_nanos", (json_int_t)p->duration_nanos, "samples",
                             (json_int_t)samples, "cpu_nanos", (json_int_t)cpu, "engine", engine));
     } else {
@@ -135,13 +163,14 @@ static int list_block(const block *b, json_t *jlists) {
       snprintf(len, sizeof len, "%.2f s", (double)p->duration_nanos / 1e9);
       snprintf(cpus, sizeof cpus, "%.3f s", (double)cpu / 1e9);
       printf("%-7s %-23s %10s %8" PRId64 " %10s  %-16s %s\n", proc, start, len, samples, cpus,
-             short_engine(engine), paths[i]);
+             short_engine(engine), path);
     }
-    pt_pprof_free(p);
   }
   if (jlists)
     json_array_append_new(jlists, json_pack("{s:s?, s:b, s:s, s:o}", "session", b->session, "active",
                                             b->active, "dir", b->dir, "snapshots", jsnaps));
+  for (size_t i = 0; i < n; i++) pt_pprof_free(rows[i].p);
+  free(rows);
   cli_prof_free_paths(paths, n);
   return 0;
 }

@@ -152,6 +152,20 @@ cp "${files[@]}" "$POLYTOKEN_HOME/sessions/$id/profiling/"
 "$PT" profile merge --session "$id" -o "$TMPDIR/s.pb.gz" >/dev/null 2>&1 || fail "merge --session"
 top samples "$TMPDIR/s.pb.gz" | diff - <(top samples "$TMPDIR/m.pb.gz") >&2 || fail "merge --session differs from merging the files"
 "$PT" profile list --session "$id" | grep -c '^daemon ' | grep -qx 3 || fail "list --session"
+# list: oldest window first, whatever the file names say (a name is the
+# time the file was written, the window's end; a TUI's long window written
+# after a daemon's short one started before it), a damaged file last.
+o=$POLYTOKEN_HOME/sessions/order/profiling
+mkdir -p "$o"
+python3 "$PT_SRC/tests/mkprofile.py" "$o/daemon-profile-20261129T210100Z-000002.pb.gz" --time-s 1796000050 --duration-ms 10000 hot=1
+python3 "$PT_SRC/tests/mkprofile.py" "$o/tui-profile-20261129T210200Z-000001.pb.gz" --time-s 1796000000 --duration-ms 120000 hot=1
+python3 "$PT_SRC/tests/mkprofile.py" "$o/daemon-profile-20261129T210300Z-000003.pb.gz" --time-s 1796000060 --duration-ms 120000 hot=1
+echo junk >"$o/daemon-profile-20261129T205900Z-000001.pb.gz"
+"$PT" profile list --session order >"$TMPDIR/order" || fail "list --session order"
+got=$(awk 'NR > 2 { print $NF == "read:" ? "x" : $0 }' "$TMPDIR/order" | grep -o 'profile-[0-9TZ]*-[0-9]*' | tr '\n' ' ')
+[ "$got" = "profile-20261129T210200Z-000001 profile-20261129T210100Z-000002 profile-20261129T210300Z-000003 profile-20261129T205900Z-000001 " ] ||
+  fail "list order: $got ($(cat "$TMPDIR/order"))"
+tail -n 1 "$TMPDIR/order" | grep -q "(cannot read: " || fail "the damaged file is not last: $(cat "$TMPDIR/order")"
 out=$("$PT" profile merge --session 000000000000 -o "$TMPDIR/x.pb.gz" 2>&1); [ $? -eq 1 ] || fail "merge of an unknown session"
 [ "$out" = "polytoken: no session 000000000000 in $POLYTOKEN_HOME/sessions (see polytoken sessions)" ] || fail "unknown session: $out"
 
