@@ -293,6 +293,29 @@ PTPROF_API int ptprof_start(ptprof *p);
  * serialized. */
 PTPROF_API int ptprof_dump(ptprof *p, char *path_out, size_t cap);
 
+/* A section of the calling thread's CPU that is the profiler's own: work a
+ * program does only because it is profiled, around ptprof_dump (naming
+ * the pool thread that runs a dump, the bookkeeping of that job, logging
+ * the path written). Samples taken inside are counted as "own_work" in the
+ * next snapshot's comments and never recorded, exactly as the CPU of
+ * ptprof_dump itself, and under the perf engine limited to user mode its
+ * periods spent in the kernel count as the profiler's own too, not as the
+ * program's "[lost: kernel mode]". Begin and end pair up on one thread;
+ * sections nest (the outermost one counts); the struct lives on the
+ * caller's stack in between and its fields are the library's. Works with
+ * no sampler started (it marks the thread only). Cost: a thread-local
+ * counter; under the perf engine limited to user mode, one read of the
+ * thread's CPU clock at each end and, at the end, the registry's mutex.
+ * Any thread; not in a signal handler. Never bracket the program's own
+ * work with it: what a section hides is in no profile. */
+typedef struct ptprof_own_section {
+  int timed_;         /* the library's: timed under user-mode-only perf */
+  int64_t cpu0_;      /* the library's: the thread's CPU clock at begin */
+  uint64_t hits0_;    /* the library's: own-work samples seen at begin */
+} ptprof_own_section;
+PTPROF_API void ptprof_own_begin(ptprof_own_section *s);
+PTPROF_API void ptprof_own_end(ptprof_own_section *s);
+
 /* Later snapshots go to dir (copied; created if missing). The current window
  * is not cut. Returns 0, -EINVAL, or the store's error (the old directory then
  * stays in use). Thread-safe. */

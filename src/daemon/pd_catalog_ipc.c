@@ -114,7 +114,7 @@ static void answer_waiters(list_waiter *w, pd_catalog *c, int refresh_err) {
 
 /* Threadpool thread: only the job is touched. */
 static void refresh_work(uv_work_t *w) {
-  pt_thread_name_job(PT_THREAD_DAEMON_CATALOG);
+  PT_THREAD_JOB(PT_THREAD_DAEMON_CATALOG, PT_THREAD_DAEMON_POOL);
   refresh_op *op = w->data;
   pd_catalog_refresh_work(op->job);
   pd_task_wake(&op->task);
@@ -218,7 +218,7 @@ static void on_list(pd_call *call, json_t *params) {
 
 /* Threadpool thread: only the read job is touched. */
 static void fetch_work(uv_work_t *w) {
-  pt_thread_name_job(PT_THREAD_DAEMON_CATALOG);
+  PT_THREAD_JOB(PT_THREAD_DAEMON_CATALOG, PT_THREAD_DAEMON_POOL);
   fetch_op *op = w->data;
   pd_catalog_read_work(op->job);
   pd_task_wake(&op->task);

@@ -74,7 +74,7 @@ static void finish(builtin *b, pd_resp_status st, const char *err) {
 
 /* Work thread: the CPU part. */
 static void work_cb(uv_work_t *w) {
-  pt_thread_name_job(PT_THREAD_DAEMON_RESPONDER);
+  PT_THREAD_JOB(PT_THREAD_DAEMON_RESPONDER, PT_THREAD_DAEMON_POOL);
   builtin *b = w->data;
   /* the blocking task runs on this work thread: poll it here */
   PD_POLL(&b->model_task);

@@ -298,7 +298,7 @@ static int build_review(tui_feedback *f) {
 /* ---- sending ---- */
 
 static void upload_work(uv_work_t *req) {
-  pt_thread_name_job(PT_THREAD_TUI_UPLOAD);
+  PT_THREAD_JOB(PT_THREAD_TUI_UPLOAD, PT_THREAD_TUI_POOL);
   upload_job *j = req->data;
   j->rc = pt_feedback_upload(j->home, j->dir, &j->opts, &j->res, j->err, sizeof j->err);
 }

@@ -86,8 +86,14 @@ done
 pid=$(daemon_pid)
 names=$(cat /proc/"$pid"/task/*/comm | sort -u)
 note "daemon threads: $(echo $names)"
-for n in polytokend pd-writer ptcon-server ptprof-consumer; do
+for n in polytokend pd-writer ptcon-server ptprof-consumer pd-pool; do
   printf '%s\n' "$names" | grep -qx "$n" || fail "no thread named $n in the daemon: $(echo $names)"
+done
+# Every job is over (each send and dump returned after its job ended): a
+# pool thread carries a job's name only while the job runs, so libuv's work
+# between jobs is never put under the snapshot writer (or the responder).
+for n in pd-snapshot pd-responder pd-catalog; do
+  printf '%s\n' "$names" | grep -qx "$n" && fail "an idle pool thread is still named $n: $(echo $names)"
 done
 go tool pprof -sample_index=samples -tags "${files[@]}" 2>/dev/null >"$TMPDIR/tags"
 python3 - "$TMPDIR/tags" "$names" <<'PY' || fail "thread names in the snapshots"
@@ -98,9 +104,9 @@ seen = set(pprof_tags.tags(open(sys.argv[1]).read()).get("thread_name", {}))
 print("thread_name values:", sorted(seen))
 # Names as the threads had them when sampled: the loop, and the pool thread
 # that built the responder's model for the long turns above; possibly the
-# store's writer (session.json) and the console (the snapshot writer's CPU
-# is the profiler's own: never a sample).
-known = {"polytokend", "pd-responder", "pd-catalog", "pd-writer", "ptcon-server"}
+# store's writer (session.json), the console and libuv's pool between jobs
+# (the snapshot writer's CPU is the profiler's own: never a sample).
+known = {"polytokend", "pd-responder", "pd-catalog", "pd-writer", "ptcon-server", "pd-pool"}
 assert {"polytokend", "pd-responder"} <= seen <= known, seen
 PY
 

@@ -562,25 +562,25 @@ static int64_t self_cpu_ns(void) {
 }
 
 void ptp_threads_own_begin(ptp_own_section *s) {
-  s->timed = 0;
+  s->timed_ = 0;
   if (ptp_own_work_enter() != 1) return;     /* nested: the outermost one counts */
   if (!ptp_perf_excludes_kernel() || !atomic_load(&ptp_g_shared)) return;
-  s->hits0 = ptp_own_work_hits();
-  s->cpu0 = self_cpu_ns();
-  s->timed = s->cpu0 >= 0;
+  s->hits0_ = ptp_own_work_hits();
+  s->cpu0_ = self_cpu_ns();
+  s->timed_ = s->cpu0_ >= 0;
 }
 
 void ptp_threads_own_end(ptp_own_section *s) {
-  if (s->timed) {
+  if (s->timed_) {
     int64_t cpu1 = self_cpu_ns();
-    uint64_t hits = ptp_own_work_hits() - s->hits0;
+    uint64_t hits = ptp_own_work_hits() - s->hits0_;
     uint64_t n = 0;
     pthread_mutex_lock(&reg.mu);
     ptp_thread_rec *r = rec_find(self_tid());
     if (cpu1 >= 0 && r && r->has_perf && ptp_engine_active() && r->sig->armed_cpu_ns >= 0) {
       /* the section's periods by the schedule the event follows (armed
        * CPU, first period, period), minus those the handler saw */
-      int64_t armed = r->sig->armed_cpu_ns, from = s->cpu0 > armed ? s->cpu0 : armed;
+      int64_t armed = r->sig->armed_cpu_ns, from = s->cpu0_ > armed ? s->cpu0_ : armed;
       int64_t period = ptp_engine_period();
       uint64_t due = ptp_expirations_due(cpu1 - armed, r->sig->first_ns, period) -
                      ptp_expirations_due(from - armed, r->sig->first_ns, period);

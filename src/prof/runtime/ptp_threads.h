@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "ptprof.h"
 #include "prof/output/ptp_window.h"
 #include "prof/signal/ptp_expiry.h"
 #include "prof/signal/ptp_thread_sig.h"
@@ -171,11 +172,7 @@ void ptp_threads_get_stats(ptp_threads_stats *out);
  * and marked accounted, so no dump and no exit accounting reports them as
  * the program's "[lost: kernel mode]". Any thread but the handler; takes
  * the registry mutex at the end of a timed section. */
-typedef struct ptp_own_section {
-  int timed;
-  int64_t cpu0;
-  uint64_t hits0;
-} ptp_own_section;
+typedef ptprof_own_section ptp_own_section;   /* include/ptprof.h: public, for hosts */
 void ptp_threads_own_begin(ptp_own_section *s);
 void ptp_threads_own_end(ptp_own_section *s);
 

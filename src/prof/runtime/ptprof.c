@@ -432,6 +432,14 @@ out:
   return rc;
 }
 
+void ptprof_own_begin(ptprof_own_section *s) {
+  if (s) ptp_threads_own_begin(s);
+}
+
+void ptprof_own_end(ptprof_own_section *s) {
+  if (s) ptp_threads_own_end(s);
+}
+
 int ptprof_dump(ptprof *p, char *path_out, size_t cap) {
   if (!p) return -EINVAL;
   if (path_out && cap) path_out[0] = 0;

@@ -195,6 +195,52 @@ PT_TEST_T(prof_sampler_dump_own_work, 60000) {
   free(dir);
 }
 
+/* A host's own section (ptprof_own_begin/end, include/ptprof.h), e.g. the
+ * daemon's snapshot job around ptprof_dump: 150 ms burned in ptt_fn_hot_c
+ * inside nested sections is never a sample, the next snapshot counts it
+ * as the profiler's own, and the same thread's 100 ms in ptt_fn_hot_a
+ * right after the outer end is sampled as usual. */
+PT_TEST_T(prof_sampler_own_section_api, 60000) {
+  char *dir = pt_tmpdir("sampler-ownapi");
+  capture c;
+  ptt_cap_init(&c);
+  ptprof *p = ptt_start_sampler(dir, 999, &c);
+  ptprof_own_section outer, inner;
+  ptprof_own_begin(&outer);
+  ptt_fn_hot_c(50000000);
+  ptprof_own_begin(&inner);          /* nested: the outer one counts */
+  ptt_fn_hot_c(50000000);
+  ptprof_own_end(&inner);
+  ptt_fn_hot_c(50000000);            /* still inside the outer one */
+  ptprof_own_end(&outer);
+  ptt_fn_hot_a(100000000);
+  ptprof_own_end(NULL);              /* NULL: nothing, no crash */
+  PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(c.nw, 1);
+  uint32_t me = (uint32_t)gettid();
+  uint64_t hidden = ptt_count_tid(&c, me, __start_ptt_hot_c, __stop_ptt_hot_c);
+  uint64_t shown = ptt_count_tid(&c, me, __start_ptt_hot_a, __stop_ptt_hot_a);
+  double period = 1e9 / 999;
+  printf("# own section: %llu samples in it, %llu own-work expirations counted, %llu samples "
+         "after it\n", (unsigned long long)hidden,
+         (unsigned long long)c.w[0].drops[PTP_DROP_OWN_WORK], (unsigned long long)shown);
+  PT_ASSERT_MSG(hidden == 0, "%llu samples inside a host's own section", (unsigned long long)hidden);
+  PT_ASSERT_UINT_EQ(ptt_count_lost_cause(&c, PTP_DROP_OWN_WORK), 0);
+#ifndef __SANITIZE_THREAD__
+  PT_ASSERT_MSG(c.w[0].drops[PTP_DROP_OWN_WORK] >= 0.7 * 1.5e8 / period,
+                "%llu own-work expirations for 150 ms in the section",
+                (unsigned long long)c.w[0].drops[PTP_DROP_OWN_WORK]);
+  PT_ASSERT_MSG(shown >= 0.7 * 1e8 / period, "%llu samples for 100 ms after the section",
+                (unsigned long long)shown);
+#else
+  (void)period;   /* ThreadSanitizer defers signals: counts are not bounded there */
+#endif
+  ptprof_del(p);
+  ptt_cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
 /* The sampler's own thread (the consumer) is never sampled; its CPU is
  * counted from its clock: periodic dumps whose hook burns 100 ms each on
  * the consumer show up in the next snapshot's own_thread_cpu_ns, and no
