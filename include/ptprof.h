@@ -141,6 +141,13 @@ typedef struct ptprof_options {
                               oldest first removed (preload mode uses it) */
   int keep_total;          /* >= 1 when family_prefix is set; else unused */
   int engine;              /* PTPROF_ENGINE_*; 0 = AUTO */
+  int skip_empty;          /* 1: a periodic dump whose window holds nothing
+                              (no sample, no pseudo-frame, no drop counted)
+                              writes no file and the window goes on, so an
+                              idle program's empty intervals never push its
+                              last snapshots with samples out of the kept
+                              ones; manual and final dumps always write.
+                              0 = every interval is written */
 } ptprof_options;
 
 /* Sampling engines (ptprof_options.engine, ptprof_stats.engine). */
@@ -292,6 +299,14 @@ PTPROF_API int ptprof_start(ptprof *p);
  * first such error after a success is logged). Thread-safe; dumps are
  * serialized. */
 PTPROF_API int ptprof_dump(ptprof *p, char *path_out, size_t cap);
+
+/* ptprof_dump for a program's own periodic timer (the daemon's): returns 1
+ * and writes nothing when the window holds nothing (no sample, no
+ * pseudo-frame, no drop counted): the window goes on, its blind window and
+ * the profiler's own work are counted in the next snapshot written;
+ * otherwise exactly ptprof_dump. The check drains the samples in flight
+ * first. Thread-safe. */
+PTPROF_API int ptprof_dump_if_sampled(ptprof *p, char *path_out, size_t cap);
 
 /* A section of the calling thread's CPU that is the profiler's own: work a
  * program does only because it is profiled, around ptprof_dump (naming

@@ -115,7 +115,11 @@ static void log_from_lib(int level, const char *msg, void *user_data) {
 static void writer_job(pd_writer_job *job) {
   PT_THREAD_JOB(PT_THREAD_DAEMON_SNAPSHOT, PT_THREAD_DAEMON_POOL);
   PD_POLL(&job->task);
-  job->rc = ptprof_dump(g.prof, job->path, sizeof job->path);
+  /* a periodic one writes nothing for an interval with nothing sampled (an
+   * idle daemon's empty files would push the last ones with samples out of
+   * the eight kept); profile.dump always writes */
+  job->rc = job->call ? ptprof_dump(g.prof, job->path, sizeof job->path)
+                      : ptprof_dump_if_sampled(g.prof, job->path, sizeof job->path);
 }
 
 static void writer_work(uv_work_t *w) {
@@ -133,6 +137,8 @@ static void writer_done_job(uv_work_t *w, int status) {
     if (status == UV_ECANCELED) job->rc = -ECANCELED;
     if (job->rc == 0) {
       pd_info("profiling: wrote %s", job->path);
+    } else if (job->rc == 1) {
+      pd_debug("profiling: nothing sampled since the last snapshot: none written, the interval goes on");
     } else if (job->rc != -EDESTADDRREQ) {
       /* The sampler itself logs the first write error after a success;
        * this line names the trigger. */

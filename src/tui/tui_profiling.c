@@ -166,6 +166,7 @@ void tui_profiling_conversation_reached(const char *session_id, const char *sess
       (int64_t)(env_num("POLYTOKEN_PROFILE_INTERVAL", TUI_PROF_DEFAULT_INTERVAL_S, 0.05, 86400) *
                 1000);
   o.prefix = PT_SNAPSHOT_TUI_PREFIX;
+  o.skip_empty = 1;   /* an idle TUI's empty intervals must not push out the ones with samples */
   {
     char err[160];
     o.engine = pt_profile_engine(TUI_PROF_DEFAULT_ENGINE, err, sizeof err);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The profiling daemon end to end: periodic daemon-profile-* snapshots in the
-# active session's profiling/ directory, retention, `polytoken profile dump`,
+# active session's profiling/ directory while it works, none for idle
+# intervals, retention, `polytoken profile dump`,
 # contiguous interval windows, the daemon's own work visible in the profile,
 # and the final snapshot written at shutdown before telemetry and the log
 # close. Every snapshot is read back by go tool pprof and ptprof-validate.
@@ -20,18 +21,34 @@ from ipc_client import Client
 c = Client(sys.argv[1]); c.hello()
 sid = c.ok("sessions.create", {"name": "prof"})["session"]["id"]
 c.ok("sessions.attach", {"id": sid})
-text = "the quick brown fox jumps over the lazy dog " * 200
-for i in range(6):
-    t = c.ok("turn.send", {"session": sid, "text": text + str(i)})["turn_id"]
-    c.wait_turn(sid, t, timeout=120)
 print(sid)
 PY
 ) || fail "driving the daemon failed"
 dir=$POLYTOKEN_HOME/sessions/$sid/profiling
-[ -d "$dir" ] || fail "no profiling dir $dir"
+
+# Load: CPU-heavy turns one after another until $TMPDIR/load.stop exists.
+# An interval in which nothing was sampled writes no file (below), so the
+# periodic snapshots are watched while the daemon works.
+load() {
+  python3 - "$POLYTOKEN_HOME" "$sid" "$TMPDIR/load.stop" <<'PY'
+import os, sys
+sys.path.insert(0, os.environ["PT_SRC"] + "/tests/daemon")
+from ipc_client import Client
+c = Client(sys.argv[1]); c.hello()
+text = "the quick brown fox jumps over the lazy dog " * 200
+i = 0
+while not os.path.exists(sys.argv[3]):
+    t = c.ok("turn.send", {"session": sys.argv[2], "text": text + str(i)})["turn_id"]
+    c.wait_turn(sys.argv[2], t, timeout=120)
+    i += 1
+PY
+}
+load &
+load_pid=$!
+PT_PIDS+=("$load_pid")
 
 # Periodic snapshots arrive every second; retention keeps 3.
-wait_for 30 bash -c "[ \$(ls '$dir' | grep -c '^daemon-profile-.*\.pb\.gz$') -ge 3 ]" ||
+wait_for 30 bash -c "[ \$(ls '$dir' 2>/dev/null | grep -c '^daemon-profile-.*\.pb\.gz$') -ge 3 ]" ||
   fail "fewer than 3 periodic snapshots in $dir: $(ls "$dir")"
 # Two more periodic snapshots (a readiness marker, not a fixed wait): dumps
 # are serialized, so the first one's pruning is done when the second
@@ -46,6 +63,19 @@ wait_for 60 two_new || fail "no further periodic snapshots in $dir: $(ls "$dir")
 le3() { [ "$(snaps | wc -l)" -le 3 ]; }
 wait_for 10 le3 || fail "retention: $(snaps | wc -l) daemon snapshots kept, want <= 3"
 ls -a "$dir" | grep -q '\.tmp' && fail "temp file left visible in $dir"
+
+# Idle: an interval in which nothing was sampled writes no file, so the
+# snapshots with samples stay among the kept ones. Four intervals of an
+# idle daemon (its last turn over) add at most one snapshot (the interval
+# that held the last turn's tail); without the rule they added four.
+touch "$TMPDIR/load.stop"
+wait "$load_pid" || fail "the load driver failed"
+sleep 1.2
+idle_before=$(snaps)
+sleep 4.2
+new_idle=$(comm -13 <(echo "$idle_before") <(snaps) | wc -l)
+note "idle: $new_idle periodic snapshots in 4.2 s"
+[ "$new_idle" -le 1 ] || fail "an idle daemon wrote $new_idle periodic snapshots in 4.2 s: $(snaps)"
 
 # A manual dump lands in the same directory and names itself.
 path=$("$B/polytoken" profile dump) || fail "polytoken profile dump failed"

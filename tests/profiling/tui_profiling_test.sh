@@ -8,7 +8,7 @@ export PT_TUI_BIN=${PT_BUILD_PROF:-$(cd "$(dirname "$0")/../.." && pwd)/build/pr
 export POLYTOKEN_DAEMON=${PT_BUILD_PROF:-$(cd "$(dirname "$0")/../.." && pwd)/build/profile}/polytokend
 . "$(dirname "$0")/../tui/tui_lib.sh"
 VALIDATE=$PT_BUILD_PROF/tools/ptprof-validate
-export POLYTOKEN_PROFILE_INTERVAL=1
+export POLYTOKEN_PROFILE_INTERVAL=1 POLYTOKEN_PROFILE_HZ=999
 export POLYTOKEN_CONSOLE_DAEMON_BIND=127.0.0.1:$(free_port)
 tui_port=$(free_port)
 export POLYTOKEN_CONSOLE_TUI_BIND=127.0.0.1:$tui_port
@@ -30,18 +30,21 @@ sig_caught "$tpid" 27 && fail "the TUI's sampler runs in the picker (SIGPROF han
 ls "$dir" 2>/dev/null | grep -q '^tui-profile-' && fail "a TUI snapshot was written while in the picker"
 picker_left_ns=$(date +%s%N)
 
-# Attach: the conversation screen; a turn; periodic TUI snapshots appear.
+# Attach: the conversation screen; turns until a periodic TUI snapshot and
+# a periodic daemon snapshot of the (now active) session are both there.
+# An interval in which a process sampled nothing writes no file
+# (docs/profiling.md), so the test keeps both busy (999 Hz, a turn a round)
+# rather than waiting on an idle TUI.
 T send-keys Enter
 wait_screen "profiled ($id)"
-T send-keys -l "hello profiler"
-T send-keys Enter
-wait_for 30 bash -c "ls '$dir' | grep -q '^tui-profile-.*\.pb\.gz$'" ||
-  fail "no periodic TUI snapshot in $dir: $(ls "$dir")"
+both() { ls "$dir" | grep -q '^tui-profile-.*\.pb\.gz$' && ls "$dir" | grep -q '^daemon-profile-'; }
+for round in $(seq 1 15); do
+  T send-keys -l "hello profiler $round"
+  T send-keys Enter
+  wait_for 3 both && break
+done
+both || fail "no periodic TUI and daemon snapshots in $dir after 15 turns: $(ls "$dir")"
 sig_caught "$tpid" 27 || fail "the TUI samples without a SIGPROF handler?"
-# The daemon's periodic snapshots of the (now active) session land here too
-# (waited for: nothing else paces this test).
-wait_for 30 bash -c "ls '$dir' | grep -q '^daemon-profile-'" ||
-  fail "no daemon snapshots beside the TUI's: $(ls "$dir")"
 first=$(ls "$dir" | grep '^tui-profile-' | sort | head -1)
 python3 - "$dir/$first" "$picker_left_ns" <<'PY' || fail "TUI window starts in the picker"
 import os, sys

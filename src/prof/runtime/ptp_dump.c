@@ -368,11 +368,35 @@ static void dump_resume(ptprof *p, const dump *d) {
 /* The dump cycle (see the top of the file): the steps above in order; the
  * first error ends the work on this window (it is lost), every later step
  * that keeps the sampler consistent still runs. api_mu held; p->running. */
-int ptp_dump_run(ptprof *p, char *path_out, size_t cap) {
+/* Whether the window holds nothing a snapshot would show: no aggregated
+ * entry (samples and pseudo-frames; the ring drained first), no drop of
+ * the blind window before it, no sampled drop counted since the last cut.
+ * Owed periods of the perf engine and the profiler's own work are not
+ * looked at: they stay owed or counted, for the next snapshot written. */
+static int window_empty(ptprof *p) {
+  pthread_mutex_lock(&p->agg_mu);
+  ptp_drain_locked(p);
+  int empty = ptp_agg_size(p->agg) == 0 && p->blind_drops == 0;
+  pthread_mutex_unlock(&p->agg_mu);
+  for (int i = 0; empty && i < PTP_DROP__COUNT; i++)
+    if (ptp_drop_is_sampled(i) && atomic_load(&p->sh->drops[i]) != 0) empty = 0;
+  return empty;
+}
+
+int ptp_dump_run(ptprof *p, char *path_out, size_t cap, int skip_empty) {
   if (path_out && cap) path_out[0] = 0;
   if (!p->store) return -EDESTADDRREQ;             /* the window keeps running */
   ptp_own_section own;                             /* all of it, copies included */
   ptp_threads_own_begin(&own);
+  if (skip_empty) {
+    /* Threads that keep SIGPROF blocked: their CPU so far first, as a cut
+     * would take it (under its pseudo-frame: not empty then). */
+    ptp_threads_account_blocked();
+    if (window_empty(p)) {
+      ptp_threads_own_end(&own);
+      return 1;
+    }
+  }
   dump d;
   memset(&d, 0, sizeof d);
   /* Threads that keep SIGPROF blocked: their CPU so far, under its

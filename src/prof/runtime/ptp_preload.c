@@ -170,6 +170,9 @@ __attribute__((constructor)) static void ptp_preload_init(void) {
   if (r) pre.opt.keep_total = (int)d;
   if ((r = parse_num("PTPROF_INTERVAL", 0, 1e7, &d)) < 0) return;
   if (r) pre.opt.interval_ms = (int64_t)(d * 1000.0 + 0.5);
+  pre.opt.skip_empty = 1;    /* PTPROF_SKIP_EMPTY=0: write every interval, empty ones too */
+  if ((r = parse_num("PTPROF_SKIP_EMPTY", 0, 1, &d)) < 0) return;
+  if (r) pre.opt.skip_empty = d != 0;
   const char *eng = getenv("PTPROF_ENGINE");   /* auto|perf|timer, see ptprof.h */
   if (eng && *eng) {
     int e = ptprof_engine_from_name(eng);

@@ -148,6 +148,7 @@ int ptprof_new(ptprof **out, const ptprof_options *opt) {
   if (opt->family_prefix) snprintf(p->family, sizeof p->family, "%s", opt->family_prefix);
   p->keep_total = opt->keep_total;
   p->interval_ns = opt->interval_ms * 1000000LL;
+  p->skip_empty = opt->skip_empty != 0;
   p->log = opt->log;
   p->log_user_data = opt->log_user_data;
   p->pid = getpid();
@@ -245,6 +246,7 @@ static void *consumer_main(void *arg) {
       pthread_mutex_lock(&p->agg_mu);
       int64_t due = p->win_start_mono + p->interval_ns;
       pthread_mutex_unlock(&p->agg_mu);
+      if (due < p->periodic_next_mono) due = p->periodic_next_mono;
       int64_t t = (due - now) / 1000000 + ((due - now) % 1000000 > 0);   /* round up */
       if (t < 0) t = 0;
       if (timeout < 0 || t < timeout) timeout = t;
@@ -268,6 +270,7 @@ static void *consumer_main(void *arg) {
     pthread_mutex_lock(&p->agg_mu);
     busy = ptp_drain_locked(p) > 0;
     int64_t due = p->interval_ns ? p->win_start_mono + p->interval_ns : INT64_MAX;
+    if (due < p->periodic_next_mono) due = p->periodic_next_mono;   /* a skipped one: next period */
     pthread_mutex_unlock(&p->agg_mu);
     /* At every pass: follow dlopen/dlclose, and build the tables the walker
      * asked for since the last pass, so only the samples of about one pass
@@ -296,9 +299,12 @@ static void *consumer_main(void *arg) {
       /* Only try: ptprof_stop holds api_mu while it joins this thread. */
       backoff = 1;
       if (pthread_mutex_trylock(&p->api_mu) == 0) {
-        int rc = p->running ? ptp_dump_run(p, NULL, 0) : 0;
+        int rc = p->running ? ptp_dump_run(p, NULL, 0, p->skip_empty) : 0;
         pthread_mutex_unlock(&p->api_mu);
         backoff = rc == -EDESTADDRREQ ? 2 : 0;
+        /* nothing sampled: no file, the window goes on; next try one
+         * interval from now */
+        p->periodic_next_mono = rc == 1 ? ptp_now_mono() + p->interval_ns : 0;
       }
     }
   }
@@ -447,7 +453,20 @@ int ptprof_dump(ptprof *p, char *path_out, size_t cap) {
   ptp_own_section own;       /* waiting for api_mu too: a periodic dump may hold it */
   ptp_threads_own_begin(&own);
   pthread_mutex_lock(&p->api_mu);
-  int rc = p->running ? ptp_dump_run(p, path_out, cap) : -ENOTCONN;
+  int rc = p->running ? ptp_dump_run(p, path_out, cap, 0) : -ENOTCONN;
+  pthread_mutex_unlock(&p->api_mu);
+  ptp_threads_own_end(&own);
+  return rc;
+}
+
+int ptprof_dump_if_sampled(ptprof *p, char *path_out, size_t cap) {
+  if (!p) return -EINVAL;
+  if (path_out && cap) path_out[0] = 0;
+  if (p->pid != getpid()) return PTPROF_E_FORKED;
+  ptp_own_section own;
+  ptp_threads_own_begin(&own);
+  pthread_mutex_lock(&p->api_mu);
+  int rc = p->running ? ptp_dump_run(p, path_out, cap, 1) : -ENOTCONN;
   pthread_mutex_unlock(&p->api_mu);
   ptp_threads_own_end(&own);
   return rc;
@@ -491,7 +510,7 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   ptp_threads_deactivate();
   ptp_cfi_save_pending();
   int rc = 0;
-  if (final_dump) rc = ptp_dump_run(p, path_out, cap);
+  if (final_dump) rc = ptp_dump_run(p, path_out, cap, 0);
   /* the consumer's CPU since the last cut, for the stats (it has ended) */
   int64_t ccpu = ptp_consumer_cpu_ns(p);
   if (ccpu > p->consumer_cpu_at_cut) atomic_fetch_add(&p->st_own_cpu, ccpu - p->consumer_cpu_at_cut);

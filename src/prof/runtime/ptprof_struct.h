@@ -32,6 +32,9 @@ struct ptprof {
   int64_t period_ns;
   int keep;
   int64_t interval_ns;
+  int skip_empty;              /* opt->skip_empty */
+  int64_t periodic_next_mono;  /* consumer: a skipped periodic dump's next
+                                  try (api_mu not needed: consumer only) */
   char *dir;
   char *prefix;
   char family[PTP_SNAPSTORE_PREFIX_MAX + 1];   /* "" or opt->family_prefix */
@@ -97,7 +100,9 @@ int64_t ptp_consumer_cpu_ns(ptprof *p);
 /* One dump (ptprof.c's header comment: "Dump cycle"): cut, drops,
  * comments, names, encode and write, latch, resume. api_mu held. Writes
  * the snapshot's path into path_out (cap bytes) when not NULL. 0, or a
- * negative error (ptprof_strerror). */
-int ptp_dump_run(ptprof *p, char *path_out, size_t cap);
+ * negative error (ptprof_strerror). With skip_empty, first drains the
+ * ring and returns 1 without a cut when the window holds nothing (no
+ * aggregated entry, no blind-window drop, no sampled drop counted). */
+int ptp_dump_run(ptprof *p, char *path_out, size_t cap, int skip_empty);
 
 #endif

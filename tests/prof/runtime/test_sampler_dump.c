@@ -241,6 +241,82 @@ PT_TEST_T(prof_sampler_own_section_api, 60000) {
   free(dir);
 }
 
+/* skip_empty (ptprof_options) and ptprof_dump_if_sampled: after a manual
+ * dump cuts a window, an idle program's periodic dumps (every 100 ms, 450
+ * ms asleep) write nothing and cut nothing, and neither does its own
+ * periodic call; once it burns CPU, the next periodic dump writes a window
+ * that reaches back to the start of the idle time (the idle intervals
+ * went on, none was lost); a manual dump writes whatever the window
+ * holds. 99 Hz, so the few microseconds the thread runs between calls are
+ * almost never an expiration. */
+PT_TEST_T(prof_sampler_skip_empty, 60000) {
+  char *dir = pt_tmpdir("sampler-skip");
+  capture c;
+  ptt_cap_init(&c);
+  ptprof_options o;
+  ptprof_options_init(&o);
+  o.hz = 99;
+  o.dir = dir;
+  o.prefix = "ptt-";
+  o.interval_ms = 100;
+  o.skip_empty = 1;
+  ptprof *p = NULL;
+  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
+  ptp_set_window_hook(p, ptt_cap_hook, &c);
+  PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  char path[512];
+  PT_ASSERT_INT_EQ(ptprof_dump(p, path, sizeof path), 0);   /* manual: written, empty or not */
+  PT_ASSERT_MSG(path[0] && access(path, F_OK) == 0, "manual dump: no file '%s'", path);
+  /* Settle: an expiration of the thread's last microseconds before it
+   * sleeps (or one ThreadSanitizer delivers late) is written by one call;
+   * then nothing runs and the window stays empty. */
+  int r = 0;
+  for (int i = 0; i < 5 && r != 1; i++) {
+    struct timespec t = {0, 150000000};
+    nanosleep(&t, NULL);
+    r = ptprof_dump_if_sampled(p, NULL, 0);
+    PT_ASSERT_MSG(r == 0 || r == 1, "ptprof_dump_if_sampled: %s", ptprof_strerror(r));
+  }
+  PT_ASSERT_INT_EQ(r, 1);
+  size_t n0 = ptt_count_files(dir, "ptt-");
+  struct timespec nap = {0, 450000000};
+  nanosleep(&nap, NULL);                     /* four periodic dumps due, nothing sampled */
+#ifndef __SANITIZE_THREAD__
+  PT_ASSERT_UINT_EQ(ptt_count_files(dir, "ptt-"), n0);
+  PT_ASSERT_INT_EQ(ptprof_dump_if_sampled(p, NULL, 0), 1);
+  PT_ASSERT_UINT_EQ(ptt_count_files(dir, "ptt-"), n0);
+#else
+  /* ThreadSanitizer runs each call many times slower and delivers signals
+   * late: the last microseconds of CPU are not small enough to bound */
+  n0 = ptt_count_files(dir, "ptt-");
+#endif
+  pthread_mutex_lock(&c.mu);
+  int nw0 = c.nw;                            /* the manual dump's window, and any periodic one before it */
+  pthread_mutex_unlock(&c.mu);
+  ptt_fn_hot_a(100000000);
+  for (int i = 0; i < 500 && ptt_count_files(dir, "ptt-") == n0; i++) {
+    struct timespec t = {0, 10000000};
+    nanosleep(&t, NULL);
+  }
+  PT_ASSERT_MSG(ptt_count_files(dir, "ptt-") > n0, "no periodic snapshot after the burn");
+  pthread_mutex_lock(&c.mu);
+  PT_ASSERT(c.nw > nw0);
+  int64_t dur = c.w[nw0].duration_ns;
+  pthread_mutex_unlock(&c.mu);
+  printf("# skip_empty: the first window written after the idle time lasts %.0f ms\n", dur / 1e6);
+  (void)dur;
+#ifndef __SANITIZE_THREAD__
+  PT_ASSERT_MSG(dur >= 450000000, "the window written lasts %lld ns, not back to the idle start",
+                (long long)dur);
+#endif
+  uint64_t mine = ptt_count_tid(&c, (uint32_t)gettid(), __start_ptt_hot_a, __stop_ptt_hot_a);
+  PT_ASSERT_MSG(mine > 0, "the burn was not sampled");
+  ptprof_del(p);
+  ptt_cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
 /* The sampler's own thread (the consumer) is never sampled; its CPU is
  * counted from its clock: periodic dumps whose hook burns 100 ms each on
  * the consumer show up in the next snapshot's own_thread_cpu_ns, and no
