@@ -373,7 +373,7 @@ int pd_profiling_init(uv_loop_t *loop, const char *home, pd_ipc *ipc, pd_session
   }
   ptprof_stats st;
   ptprof_get_stats(g.prof, &st);
-  pd_info("profiling: sampling at %d Hz (%s engine), a snapshot every %lld ms, keeping %d", o.hz,
+  pd_info("profiling: sampling at %d Hz (%s engine), a snapshot every %lld ms with samples, keeping %d", o.hz,
           pt_profile_engine_label(st.engine),
           (long long)g.interval_ms, o.keep);
 
