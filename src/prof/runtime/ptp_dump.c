@@ -365,9 +365,6 @@ static void dump_resume(ptprof *p, const dump *d) {
   pthread_mutex_unlock(&p->agg_mu);
 }
 
-/* The dump cycle (see the top of the file): the steps above in order; the
- * first error ends the work on this window (it is lost), every later step
- * that keeps the sampler consistent still runs. api_mu held; p->running. */
 /* Whether the window holds nothing a snapshot would show: no aggregated
  * entry (samples and pseudo-frames; the ring drained first), no drop of
  * the blind window before it, no sampled drop counted since the last cut.
@@ -383,6 +380,10 @@ static int window_empty(ptprof *p) {
   return empty;
 }
 
+/* The dump cycle (see the top of the file): the steps above in order; the
+ * first error ends the work on this window (it is lost), every later step
+ * that keeps the sampler consistent still runs; with skip_empty an empty
+ * window returns 1 before the cut. api_mu held; p->running. */
 int ptp_dump_run(ptprof *p, char *path_out, size_t cap, int skip_empty) {
   if (path_out && cap) path_out[0] = 0;
   if (!p->store) return -EDESTADDRREQ;             /* the window keeps running */
