@@ -227,8 +227,9 @@ static void dump_now(tui_feedback *f) {
     if (!k || strcmp(k, "cpu-profile") != 0 || !p || strcmp(base_name(p), name) != 0) continue;
     f->picked[i] = 1;
     f->sel = (int)i;
+    const char *label = json_string_value(json_object_get(e, "label"));
     snprintf(f->status, sizeof f->status, "Wrote %s; picked as \"%s\".", name,
-             json_string_value(json_object_get(e, "label")));
+             label ? label : "CPU profile (pprof)");
     return;
   }
   snprintf(f->status, sizeof f->status, "Wrote %s, but the catalog does not list it (r refreshes).",
@@ -517,8 +518,8 @@ void tui_feedback_draw(tui_feedback *f) {
     if (n == 0) put_s(2, 1, "The catalog is empty (no profiles, log or telemetry yet).", COLS - 2);
     if (!has_kind(f, "cpu-profile") && 2 + n + 1 < rows - 2)
       put_s(2 + n + 1, 1,
-            "No CPU profile of this session yet (a profiling daemon writes one every 60 s): "
-            "p writes one now.", COLS - 2);
+            "No CPU profile of this session yet (a profiling daemon writes one each minute in "
+            "which it sampled anything): p writes one now.", COLS - 2);
     if (f->status[0]) put_s(rows - 2, 1, f->status, COLS - 2);
     bar(rows - 1, "Space pick  Enter review  r refresh  p CPU profile now  Up/Down move  Esc back");
     break;
