@@ -30,7 +30,7 @@ test:
 unit VARIANT="profile" *ARGS="":
     bash scripts/build.sh {{VARIANT}} && build/{{VARIANT}}/tests/unit-tests {{ARGS}}
 
-# a short scripted demo: daemon, a session, a turn, a profile dump, pprof top
+# a short scripted demo: daemon, a session, turns, a profile dump, pprof top and tags, its flame graph page
 demo:
     bash scripts/demo.sh
 
