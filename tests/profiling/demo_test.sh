@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# `just demo` (scripts/demo.sh), the README's tour of the profiling build,
+# as a new user runs it: it ends with a profile that has something to
+# show (samples, the functions and the thread names they ran on) and a
+# flame graph page that exists. Once its profile held no sample at all.
+source "$(dirname "$0")/../lib.sh"
+command -v go >/dev/null || skip "go (golang-go) not installed"
+export POLYTOKEN_CONSOLE_DAEMON_BIND=127.0.0.1:$(free_port)
+export XDG_CACHE_HOME="$TMPDIR/cache"
+out=$TMPDIR/demo.out
+bash "$PT_SRC/scripts/demo.sh" >"$out" 2>&1 || { tail -30 "$out" >&2; fail "scripts/demo.sh failed"; }
+home=$(sed -n 's/^state root: //p' "$out")
+[ -n "$home" ] && [ -d "$home" ] || fail "no state root printed"
+trap 'rm -rf "$home"' EXIT
+grep -Eq '^Duration: .*Total samples = [1-9]' "$out" ||
+  { grep -A3 '^Duration' "$out" >&2; fail "the demo's profile has no sample"; }
+grep -Eq '^ +[0-9.]+ms +[0-9.]+%.*pd_|ctx_add|tokenize' "$out" ||
+  { sed -n '/^Showing/,/^where/p' "$out" >&2; fail "no daemon function in the demo's top list"; }
+sed -n '/^ thread_name:/,/^$/p' "$out" | grep -q ': polytokend$' ||
+  { cat "$out" >&2; fail "no thread_name breakdown with the loop thread"; }
+page=$(grep -A1 '^an interactive flame graph' "$out" | tail -1)
+[[ "$page" == "$home"/profiling/*.html ]] && [ -s "$page" ] || fail "no flame graph page: '$page'"
+grep -qi '<html' "$page" || fail "$page is not a page"
+echo ok
