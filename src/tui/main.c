@@ -79,6 +79,7 @@ static int run_tui(const char *attach_id) {
   }
 #if PT_PROFILING
   tui_app_set_hooks(app, on_reached, after_teardown, NULL);
+  tui_app_set_self_dump(app, tui_profiling_dump_now, NULL);
   tui_profiling_init(tui_app_loop(app));
   {
     char notice[1024], short_notice[64];

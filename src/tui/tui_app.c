@@ -273,6 +273,12 @@ void tui_app_del(tui_app *app) {
 
 uv_loop_t *tui_app_loop(tui_app *app) { return &app->loop; }
 
+void tui_app_set_self_dump(tui_app *app, int (*fn)(char *path, size_t cap, void *ud), void *ud) {
+  app->self_dump = fn;
+  app->self_dump_ud = ud;
+  if (app->feedback) tui_feedback_set_self_dump(app->feedback, fn, ud);
+}
+
 void tui_app_set_hooks(tui_app *app, tui_reached_fn on_reached, tui_teardown_fn after_teardown,
                        void *ud) {
   app->on_reached = on_reached;
@@ -373,6 +379,7 @@ int tui_app_run(tui_app *app, char *errbuf, size_t errlen) {
   if (STEP("sighup-start", tui_signal_start(&app->sig_hup, SIGHUP))) goto fail_hup;
   /* The feedback overlay is optional: without memory for it F3 does nothing. */
   app->feedback = tui_feedback_new(app->client, &app->loop, feedback_redraw, app);
+  tui_feedback_set_self_dump(app->feedback, app->self_dump, app->self_dump_ud);
   app->running = 1;
   /* Without its watch the daemon's replies and events would never be read:
    * the screen would wait forever. */

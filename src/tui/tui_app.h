@@ -37,6 +37,10 @@ uv_loop_t *tui_app_loop(tui_app *app);
 void tui_app_set_hooks(tui_app *app, tui_reached_fn on_reached, tui_teardown_fn after_teardown,
                        void *ud);
 
+/* The profiling build's own-sampler dump for the feedback picker's `p`
+ * (tui_feedback_set_self_dump). fn may be NULL. */
+void tui_app_set_self_dump(tui_app *app, int (*fn)(char *path, size_t cap, void *ud), void *ud);
+
 /* A standing notice for the status bar of both screens (e.g. "TUI console
  * off: ... set POLYTOKEN_CONSOLE_TUI_BIND ..."): text when the bar is wide
  * enough, else short_text (e.g. "console off"); the picker's message line

@@ -71,6 +71,8 @@ struct tui_app {
   tui_reached_fn on_reached;
   tui_teardown_fn after_teardown;
   void *hook_ud;
+  int (*self_dump)(char *path, size_t cap, void *ud);   /* feedback's p: the TUI's sampler */
+  void *self_dump_ud;
   int reached_fired;
 
   /* units of work */

@@ -57,6 +57,8 @@ struct tui_feedback {
   char result[4 * PATH_MAX + 1024];
   upload_job *job;
   tui_unit u_upload;
+  tui_feedback_dump_fn self_dump;   /* the TUI's own sampler, or NULL */
+  void *self_dump_ud;
 };
 
 static void put_line(int y, int x, const char *s, size_t n, int width) {
@@ -85,6 +87,12 @@ tui_feedback *tui_feedback_new(pt_client *client, uv_loop_t *loop, void (*redraw
   if (!f->msg) { free(f); return NULL; }
   pt_feedback_upload_global_init(); /* main thread, before any upload worker */
   return f;
+}
+
+void tui_feedback_set_self_dump(tui_feedback *f, tui_feedback_dump_fn dump, void *ud) {
+  if (!f) return;
+  f->self_dump = dump;
+  f->self_dump_ud = ud;
 }
 
 static void reset_selection(tui_feedback *f) {
@@ -192,12 +200,30 @@ static const char *base_name(const char *path) {
   return s ? s + 1 : path;
 }
 
+/* Picks and selects the listed entry of this kind whose file is named
+ * name; 1 when found (its label in *label), else 0. */
+static int pick_file(tui_feedback *f, const char *kind, const char *name, const char **label) {
+  size_t n = f->entries ? json_array_size(f->entries) : 0;
+  for (size_t i = 0; i < n && name[0]; i++) {
+    json_t *e = json_array_get(f->entries, i);
+    const char *k = json_string_value(json_object_get(e, "kind"));
+    const char *p = json_string_value(json_object_get(e, "path"));
+    if (!k || strcmp(k, kind) != 0 || !p || strcmp(base_name(p), name) != 0) continue;
+    f->picked[i] = 1;
+    f->sel = (int)i;
+    *label = json_string_value(json_object_get(e, "label"));
+    return 1;
+  }
+  return 0;
+}
+
 /* p in the picker: the daemon writes a snapshot now (profile.dump, as
- * `polytoken profile dump` does), the catalog is listed again, and the new
- * snapshot (now "CPU profile (pprof)") is picked and selected. Why: right
- * after a session is attached, its profiling/ directory holds no snapshot
- * until the first periodic one (60 s), so the picker had no profile of
- * what just happened. */
+ * `polytoken profile dump` does), then the TUI's own sampler (profiling
+ * build), the catalog is listed again, and the new snapshots ("CPU profile
+ * (pprof)", "TUI CPU profile (pprof)") are picked. Why: right after a
+ * session is attached, its profiling/ directory holds no snapshot until
+ * the first periodic one, so the picker had no profile of what just
+ * happened. */
 static void dump_now(tui_feedback *f) {
   json_t *res = NULL;
   pt_client_error err;
@@ -214,26 +240,31 @@ static void dump_now(tui_feedback *f) {
       snprintf(f->status, sizeof f->status, "Cannot write a CPU profile: %s", err.message);
     return;
   }
-  char name[256];
+  char name[256], tname[256] = "";
   const char *path = json_string_value(json_object_get(res, "path"));
   snprintf(name, sizeof name, "%s", path ? base_name(path) : "");
   json_decref(res);
-  load_catalog(f);
-  size_t n = f->entries ? json_array_size(f->entries) : 0;
-  for (size_t i = 0; i < n && name[0]; i++) {
-    json_t *e = json_array_get(f->entries, i);
-    const char *k = json_string_value(json_object_get(e, "kind"));
-    const char *p = json_string_value(json_object_get(e, "path"));
-    if (!k || strcmp(k, "cpu-profile") != 0 || !p || strcmp(base_name(p), name) != 0) continue;
-    f->picked[i] = 1;
-    f->sel = (int)i;
-    const char *label = json_string_value(json_object_get(e, "label"));
-    snprintf(f->status, sizeof f->status, "Wrote %s; picked as \"%s\".", name,
-             label ? label : "CPU profile (pprof)");
-    return;
+  int trc = 0;
+  if (f->self_dump) {
+    char tpath[4096];
+    trc = f->self_dump(tpath, sizeof tpath, f->self_dump_ud);
+    if (trc == 0 && strlen(base_name(tpath)) < sizeof tname) strcpy(tname, base_name(tpath));
   }
-  snprintf(f->status, sizeof f->status, "Wrote %s, but the catalog does not list it (r refreshes).",
-           name[0] ? name : "a snapshot");
+  load_catalog(f);
+  const char *dl = NULL, *tl = NULL;
+  int dok = pick_file(f, "cpu-profile", name, &dl);
+  int tok = tname[0] && pick_file(f, "tui-cpu-profile", tname, &tl);
+  if (dok && tok)
+    snprintf(f->status, sizeof f->status, "Wrote %s and %s; picked as \"%s\" and \"%s\".", name,
+             tname, dl ? dl : "CPU profile (pprof)", tl ? tl : "TUI CPU profile (pprof)");
+  else if (dok)
+    snprintf(f->status, sizeof f->status, "Wrote %s; picked as \"%s\".%s", name,
+             dl ? dl : "CPU profile (pprof)",
+             f->self_dump && trc < 0 ? " (the TUI's own profile could not be written)" : "");
+  else
+    snprintf(f->status, sizeof f->status,
+             "Wrote %s, but the catalog does not list it (r refreshes).",
+             name[0] ? name : "a snapshot");
 }
 
 /* Fetches the picked artifacts into a new bundle and builds the review text. */

@@ -5,8 +5,9 @@
  *   1. message   type the feedback text (Enter: next, Esc: cancel)
  *   2. picker    the daemon's artifact catalog, refreshed on open (labels,
  *                size, age); Space toggles an attachment, r refreshes,
- *                p has the daemon write a CPU profile now (profile.dump)
- *                and picks it, Enter: review, Esc: back
+ *                p has the daemon write a CPU profile now (profile.dump),
+ *                and the TUI its own (profiling build), and picks them,
+ *                Enter: review, Esc: back
  *   3. review    fetches the picked artifacts (SHA-256 checked) and shows
  *                each: file, size, and for a CPU profile the sample count,
  *                duration and top functions, plus the notice that
@@ -40,6 +41,14 @@ typedef struct tui_feedback tui_feedback;
  * when the upload finishes). Returns NULL on out of memory. */
 tui_feedback *tui_feedback_new(pt_client *client, uv_loop_t *loop, void (*redraw)(void *ud),
                                void *ud);
+/* The profiling build's own sampler (tui_profiling.h): when set, `p` in
+ * the picker also has it write a snapshot now (after the daemon wrote
+ * one), so the TUI's CPU of what just happened can be attached too.
+ * dump(path, cap, ud) returns 0 and the path written, or a negative
+ * error. NULL (normal builds): the daemon's snapshot only. */
+typedef int (*tui_feedback_dump_fn)(char *path, size_t cap, void *ud);
+void tui_feedback_set_self_dump(tui_feedback *f, tui_feedback_dump_fn dump, void *ud);
+
 /* Frees the flow. Must not be called while an upload runs (the app frees it
  * after uv_run returned, which waits for the worker). NULL ok. */
 void tui_feedback_del(tui_feedback *f);

@@ -190,6 +190,16 @@ void tui_profiling_conversation_reached(const char *session_id, const char *sess
                dir);
 }
 
+int tui_profiling_dump_now(char *path, size_t cap, void *ud) {
+  (void)ud;
+  if (path && cap) path[0] = 0;
+  if (!g.prof) return -ENOTCONN;
+  int rc = ptprof_dump(g.prof, path, cap);
+  if (rc == 0) tui_prof_log("INFO profiling: wrote %s (asked for in the feedback picker)", path);
+  else tui_prof_log("ERROR profiling: snapshot for the feedback picker failed: %s", ptprof_strerror(rc));
+  return rc;
+}
+
 void tui_profiling_after_teardown(void) {
   if (g.prof) {
     char path[PATH_MAX];

@@ -37,6 +37,12 @@ int tui_profiling_init(uv_loop_t *loop);
  * with the tui-profile- prefix). Both strings are borrowed. */
 void tui_profiling_conversation_reached(const char *session_id, const char *session_dir);
 
+/* The feedback picker's `p` (tui_app_set_self_dump): a snapshot of the
+ * TUI's window so far, now. 0 and the path written; -ENOTCONN before the
+ * sampler started (the picker is reached from the conversation screen, so
+ * it has), or ptprof_dump's error. ud unused. */
+int tui_profiling_dump_now(char *path, size_t cap, void *ud);
+
 /* The "final profile" slot: called after the terminal was torn down (endwin
  * done, terminal restored) when the TUI quits normally. Writes the final
  * snapshot and prints its path on stdout ("TUI CPU profile: PATH"), now

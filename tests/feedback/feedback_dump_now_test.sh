@@ -3,10 +3,11 @@
 # feedback picker (tmux, the profiling build). Right after a session is
 # attached its profiling/ directory holds no snapshot until the first
 # periodic one, so the picker had no "CPU profile (pprof)" to offer. Now it
-# says so and `p` has the daemon write one (profile.dump): the new snapshot
-# appears as "CPU profile (pprof)", picked; its review shows the profile;
-# the bundle sent holds exactly the snapshot's bytes. Against a normal
-# daemon, `p` says the daemon is not a profiling build and nothing changes.
+# says so and `p` has the daemon write one (profile.dump) and the TUI its
+# own: the new snapshots appear as "CPU profile (pprof)" and "TUI CPU
+# profile (pprof)", picked; the review shows them; the bundle sent holds
+# exactly the snapshots' bytes. Against a normal daemon (and TUI), `p`
+# says the daemon is not a profiling build and nothing changes.
 set -euo pipefail
 . "$(dirname "$0")/../daemon/catalog_lib.sh"
 command -v tmux >/dev/null || skip "tmux not installed"
@@ -42,16 +43,21 @@ SID=$("$B/polytoken" new --name dump-now)
 "$B/polytoken" send --session "$SID" "a turn for the profile" >/dev/null
 open_picker "$B"
 PDIR=$POLYTOKEN_HOME/sessions/$SID/profiling
-ls "$PDIR"/daemon-profile-*.pb.gz >/dev/null 2>&1 && fail "a daemon snapshot exists before p: $(ls "$PDIR")"
+ls "$PDIR"/*-profile-*.pb.gz >/dev/null 2>&1 && fail "a snapshot exists before p: $(ls "$PDIR")"
 expect "No CPU profile of this session yet"
 has "] CPU profile (pprof)" && { screen >&2; fail "a CPU profile listed before any snapshot"; }
+has "] TUI CPU profile (pprof)" && { screen >&2; fail "a TUI CPU profile listed before any snapshot"; }
 keys p
 expect "[x] CPU profile (pprof)"
+expect "[x] TUI CPU profile (pprof)"
 expect "Wrote daemon-profile-"
 has "No CPU profile of this session yet" && { screen >&2; fail "the hint stayed after the dump"; }
 SNAP=$(ls "$PDIR"/daemon-profile-*.pb.gz)
-[ "$(echo "$SNAP" | wc -l)" = 1 ] || fail "expected one snapshot, got: $SNAP"
-has "Wrote $(basename "$SNAP")" || { screen >&2; fail "the status does not name $(basename "$SNAP")"; }
+TSNAP=$(ls "$PDIR"/tui-profile-*.pb.gz)
+[ "$(echo "$SNAP" | wc -l)" = 1 ] || fail "expected one daemon snapshot, got: $SNAP"
+[ "$(echo "$TSNAP" | wc -l)" = 1 ] || fail "expected one TUI snapshot, got: $TSNAP"
+has "Wrote $(basename "$SNAP") and $(basename "$TSNAP")" ||
+  { screen >&2; fail "the status does not name both snapshots"; }
 keys Enter
 expect "Feedback 3/3"
 expect "samples: "
@@ -59,19 +65,20 @@ keys y
 expect "Not uploaded: POLYTOKEN_FEEDBACK_URL is not set"
 BUNDLE=$(find "$POLYTOKEN_HOME/feedback/outbox" -mindepth 1 -maxdepth 1 -type d | head -n 1)
 [ -n "$BUNDLE" ] || fail "no bundle"
-python3 - "$BUNDLE" "$SNAP" <<'PY' || fail "the bundle does not hold the snapshot"
+python3 - "$BUNDLE" "$SNAP" "$TSNAP" <<'PY' || fail "the bundle does not hold the snapshots"
 import hashlib, json, os, sys
-bundle, snap = sys.argv[1], sys.argv[2]
+bundle, snap, tsnap = sys.argv[1], sys.argv[2], sys.argv[3]
+sha = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
 m = json.load(open(os.path.join(bundle, "manifest.json")))
-a = m["attachments"]
-assert len(a) == 1 and a[0]["kind"] == "cpu-profile", a
-want = hashlib.sha256(open(snap, "rb").read()).hexdigest()
-assert a[0]["sha256"] == want, (a[0], want)
-sent = [f for f in os.listdir(bundle) if f.endswith(".pb.gz")]
-assert len(sent) == 1 and hashlib.sha256(open(os.path.join(bundle, sent[0]), "rb").read()).hexdigest() == want, sent
+got = {x["kind"]: x["sha256"] for x in m["attachments"]}
+assert got == {"cpu-profile": sha(snap), "tui-cpu-profile": sha(tsnap)}, got
+sent = sorted(sha(os.path.join(bundle, f)) for f in os.listdir(bundle) if f.endswith(".pb.gz"))
+assert sent == sorted([sha(snap), sha(tsnap)]), sent
 PY
 if command -v go >/dev/null; then
-  go tool pprof -comments "$SNAP" 2>/dev/null | grep -q '^window: ' || fail "go tool pprof cannot read $SNAP"
+  for f in "$SNAP" "$TSNAP"; do
+    go tool pprof -comments "$f" 2>/dev/null | grep -q '^window: ' || fail "go tool pprof cannot read $f"
+  done
 fi
 tmux -L "$PT_TMUX" kill-server 2>/dev/null || true
 "$B/polytoken" daemon stop >/dev/null
