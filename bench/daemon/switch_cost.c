@@ -2,7 +2,7 @@
  * bench/daemon/switch_cost.c - what one sampled thread pays per sleep/wake
  * cycle for each CPU-sampling engine, without any Polytoken code (run by
  * bench/daemon/switch.sh; results in docs/performance.md, "Daemon overhead",
- * "Why the perf engine costs the daemon").
+ * "Where the profiling daemon's excess goes").
  *
  * The daemon's loop thread sleeps in epoll_wait and wakes ~1150 times in a
  * 20-turn session, doing little work each time. This program does the same
