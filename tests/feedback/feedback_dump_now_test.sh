@@ -16,7 +16,7 @@ B=$PT_BUILD_PROF
 export POLYTOKEN_PROFILE_INTERVAL=3600     # no periodic snapshot during the test
 
 PT_TMUX=fbdump$$
-trap 'tmux -L "$PT_TMUX" kill-server 2>/dev/null || true' EXIT
+# pt_cleanup (tests/lib.sh) stops the tmux server (PT_TMUX) and the daemons
 screen() { tmux -L "$PT_TMUX" capture-pane -p -t 0; }
 has() { screen | grep -cF -- "$1" >/dev/null; }
 expect() { wait_for 20 has "$1" || { screen >&2; fail "screen never showed: $1"; }; }

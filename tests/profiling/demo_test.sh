@@ -11,7 +11,7 @@ out=$TMPDIR/demo.out
 bash "$PT_SRC/scripts/demo.sh" >"$out" 2>&1 || { tail -30 "$out" >&2; fail "scripts/demo.sh failed"; }
 home=$(sed -n 's/^state root: //p' "$out")
 [ -n "$home" ] && [ -d "$home" ] || fail "no state root printed"
-trap 'rm -rf "$home"' EXIT
+trap 'rm -rf "$home"; pt_cleanup' EXIT   # keep lib.sh's cleanup too
 grep -Eq '^Duration: .*Total samples = [1-9]' "$out" ||
   { grep -A3 '^Duration' "$out" >&2; fail "the demo's profile has no sample"; }
 prof=$(sed -n 's/^profile: //p' "$out")
