@@ -446,30 +446,24 @@ void ptprof_own_end(ptprof_own_section *s) {
   if (s) ptp_threads_own_end(s);
 }
 
-int ptprof_dump(ptprof *p, char *path_out, size_t cap) {
+/* ptprof_dump and ptprof_dump_if_sampled (skip_empty). */
+static int dump_api(ptprof *p, char *path_out, size_t cap, int skip_empty) {
   if (!p) return -EINVAL;
   if (path_out && cap) path_out[0] = 0;
   if (p->pid != getpid()) return PTPROF_E_FORKED;
   ptp_own_section own;       /* waiting for api_mu too: a periodic dump may hold it */
   ptp_threads_own_begin(&own);
   pthread_mutex_lock(&p->api_mu);
-  int rc = p->running ? ptp_dump_run(p, path_out, cap, 0) : -ENOTCONN;
+  int rc = p->running ? ptp_dump_run(p, path_out, cap, skip_empty) : -ENOTCONN;
   pthread_mutex_unlock(&p->api_mu);
   ptp_threads_own_end(&own);
   return rc;
 }
 
+int ptprof_dump(ptprof *p, char *path_out, size_t cap) { return dump_api(p, path_out, cap, 0); }
+
 int ptprof_dump_if_sampled(ptprof *p, char *path_out, size_t cap) {
-  if (!p) return -EINVAL;
-  if (path_out && cap) path_out[0] = 0;
-  if (p->pid != getpid()) return PTPROF_E_FORKED;
-  ptp_own_section own;
-  ptp_threads_own_begin(&own);
-  pthread_mutex_lock(&p->api_mu);
-  int rc = p->running ? ptp_dump_run(p, path_out, cap, 1) : -ENOTCONN;
-  pthread_mutex_unlock(&p->api_mu);
-  ptp_threads_own_end(&own);
-  return rc;
+  return dump_api(p, path_out, cap, 1);
 }
 
 int ptprof_set_dir(ptprof *p, const char *dir) {
