@@ -8,9 +8,10 @@
  * Rules (keep them; the task console relies on them):
  *  - PD_TASK_START(&x->task, "name") when the unit starts;
  *  - PD_POLL(&x->task); as the FIRST statement of every libuv callback that
- *    runs on the unit's behalf: it brackets the whole callback with
- *    pt_task_poll_begin/end (the end runs at scope exit via the cleanup
- *    attribute, so early returns are covered);
+ *    runs on the unit's behalf (only pd_profiling.c's PD_OWN_WORK and
+ *    PT_THREAD_JOB, which must enclose it, come before): it brackets the
+ *    whole callback with pt_task_poll_begin/end (the end runs at scope
+ *    exit via the cleanup attribute, so early returns are covered);
  *  - pd_task_wake() where something wakes the unit (data for it, a timer
  *    firing, a uv_async); PD_POLL does NOT imply a wake, because a
  *    callback may also run for a unit that nobody woke (close callbacks);

@@ -108,12 +108,27 @@ static void log_from_lib(int level, const char *msg, void *user_data) {
 
 /* ---- snapshot writer (uv threadpool) ---- */
 
+/* PD_OWN_WORK: the rest of the enclosing scope is the profiler's own work
+ * (ptprof_own_begin/_end). As the FIRST statement of a callback its end
+ * runs last (cleanup runs in reverse order of declaration), so it also
+ * encloses the ends of a PD_POLL or PT_THREAD_JOB declared after it. */
+static inline ptprof_own_section pd_own_begin(void) {
+  ptprof_own_section s;
+  ptprof_own_begin(&s);
+  return s;
+}
+#define PD_OWN_WORK()                                                            \
+  __attribute__((cleanup(ptprof_own_end), unused)) ptprof_own_section           \
+  PD_CAT(pd_own_, __LINE__) = pd_own_begin()
+
 /* All of the job is the profiler's own work, not only ptprof_dump: the
  * pool thread's name for the job, the job's console bookkeeping and the
  * name given back at its end (docs/profiling.md: pd-snapshot never shows
- * in a profile). The own section encloses the scope that does them. */
-static void writer_job(pd_writer_job *job) {
+ * in a profile). */
+static void writer_work(uv_work_t *w) {
+  PD_OWN_WORK();
   PT_THREAD_JOB(PT_THREAD_DAEMON_SNAPSHOT, PT_THREAD_DAEMON_POOL);
+  pd_writer_job *job = w->data;
   PD_POLL(&job->task);
   /* a periodic one writes nothing for an interval with nothing sampled (an
    * idle daemon's empty files would push the last ones with samples out of
@@ -122,15 +137,9 @@ static void writer_job(pd_writer_job *job) {
                       : ptprof_dump_if_sampled(g.prof, job->path, sizeof job->path);
 }
 
-static void writer_work(uv_work_t *w) {
-  ptprof_own_section own;
-  ptprof_own_begin(&own);
-  writer_job(w->data);
-  ptprof_own_end(&own);
-}
-
 /* The loop's side of a dump: own work too (its log line, the reply). */
-static void writer_done_job(uv_work_t *w, int status) {
+static void writer_done(uv_work_t *w, int status) {
+  PD_OWN_WORK();
   pd_writer_job *job = w->data;
   {
     PD_POLL(&job->task);
@@ -157,13 +166,6 @@ static void writer_done_job(uv_work_t *w, int status) {
   free(job);
 }
 
-static void writer_done(uv_work_t *w, int status) {
-  ptprof_own_section own;
-  ptprof_own_begin(&own);
-  writer_done_job(w, status);
-  ptprof_own_end(&own);
-}
-
 /* Queues one dump on the threadpool. Returns 0, -EBUSY (one is running) or
  * a negative error; on error the call (if any) is NOT completed. */
 static int writer_start(pd_call *call) {
@@ -185,8 +187,10 @@ static int writer_start(pd_call *call) {
   return 0;
 }
 
-static void timer_job(uv_timer_t *t) {
+/* Queueing a periodic dump is the profiler's own work. */
+static void timer_cb(uv_timer_t *t) {
   (void)t;
+  PD_OWN_WORK();
   PD_POLL(&g.timer_task);
   pd_task_wake(&g.timer_task);
   int rc = writer_start(NULL);
@@ -195,22 +199,15 @@ static void timer_job(uv_timer_t *t) {
     pd_warn("profiling: cannot queue a snapshot: %s", strerror(-rc));
 }
 
-/* Queueing a periodic dump is the profiler's own work. */
-static void timer_cb(uv_timer_t *t) {
-  ptprof_own_section own;
-  ptprof_own_begin(&own);
-  timer_job(t);
-  ptprof_own_end(&own);
-}
-
 /* profile.dump: a manual interval snapshot; replies {path} once written. */
 static void method_profile_dump(pd_call *call, json_t *params, void *ctx) {
   (void)params;
   (void)ctx;
-  ptprof_own_section own;    /* queueing the dump: the profiler's own work */
-  ptprof_own_begin(&own);
-  int rc = writer_start(call);
-  ptprof_own_end(&own);
+  int rc;
+  {
+    PD_OWN_WORK();    /* queueing the dump: the profiler's own work */
+    rc = writer_start(call);
+  }
   if (rc == -EBUSY)
     pd_call_error(call, "busy", "a profile dump is already being written; try again");
   else if (rc == -ESHUTDOWN)
