@@ -389,20 +389,16 @@ int ptp_dump_run(ptprof *p, char *path_out, size_t cap, int skip_empty) {
   if (!p->store) return -EDESTADDRREQ;             /* the window keeps running */
   ptp_own_section own;                             /* all of it, copies included */
   ptp_threads_own_begin(&own);
-  if (skip_empty) {
-    /* Threads that keep SIGPROF blocked: their CPU so far first, as a cut
-     * would take it (under its pseudo-frame: not empty then). */
-    ptp_threads_account_blocked();
-    if (window_empty(p)) {
-      ptp_threads_own_end(&own);
-      return 1;
-    }
+  /* Threads that keep SIGPROF blocked: their CPU so far, under its
+   * pseudo-frame, into the ring before the cut (or the emptiness check)
+   * drains it. */
+  ptp_threads_account_blocked();
+  if (skip_empty && window_empty(p)) {
+    ptp_threads_own_end(&own);
+    return 1;
   }
   dump d;
   memset(&d, 0, sizeof d);
-  /* Threads that keep SIGPROF blocked: their CPU so far, under its
-   * pseudo-frame, into the ring before the cut drains it. */
-  ptp_threads_account_blocked();
   dump_cut(p, &d);
   int rc = dump_drops(p, &d);
   int crc = dump_comments(p, &d);                  /* also keeps flushed_at_cut current */

@@ -209,6 +209,15 @@ static void consumer_wait(ptp_shared *sh, int64_t timeout_ms) {
                 NULL, 0);
 }
 
+/* When the next periodic dump is due: an interval after the window's
+ * start, or after a skipped one (skip_empty: nothing sampled, the window
+ * went on); INT64_MAX without periodic dumps. agg_mu held (win_start_mono). */
+static int64_t periodic_due_locked(const ptprof *p) {
+  if (!p->interval_ns) return INT64_MAX;
+  int64_t due = p->win_start_mono + p->interval_ns;
+  return due < p->periodic_next_mono ? p->periodic_next_mono : due;
+}
+
 static void *consumer_main(void *arg) {
   ptprof *p = arg;
   /* Everything this thread does is the profiler's (it has no sampling
@@ -244,9 +253,8 @@ static void *consumer_main(void *arg) {
     }
     if (p->interval_ns) {
       pthread_mutex_lock(&p->agg_mu);
-      int64_t due = p->win_start_mono + p->interval_ns;
+      int64_t due = periodic_due_locked(p);
       pthread_mutex_unlock(&p->agg_mu);
-      if (due < p->periodic_next_mono) due = p->periodic_next_mono;
       int64_t t = (due - now) / 1000000 + ((due - now) % 1000000 > 0);   /* round up */
       if (t < 0) t = 0;
       if (timeout < 0 || t < timeout) timeout = t;
@@ -269,8 +277,7 @@ static void *consumer_main(void *arg) {
     }
     pthread_mutex_lock(&p->agg_mu);
     busy = ptp_drain_locked(p) > 0;
-    int64_t due = p->interval_ns ? p->win_start_mono + p->interval_ns : INT64_MAX;
-    if (due < p->periodic_next_mono) due = p->periodic_next_mono;   /* a skipped one: next period */
+    int64_t due = periodic_due_locked(p);
     pthread_mutex_unlock(&p->agg_mu);
     /* At every pass: follow dlopen/dlclose, and build the tables the walker
      * asked for since the last pass, so only the samples of about one pass
