@@ -134,7 +134,7 @@ static int dc_check(const ptp_debugcache *c, int fd, const struct stat *st,
     return -EINVAL;
   Elf *e = elf_begin(fd, ELF_C_READ, NULL);
   if (!e) return -EINVAL;
-  int r = elf_kind(e) == ELF_K_ELF && (idlen > 0 && ptp_elf_build_id_is(e, id, (size_t)idlen)) ? 0 : -EINVAL;
+  int r = elf_kind(e) == ELF_K_ELF && ptp_elf_build_id_is(e, id, (size_t)idlen) ? 0 : -EINVAL;
   uint64_t size = (uint64_t)st->st_size;
   /* libelf accepts a section header table past the end of the file (it
    * then sees no sections): check the table lies inside it */
@@ -294,7 +294,7 @@ int ptp_debugcache_make(ptp_debugcache *c, const char *src, const unsigned char 
    * /usr/lib/debug, or ours); anyone else's is read with pread. */
   Elf *ie = elf_begin(in, ptp_file_trusted(&sst) ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
   r = -EINVAL;
-  if (!ie || elf_kind(ie) != ELF_K_ELF || !(idlen > 0 && ptp_elf_build_id_is(ie, id, (size_t)idlen))) goto fail_in;
+  if (!ie || elf_kind(ie) != ELF_K_ELF || !ptp_elf_build_id_is(ie, id, (size_t)idlen)) goto fail_in;
   int dfd = dc_dirfd(c);   /* the directory's safety check */
   if (dfd < 0) { r = dfd; goto fail_in; }
   close(dfd);

@@ -24,8 +24,9 @@
  * whose header or name cannot be read are skipped. */
 Elf_Scn *ptp_elf_find_scn(Elf *e, size_t shstrndx, const char *name, GElf_Shdr *sh);
 
-/* Whether e's GNU build id is exactly the idlen bytes at id (idlen > 0).
- * A file without one, or whose note cannot be read, is not. */
+/* Whether e's GNU build id is exactly the idlen bytes at id. A file
+ * without one, or whose note cannot be read, is not; nor is any file for
+ * idlen 0 (or a negative length converted, which no id has). */
 bool ptp_elf_build_id_is(Elf *e, const unsigned char *id, size_t idlen);
 
 /* The same with the id in lowercase hex (as ptp_elfnote_build_id_hex

@@ -141,7 +141,7 @@ static int keep_for_libdw(sym_module *m, int fd, const struct stat *st, bool our
 static int elf_build_id_matches(int fd, const unsigned char *want, int wantlen) {
   Elf *e = elf_begin(fd, ELF_C_READ, NULL);
   if (!e) return 0;
-  int ok = wantlen > 0 && ptp_elf_build_id_is(e, want, (size_t)wantlen);
+  int ok = ptp_elf_build_id_is(e, want, (size_t)wantlen);
   elf_end(e);
   return ok;
 }
