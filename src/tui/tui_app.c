@@ -273,10 +273,9 @@ void tui_app_del(tui_app *app) {
 
 uv_loop_t *tui_app_loop(tui_app *app) { return &app->loop; }
 
-void tui_app_set_self_dump(tui_app *app, int (*fn)(char *path, size_t cap, void *ud), void *ud) {
+void tui_app_set_self_dump(tui_app *app, tui_feedback_dump_fn fn, void *ud) {
   app->self_dump = fn;
   app->self_dump_ud = ud;
-  if (app->feedback) tui_feedback_set_self_dump(app->feedback, fn, ud);
 }
 
 void tui_app_set_hooks(tui_app *app, tui_reached_fn on_reached, tui_teardown_fn after_teardown,

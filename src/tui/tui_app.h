@@ -19,6 +19,7 @@
 
 #include <uv.h>
 #include "common/pt_client.h"
+#include "tui/tui_feedback.h"
 
 typedef struct tui_app tui_app;
 
@@ -38,8 +39,9 @@ void tui_app_set_hooks(tui_app *app, tui_reached_fn on_reached, tui_teardown_fn 
                        void *ud);
 
 /* The profiling build's own-sampler dump for the feedback picker's `p`
- * (tui_feedback_set_self_dump). fn may be NULL. */
-void tui_app_set_self_dump(tui_app *app, int (*fn)(char *path, size_t cap, void *ud), void *ud);
+ * (tui_feedback_set_self_dump, handed over when tui_app_run creates the
+ * picker: call before it). fn may be NULL. */
+void tui_app_set_self_dump(tui_app *app, tui_feedback_dump_fn fn, void *ud);
 
 /* A standing notice for the status bar of both screens (e.g. "TUI console
  * off: ... set POLYTOKEN_CONSOLE_TUI_BIND ..."): text when the bar is wide

@@ -71,7 +71,7 @@ struct tui_app {
   tui_reached_fn on_reached;
   tui_teardown_fn after_teardown;
   void *hook_ud;
-  int (*self_dump)(char *path, size_t cap, void *ud);   /* feedback's p: the TUI's sampler */
+  tui_feedback_dump_fn self_dump;   /* feedback's p: the TUI's sampler */
   void *self_dump_ud;
   int reached_fired;
 

@@ -244,11 +244,12 @@ static void dump_now(tui_feedback *f) {
   const char *path = json_string_value(json_object_get(res, "path"));
   snprintf(name, sizeof name, "%s", path ? base_name(path) : "");
   json_decref(res);
-  int trc = 0;
+  char terr[256] = "";
   if (f->self_dump) {
     char tpath[4096];
-    trc = f->self_dump(tpath, sizeof tpath, f->self_dump_ud);
-    if (trc == 0 && strlen(base_name(tpath)) < sizeof tname) strcpy(tname, base_name(tpath));
+    if (f->self_dump(tpath, sizeof tpath, terr, sizeof terr, f->self_dump_ud) == 0 &&
+        strlen(base_name(tpath)) < sizeof tname)
+      strcpy(tname, base_name(tpath));
   }
   load_catalog(f);
   const char *dl = NULL, *tl = NULL;
@@ -258,9 +259,10 @@ static void dump_now(tui_feedback *f) {
     snprintf(f->status, sizeof f->status, "Wrote %s and %s; picked as \"%s\" and \"%s\".", name,
              tname, dl ? dl : "CPU profile (pprof)", tl ? tl : "TUI CPU profile (pprof)");
   else if (dok)
-    snprintf(f->status, sizeof f->status, "Wrote %s; picked as \"%s\".%s", name,
+    snprintf(f->status, sizeof f->status, "Wrote %s; picked as \"%s\".%s%s%s", name,
              dl ? dl : "CPU profile (pprof)",
-             f->self_dump && trc < 0 ? " (the TUI's own profile could not be written)" : "");
+             terr[0] ? " The TUI's own profile could not be written: " : "", terr,
+             tname[0] && !tok ? " The TUI's own is not in the catalog (r refreshes)." : "");
   else
     snprintf(f->status, sizeof f->status,
              "Wrote %s, but the catalog does not list it (r refreshes).",

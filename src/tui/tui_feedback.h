@@ -44,9 +44,10 @@ tui_feedback *tui_feedback_new(pt_client *client, uv_loop_t *loop, void (*redraw
 /* The profiling build's own sampler (tui_profiling.h): when set, `p` in
  * the picker also has it write a snapshot now (after the daemon wrote
  * one), so the TUI's CPU of what just happened can be attached too.
- * dump(path, cap, ud) returns 0 and the path written, or a negative
- * error. NULL (normal builds): the daemon's snapshot only. */
-typedef int (*tui_feedback_dump_fn)(char *path, size_t cap, void *ud);
+ * dump(path, cap, err, errcap, ud) returns 0 and the path written, or a
+ * negative error and why in err. NULL (normal builds): the daemon's
+ * snapshot only. */
+typedef int (*tui_feedback_dump_fn)(char *path, size_t cap, char *err, size_t errcap, void *ud);
 void tui_feedback_set_self_dump(tui_feedback *f, tui_feedback_dump_fn dump, void *ud);
 
 /* Frees the flow. Must not be called while an upload runs (the app frees it

@@ -190,13 +190,20 @@ void tui_profiling_conversation_reached(const char *session_id, const char *sess
                dir);
 }
 
-int tui_profiling_dump_now(char *path, size_t cap, void *ud) {
+int tui_profiling_dump_now(char *path, size_t cap, char *err, size_t errcap, void *ud) {
   (void)ud;
   if (path && cap) path[0] = 0;
-  if (!g.prof) return -ENOTCONN;
+  if (!g.prof) {
+    if (err && errcap) snprintf(err, errcap, "the TUI's sampler has not started");
+    return -ENOTCONN;
+  }
   int rc = ptprof_dump(g.prof, path, cap);
-  if (rc == 0) tui_prof_log("INFO profiling: wrote %s (asked for in the feedback picker)", path);
-  else tui_prof_log("ERROR profiling: snapshot for the feedback picker failed: %s", ptprof_strerror(rc));
+  if (rc == 0) {
+    tui_prof_log("INFO profiling: wrote %s (asked for in the feedback picker)", path);
+  } else {
+    tui_prof_log("ERROR profiling: snapshot for the feedback picker failed: %s", ptprof_strerror(rc));
+    if (err && errcap) snprintf(err, errcap, "%s", ptprof_strerror(rc));
+  }
   return rc;
 }
 

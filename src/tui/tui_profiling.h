@@ -40,8 +40,9 @@ void tui_profiling_conversation_reached(const char *session_id, const char *sess
 /* The feedback picker's `p` (tui_app_set_self_dump): a snapshot of the
  * TUI's window so far, now. 0 and the path written; -ENOTCONN before the
  * sampler started (the picker is reached from the conversation screen, so
- * it has), or ptprof_dump's error. ud unused. */
-int tui_profiling_dump_now(char *path, size_t cap, void *ud);
+ * it has), or ptprof_dump's error; err says why (ptprof_strerror). ud
+ * unused. */
+int tui_profiling_dump_now(char *path, size_t cap, char *err, size_t errcap, void *ud);
 
 /* The "final profile" slot: called after the terminal was torn down (endwin
  * done, terminal restored) when the TUI quits normally. Writes the final
