@@ -32,6 +32,36 @@ static inline void paired_shuffle(int *order, int n, unsigned *seed) {
   }
 }
 
+/* Runs each of n modes once per round, in a shuffled order (the same
+ * sequence on every run: seed 1), for `rounds` rounds: v[round * n + mode]
+ * = run(mode, ctx). Returns v (the caller frees it), or NULL when out of
+ * memory or a run failed (returned a negative value). */
+static inline double *paired_rounds(int rounds, int n, double (*run)(int mode, void *ctx),
+                                    void *ctx) {
+  double *v = calloc((size_t)rounds * (size_t)n, sizeof *v);
+  int *order = calloc((size_t)n, sizeof *order);
+  if (!v || !order) {
+    free(v);
+    free(order);
+    return NULL;
+  }
+  unsigned seed = 1;
+  for (int p = 0; p < rounds; p++) {
+    paired_shuffle(order, n, &seed);
+    for (int k = 0; k < n; k++) {
+      double r = run(order[k], ctx);
+      if (r < 0) {
+        free(v);
+        free(order);
+        return NULL;
+      }
+      v[p * n + order[k]] = r;
+    }
+  }
+  free(order);
+  return v;
+}
+
 /* Prints each of the n modes of v[round * n + mode] (rounds >= 2): its
  * mean, and for modes 1.. the mean difference to mode 0 with its interval,
  * in `unit` (e.g. "us per cycle"). */

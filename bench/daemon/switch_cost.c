@@ -107,6 +107,16 @@ static double run(int mode, int ep, int cycles, double work_us) {
   return (c1 - c0) / cycles;
 }
 
+/* paired_rounds' callback and its arguments. */
+typedef struct run_args {
+  int ep, cycles;
+  double work_us;
+} run_args;
+static double run_mode(int mode, void *ctx) {
+  const run_args *a = ctx;
+  return run(mode, a->ep, a->cycles, a->work_us);
+}
+
 int main(int argc, char **argv) {
   int pairs = argc > 1 ? atoi(argv[1]) : 20;
   int cycles = argc > 2 ? atoi(argv[2]) : 2000;
@@ -115,27 +125,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: switch_cost [PAIRS>=2 [CYCLES [WORK_US]]]\n");
     return 2;
   }
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGPROF);
-  sigprocmask(SIG_BLOCK, &set, NULL);
+  swev_block_sigprof();
   int ep = epoll_create1(EPOLL_CLOEXEC);
   if (ep < 0) {
     perror("epoll_create1");
     return 1;
   }
-  double *v = calloc((size_t)pairs * M_N, sizeof *v);
+  run_args a = { ep, cycles, work };
+  double *v = paired_rounds(pairs, M_N, run_mode, &a);
   if (!v) return 1;
-  unsigned seed = 1;
-  for (int p = 0; p < pairs; p++) {
-    int order[M_N];
-    paired_shuffle(order, M_N, &seed);
-    for (int k = 0; k < M_N; k++) {
-      double r = run(order[k], ep, cycles, work);
-      if (r < 0) return 1;
-      v[p * M_N + order[k]] = r;
-    }
-  }
   printf("switch_cost: %d rounds of %d cycles (epoll_wait 1 ms, then %.0f us of CPU)\n", pairs,
          cycles, work);
   paired_report(mode_name, M_N, v, pairs, "us CPU per cycle", "us per cycle");

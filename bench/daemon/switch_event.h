@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -39,6 +40,16 @@ static inline int swev_open(swev_kind kind, const char *who) {
   }
   if (fd < 0) fprintf(stderr, "%s: perf_event_open: %s\n", who, strerror(errno));
   return (int)fd;
+}
+
+/* Blocks SIGPROF in the calling thread (and the threads it creates): the
+ * benchmarks measure switches, not samples, and a timer's expirations
+ * must stay pending instead of killing the process. */
+static inline void swev_block_sigprof(void) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPROF);
+  sigprocmask(SIG_BLOCK, &set, NULL);
 }
 
 #endif

@@ -97,6 +97,9 @@ static double run(int mode, int rounds) {
   return ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / rounds;
 }
 
+/* paired_rounds' callback: ctx is the round-trip count. */
+static double run_mode(int mode, void *ctx) { return run(mode, *(const int *)ctx); }
+
 int main(int argc, char **argv) {
   int pairs = argc > 1 ? atoi(argv[1]) : 20;
   int rounds = argc > 2 ? atoi(argv[2]) : 20000;
@@ -104,22 +107,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: switch_pingpong [PAIRS>=2 [ROUNDS]]\n");
     return 2;
   }
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGPROF);
-  sigprocmask(SIG_BLOCK, &set, NULL);
-  double *v = calloc((size_t)pairs * M_N, sizeof *v);
+  swev_block_sigprof();
+  double *v = paired_rounds(pairs, M_N, run_mode, &rounds);
   if (!v) return 1;
-  unsigned seed = 1;
-  for (int p = 0; p < pairs; p++) {
-    int order[M_N];
-    paired_shuffle(order, M_N, &seed);
-    for (int k = 0; k < M_N; k++) {
-      double r = run(order[k], rounds);
-      if (r < 0) return 1;
-      v[p * M_N + order[k]] = r;
-    }
-  }
   printf("switch_pingpong: %d rounds of %d round trips (two threads, one CPU, pipes)\n", pairs,
          rounds);
   paired_report(mode_name, M_N, v, pairs, "us per round trip", "us per round trip");
