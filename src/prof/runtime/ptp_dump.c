@@ -24,6 +24,7 @@
 #include "prof/runtime/ptp_graveyard.h"
 #include "prof/runtime/ptp_labels.h"
 #include "prof/runtime/ptp_perf.h"
+#include "prof/runtime/ptp_shim.h"
 #include "prof/runtime/ptp_siginterpose.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/runtime/ptprof_struct.h"
@@ -83,8 +84,8 @@ size_t ptp_drain_locked(ptprof *p) {
           atomic_fetch_add(&sh->drops[PTP_DROP_NO_MEMORY], s->weight);
         else
           atomic_fetch_add(&sh->drops[cause], s->weight);
-      } else if (ptp_agg_add_named(p->agg, s->tid, s->name, s->flags, &s->labels, s->frames, s->nframes,
-                             s->weight) < 0) {
+      } else if (ptp_agg_add_named(p->agg, s->tid, s->name, s->flags, &s->labels, s->frames,
+                                   ptp_shim_strip(s->frames, s->nframes), s->weight) < 0) {
         /* Out of memory for a new stack: taken, but not recorded. Its own
          * cause: the ring was not full. */
         atomic_fetch_add(&sh->drops[PTP_DROP_NO_MEMORY], s->weight);

@@ -41,6 +41,7 @@
 #include "ptprof.h"
 #include "prof/cache/ptp_fdmarks.h"
 #include "prof/runtime/ptp_fdwatch.h"
+#include "prof/runtime/ptp_shim.h"
 #include "prof/signal/ptp_producer.h"
 
 static struct {
@@ -77,7 +78,7 @@ static void closed_range(unsigned lo, unsigned hi) {
   errno = saved;
 }
 
-PTPROF_API int close(int fd) {
+PTPROF_API PTP_SHIM int close(int fd) {
   /* the next close (a sanitizer's interceptor, else libc's: a cancellation
    * point, as is), or libc's __close before this file's constructor ran */
   int (*real)(int) = (int (*)(int))atomic_load_explicit(&fw.close, memory_order_relaxed);
@@ -86,7 +87,7 @@ PTPROF_API int close(int fd) {
   return rc;
 }
 
-static int real_close_range(unsigned lo, unsigned hi, int flags) {
+static PTP_SHIM int real_close_range(unsigned lo, unsigned hi, int flags) {
   close_range_fn real = (close_range_fn)atomic_load(&fw.close_range);
   return real ? real(lo, hi, flags) : (int)syscall(SYS_close_range, lo, hi, flags);
 }
@@ -98,7 +99,7 @@ static int real_close_range(unsigned lo, unsigned hi, int flags) {
  * on open(2) giving it the lowest numbers. A number marked between the
  * scan and a run's close is noticed as for a plain close. Returns 0, or
  * the first failing run's -1 (errno set). */
-static int close_around_ours(unsigned lo, unsigned hi) {
+static PTP_SHIM int close_around_ours(unsigned lo, unsigned hi) {
   unsigned cur = lo;
   for (;;) {
     int m = ptp_fd_next_mark(cur, hi);
@@ -112,7 +113,7 @@ static int close_around_ours(unsigned lo, unsigned hi) {
   }
 }
 
-PTPROF_API int close_range(unsigned lo, unsigned hi, int flags) {
+PTPROF_API PTP_SHIM int close_range(unsigned lo, unsigned hi, int flags) {
   if (flags == 0 && lo <= hi) return close_around_ours(lo, hi);
   /* CLOSE_RANGE_UNSHARE: the caller's new table is its own (ours stay in
    * the shared one); CLOSE_RANGE_CLOEXEC only marks them close-on-exec
@@ -122,7 +123,7 @@ PTPROF_API int close_range(unsigned lo, unsigned hi, int flags) {
   return rc;
 }
 
-PTPROF_API void closefrom(int lo) {
+PTPROF_API PTP_SHIM void closefrom(int lo) {
   /* glibc's closefrom: close_range(max(lo, 0), ~0U, 0), or a walk of
    * /proc/self/fd where the kernel lacks it, which runs need not */
   int saved = errno;
@@ -130,14 +131,14 @@ PTPROF_API void closefrom(int lo) {
   errno = saved;
 }
 
-PTPROF_API int dup2(int oldfd, int newfd) {
+PTPROF_API PTP_SHIM int dup2(int oldfd, int newfd) {
   int (*real)(int, int) = (int (*)(int, int))atomic_load_explicit(&fw.dup2, memory_order_relaxed);
   int rc = real ? real(oldfd, newfd) : __dup2(oldfd, newfd);
   if (rc >= 0 && oldfd != newfd) closed_range((unsigned)newfd, (unsigned)newfd);
   return rc;
 }
 
-PTPROF_API int dup3(int oldfd, int newfd, int flags) {
+PTPROF_API PTP_SHIM int dup3(int oldfd, int newfd, int flags) {
   dup3_fn real = (dup3_fn)atomic_load(&fw.dup3);
   int rc = real ? real(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
   if (rc >= 0) closed_range((unsigned)newfd, (unsigned)newfd);

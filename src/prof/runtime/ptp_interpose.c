@@ -82,6 +82,7 @@
 #include "prof/runtime/ptp_interpose.h"
 #include "prof/runtime/ptp_libc.h"
 #include "prof/runtime/ptp_siginterpose.h"
+#include "prof/runtime/ptp_shim.h"
 #include "prof/signal/ptp_sigstate.h"
 #include "prof/signal/ptp_own_work.h"
 #include "prof/signal/ptp_producer.h"
@@ -116,12 +117,14 @@ typedef struct tramp {
   void *arg;
 } tramp;
 
-/* noinline: it is a real frame in every thread's stack, between libc's
- * start_thread and the start routine. */
-__attribute__((noinline)) static void *ptp_thread_trampoline(void *p) {
+/* A real frame in every thread's stack, between libc's start_thread and
+ * the start routine, left out of samples' stacks (PTP_SHIM, ptp_shim.h:
+ * unprofiled it does not exist). Everything before the start routine is
+ * the profiler's own work, the copy's free included. */
+static PTP_SHIM void *ptp_thread_trampoline(void *p) {
+  ptp_own_work_enter();                 /* registration is ours, not the program's */
   tramp t = *(tramp *)p;
   free(p);
-  ptp_own_work_enter();                 /* registration is ours, not the program's */
   ptp_threads_on_thread_start((void *)t.fn);
   ptp_own_work_leave();
   void *ret = t.fn(t.arg);
@@ -129,7 +132,7 @@ __attribute__((noinline)) static void *ptp_thread_trampoline(void *p) {
   return ret;
 }
 
-PTPROF_API int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+PTPROF_API PTP_SHIM int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                               void *(*start)(void *), void *arg) {
   create_fn real = get_real();
   if (!real) return EAGAIN;
@@ -213,37 +216,37 @@ static int exec_failed(int quiesced, int rc) {
   type real = (type)real_fn(&(slot), name);                                        \
   if (!real) { errno = ENOSYS; return -1; }
 
-PTPROF_API int execve(const char *path, char *const argv[], char *const envp[]) {
+PTPROF_API PTP_SHIM int execve(const char *path, char *const argv[], char *const envp[]) {
   PTP_REAL_OR_ENOSYS(libc.execve, execve_fn, "execve");
   int q = exec_prepare();
   return exec_failed(q, real(path, argv, envp));
 }
 
-PTPROF_API int execv(const char *path, char *const argv[]) {
+PTPROF_API PTP_SHIM int execv(const char *path, char *const argv[]) {
   PTP_REAL_OR_ENOSYS(libc.execv, execv_fn, "execv");
   int q = exec_prepare();
   return exec_failed(q, real(path, argv));
 }
 
-PTPROF_API int execvp(const char *file, char *const argv[]) {
+PTPROF_API PTP_SHIM int execvp(const char *file, char *const argv[]) {
   PTP_REAL_OR_ENOSYS(libc.execvp, execv_fn, "execvp");
   int q = exec_prepare();
   return exec_failed(q, real(file, argv));
 }
 
-PTPROF_API int execvpe(const char *file, char *const argv[], char *const envp[]) {
+PTPROF_API PTP_SHIM int execvpe(const char *file, char *const argv[], char *const envp[]) {
   PTP_REAL_OR_ENOSYS(libc.execvpe, execve_fn, "execvpe");
   int q = exec_prepare();
   return exec_failed(q, real(file, argv, envp));
 }
 
-PTPROF_API int fexecve(int fd, char *const argv[], char *const envp[]) {
+PTPROF_API PTP_SHIM int fexecve(int fd, char *const argv[], char *const envp[]) {
   PTP_REAL_OR_ENOSYS(libc.fexecve, fexecve_fn, "fexecve");
   int q = exec_prepare();
   return exec_failed(q, real(fd, argv, envp));
 }
 
-PTPROF_API int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+PTPROF_API PTP_SHIM int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
                         int flags) {
   PTP_REAL_OR_ENOSYS(libc.execveat, execveat_fn, "execveat");
   int q = exec_prepare();
@@ -264,21 +267,21 @@ PTPROF_API int execveat(int dirfd, const char *path, char *const argv[], char *c
   va_start(ap, arg0);                                                              \
   for (size_t i_ = 1; i_ <= n_; i_++) argv[i_] = va_arg(ap, char *);
 
-PTPROF_API int execl(const char *path, const char *arg0, ...) {
+PTPROF_API PTP_SHIM int execl(const char *path, const char *arg0, ...) {
   va_list ap;
   PTP_COLLECT_ARGS(ap, arg0, argv);
   va_end(ap);
   return execv(path, argv);
 }
 
-PTPROF_API int execlp(const char *file, const char *arg0, ...) {
+PTPROF_API PTP_SHIM int execlp(const char *file, const char *arg0, ...) {
   va_list ap;
   PTP_COLLECT_ARGS(ap, arg0, argv);
   va_end(ap);
   return execvp(file, argv);
 }
 
-PTPROF_API int execle(const char *path, const char *arg0, ...) {
+PTPROF_API PTP_SHIM int execle(const char *path, const char *arg0, ...) {
   va_list ap;
   PTP_COLLECT_ARGS(ap, arg0, argv);
   char *const *envp = va_arg(ap, char *const *);   /* after the NULL */
@@ -316,14 +319,14 @@ static void after_load(void) {
   errno = saved;
 }
 
-static void *ptp_dlopen_sync(const char *file, int mode) {
+static PTP_SHIM void *ptp_dlopen_sync(const char *file, int mode) {
   dlopen_fn real = get_real_dlopen();
   void *h = real ? real(file, mode) : NULL;
   if (h) after_load();
   return h;
 }
 
-static void *ptp_dlmopen_sync(Lmid_t lmid, const char *file, int mode) {
+static PTP_SHIM void *ptp_dlmopen_sync(Lmid_t lmid, const char *file, int mode) {
   dlmopen_fn real = get_real_dlmopen();
   void *h = real ? real(lmid, file, mode) : NULL;
   if (h) after_load();

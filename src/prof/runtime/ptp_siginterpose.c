@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "ptprof.h"
+#include "prof/runtime/ptp_shim.h"
 #include "prof/runtime/ptp_siginterpose.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/signal/ptp_expiry.h"
@@ -107,7 +108,7 @@ __attribute__((constructor)) static void resolve_sig(void) {
 
 void ptp_siginterpose_link(void) {}
 
-int ptp_real_sigaction(int sig, const void *act, void *oact) {
+PTP_SHIM int ptp_real_sigaction(int sig, const void *act, void *oact) {
   sigaction_fn f = (sigaction_fn)real_fn(&sigi.sigaction, "sigaction");
   if (!f) {
     errno = ENOSYS;
@@ -277,7 +278,7 @@ void ptp_sig_exec_failed(int prepared) {
 
 /* sigaction for SIGPROF while virtual: the old value is the program's
  * disposition, the new one replaces it; ours stays installed. */
-static int virtual_sigaction(const struct sigaction *act, struct sigaction *oact) {
+static PTP_SHIM int virtual_sigaction(const struct sigaction *act, struct sigaction *oact) {
   sigset_t saved;
   lock(&saved);
   ptp_vsig_act cur;
@@ -319,19 +320,19 @@ static int virtual_now(int sig) {
   return sig == SIGPROF && atomic_load(&ptp_g_sig.installed) && atomic_load(&sigi.pid) == (int)getpid();
 }
 
-PTPROF_API int sigaction(int sig, const struct sigaction *act, struct sigaction *oact) {
+PTPROF_API PTP_SHIM int sigaction(int sig, const struct sigaction *act, struct sigaction *oact) {
   if (virtual_now(sig)) return virtual_sigaction(act, oact);
   return ptp_real_sigaction(sig, act, oact);
 }
 
-PTPROF_API int __sigaction(int sig, const struct sigaction *act, struct sigaction *oact) {
+PTPROF_API PTP_SHIM int __sigaction(int sig, const struct sigaction *act, struct sigaction *oact) {
   return sigaction(sig, act, oact);
 }
 
 /* The signal()-family's install through sigaction (ours, when the signal
  * is virtual): h with flags, the signal itself blocked in its handler if
  * block_self. Returns the previous handler, or SIG_ERR (errno set). */
-static sighandler_t install_simple(int sig, sighandler_t h, int flags, int block_self) {
+static PTP_SHIM sighandler_t install_simple(int sig, sighandler_t h, int flags, int block_self) {
   if (h == SIG_ERR || sig < 1 || sig >= NSIG) {
     errno = EINVAL;
     return SIG_ERR;
@@ -349,34 +350,34 @@ static sighandler_t install_simple(int sig, sighandler_t h, int flags, int block
 /* signal(), bsd_signal(), ssignal(): BSD semantics, as libc's: the signal
  * itself blocked in its handler, SA_RESTART unless siginterrupt said
  * otherwise. */
-static sighandler_t bsd_signal_impl(int sig, sighandler_t h) {
+static PTP_SHIM sighandler_t bsd_signal_impl(int sig, sighandler_t h) {
   return install_simple(sig, h, sig == SIGPROF && sigi.intr ? 0 : SA_RESTART, 1);
 }
 
 typedef sighandler_t (*signal_fn)(int, sighandler_t);
 
-PTPROF_API sighandler_t signal(int sig, sighandler_t h) {
+PTPROF_API PTP_SHIM sighandler_t signal(int sig, sighandler_t h) {
   if (!virtual_now(sig)) {
     signal_fn f = (signal_fn)real_fn(&sigi.signal, "signal");
     if (f) return f(sig, h);
   }
   return bsd_signal_impl(sig, h);
 }
-PTPROF_API sighandler_t bsd_signal(int sig, sighandler_t h) { return signal(sig, h); }
-PTPROF_API sighandler_t ssignal(int sig, sighandler_t h) { return signal(sig, h); }
+PTPROF_API PTP_SHIM sighandler_t bsd_signal(int sig, sighandler_t h) { return signal(sig, h); }
+PTPROF_API PTP_SHIM sighandler_t ssignal(int sig, sighandler_t h) { return signal(sig, h); }
 
 /* sysv_signal(): reset to SIG_DFL at delivery, not blocked in its handler,
  * calls interrupted (libc's flags). */
-PTPROF_API sighandler_t sysv_signal(int sig, sighandler_t h) {
+PTPROF_API PTP_SHIM sighandler_t sysv_signal(int sig, sighandler_t h) {
   if (!virtual_now(sig)) {
     signal_fn f = (signal_fn)real_fn(&sigi.sysv, "sysv_signal");
     if (f) return f(sig, h);
   }
   return install_simple(sig, h, SA_RESETHAND | SA_NODEFER, 0);
 }
-PTPROF_API sighandler_t __sysv_signal(int sig, sighandler_t h) { return sysv_signal(sig, h); }
+PTPROF_API PTP_SHIM sighandler_t __sysv_signal(int sig, sighandler_t h) { return sysv_signal(sig, h); }
 
-PTPROF_API int siginterrupt(int sig, int interrupt) {
+PTPROF_API PTP_SHIM int siginterrupt(int sig, int interrupt) {
   if (!virtual_now(sig)) {
     siginterrupt_fn f = (siginterrupt_fn)real_fn(&sigi.siginterrupt, "siginterrupt");
     if (f) return f(sig, interrupt);
@@ -391,7 +392,7 @@ PTPROF_API int siginterrupt(int sig, int interrupt) {
   return sigaction(sig, &act, NULL) < 0 ? -1 : 0;
 }
 
-PTPROF_API int sigignore(int sig) {
+PTPROF_API PTP_SHIM int sigignore(int sig) {
   if (!virtual_now(sig)) {
     int (*f)(int) = (int (*)(int))real_fn(&sigi.sigignore, "sigignore");
     if (f) return f(sig);
@@ -403,7 +404,7 @@ PTPROF_API int sigignore(int sig) {
   return sigaction(sig, &act, NULL);
 }
 
-PTPROF_API sighandler_t sigset(int sig, sighandler_t disp) {
+PTPROF_API PTP_SHIM sighandler_t sigset(int sig, sighandler_t disp) {
   if (!virtual_now(sig)) {
     signal_fn f = (signal_fn)real_fn(&sigi.sigset, "sigset");
     if (f) return f(sig, disp);
@@ -472,7 +473,7 @@ static void account_unblock(ptp_thread_sig *r) {
 
 /* The mask change of pthread_sigmask/sigprocmask (real: libc's), with the
  * blocked-time notes around it when SIGPROF's state may change. */
-static int mask_call(sigmask_fn real, int how, const sigset_t *set, sigset_t *old) {
+static PTP_SHIM int mask_call(sigmask_fn real, int how, const sigset_t *set, sigset_t *old) {
   if (!set || !atomic_load_explicit(&ptp_g_sig.installed, memory_order_relaxed))
     return real(how, set, old);
   int has = sigismember(set, SIGPROF) == 1;
@@ -495,13 +496,13 @@ static int mask_call(sigmask_fn real, int how, const sigset_t *set, sigset_t *ol
   return rc;
 }
 
-PTPROF_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+PTPROF_API PTP_SHIM int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
   sigmask_fn f = (sigmask_fn)real_fn(&sigi.pthread_sigmask, "pthread_sigmask");
   if (!f) return ENOSYS;
   return mask_call(f, how, set, old);
 }
 
-PTPROF_API int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+PTPROF_API PTP_SHIM int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
   sigmask_fn f = (sigmask_fn)real_fn(&sigi.sigprocmask, "sigprocmask");
   if (!f) {
     errno = ENOSYS;
@@ -510,18 +511,18 @@ PTPROF_API int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
   return mask_call(f, how, set, old);
 }
 
-static int sig_one(int how, int sig) {
+static PTP_SHIM int sig_one(int how, int sig) {
   sigset_t s;
   sigemptyset(&s);
   if (sigaddset(&s, sig) < 0) return -1;
   return sigprocmask(how, &s, NULL);
 }
 
-PTPROF_API int sighold(int sig) { return sig_one(SIG_BLOCK, sig); }
-PTPROF_API int sigrelse(int sig) { return sig_one(SIG_UNBLOCK, sig); }
+PTPROF_API PTP_SHIM int sighold(int sig) { return sig_one(SIG_BLOCK, sig); }
+PTPROF_API PTP_SHIM int sigrelse(int sig) { return sig_one(SIG_UNBLOCK, sig); }
 
 /* The BSD int masks (signals 1..32). */
-static int int_mask_call(int how, int mask) {
+static PTP_SHIM int int_mask_call(int how, int mask) {
   sigset_t s, old;
   sigemptyset(&s);
   for (int i = 1; i <= 32; i++)
@@ -529,8 +530,8 @@ static int int_mask_call(int how, int mask) {
   if (sigprocmask(how, &s, &old) < 0) return -1;
   return (int)(uint32_t)first_word(&old);
 }
-PTPROF_API int sigblock(int mask) { return int_mask_call(SIG_BLOCK, mask); }
-PTPROF_API int sigsetmask(int mask) { return int_mask_call(SIG_SETMASK, mask); }
+PTPROF_API PTP_SHIM int sigblock(int mask) { return int_mask_call(SIG_BLOCK, mask); }
+PTPROF_API PTP_SHIM int sigsetmask(int mask) { return int_mask_call(SIG_SETMASK, mask); }
 
 /* ---- synchronous waits ------------------------------------------------- */
 
@@ -559,7 +560,7 @@ static int64_t mono_ns(void) {
 /* sigtimedwait (timeout NULL: sigwaitinfo) that never returns one of our
  * signals: it takes them, accounts them and waits on (the rest of the
  * timeout). */
-static int wait_filtered(const sigset_t *set, siginfo_t *info, const struct timespec *timeout) {
+static PTP_SHIM int wait_filtered(const sigset_t *set, siginfo_t *info, const struct timespec *timeout) {
   sigtimedwait_fn f = (sigtimedwait_fn)real_fn(&sigi.sigtimedwait, "sigtimedwait");
   if (!f) {
     errno = ENOSYS;
@@ -587,15 +588,15 @@ static int wait_filtered(const sigset_t *set, siginfo_t *info, const struct time
   }
 }
 
-PTPROF_API int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout) {
+PTPROF_API PTP_SHIM int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout) {
   return wait_filtered(set, info, timeout);
 }
 
-PTPROF_API int sigwaitinfo(const sigset_t *set, siginfo_t *info) {
+PTPROF_API PTP_SHIM int sigwaitinfo(const sigset_t *set, siginfo_t *info) {
   return wait_filtered(set, info, NULL);
 }
 
-PTPROF_API int sigwait(const sigset_t *set, int *sig) {
+PTPROF_API PTP_SHIM int sigwait(const sigset_t *set, int *sig) {
   for (;;) {
     int r = wait_filtered(set, NULL, NULL);
     if (r > 0) {
@@ -606,7 +607,7 @@ PTPROF_API int sigwait(const sigset_t *set, int *sig) {
   }
 }
 
-PTPROF_API int signalfd(int fd, const sigset_t *mask, int flags) {
+PTPROF_API PTP_SHIM int signalfd(int fd, const sigset_t *mask, int flags) {
   signalfd_fn f = (signalfd_fn)real_fn(&sigi.signalfd, "signalfd");
   if (!f) {
     errno = ENOSYS;

@@ -8,6 +8,7 @@
 #include "prof/unwind/ptp_cfi.h"
 #include "prof/signal/ptp_handler.h"
 #include "prof/runtime/ptp_perf.h"
+#include "prof/runtime/ptp_shim.h"
 #include "prof/runtime/ptp_threads.h"
 #include "prof/signal/ptp_unwind.h"
 #include "prof/runtime/ptprof_internal.h"
@@ -93,6 +94,49 @@ PT_TEST(prof_sampler_unwind_fp_chain) {
     PT_ASSERT_MSG(ptt_in_range(g_chain.frames[g_chain.n - 1] - 1, (const char *)libc.lo, (const char *)libc.hi),
                   "outermost frame %#lx not in libc", (unsigned long)g_chain.frames[g_chain.n - 1]);
   }
+}
+
+/* The interposers' frames (runtime/ptp_shim.h): the raw walk above holds
+ * the thread-start trampoline between chain_0 and start_thread; the
+ * consumer's strip leaves it out and keeps every other frame in order, and
+ * never drops a leaf, even one inside the shim. */
+PT_TEST(prof_sampler_shim_frames_left_out) {
+  PT_ASSERT_INT_EQ(ptp_threads_init(), 0);
+  pthread_t t;
+  memset(&g_chain, 0, sizeof g_chain);
+  PT_ASSERT_INT_EQ(pthread_create(&t, NULL, chain_0, NULL), 0);
+  pthread_join(t, NULL);
+  PT_ASSERT_MSG(g_chain.n >= 6, "only %d frames", g_chain.n);
+  /* chain_0's return address is the trampoline's: in the section */
+  PT_ASSERT_UINT_EQ(g_chain.frames[4], g_chain.ra[0]);
+  PT_ASSERT_MSG(ptp_shim_has(g_chain.frames[4]), "%#lx not in the shim [%p, %p]",
+                (unsigned long)g_chain.frames[4], (const void *)__start_ptp_shim_text,
+                (const void *)__stop_ptp_shim_text);
+  for (int i = 0; i < 4; i++) PT_ASSERT(!ptp_shim_has(g_chain.frames[i]));
+  uintptr_t fr[64];
+  memcpy(fr, g_chain.frames, sizeof fr);
+  uint16_t n = ptp_shim_strip(fr, (uint16_t)g_chain.n);
+  PT_ASSERT_INT_EQ(n, g_chain.n - 1);
+  for (int i = 0; i < 4; i++) PT_ASSERT_UINT_EQ(fr[i], g_chain.frames[i]);
+  for (int i = 4; i < n; i++) PT_ASSERT_UINT_EQ(fr[i], g_chain.frames[i + 1]);
+  if (!PTT_ASAN) {
+    /* chain_0's caller is now libc's start_thread, as unprofiled */
+    objrange libc = { "libc.so", 0, 0 };
+    dl_iterate_phdr(ptt_objrange_cb, &libc);
+    PT_ASSERT(libc.lo);
+    PT_ASSERT_MSG(ptt_in_range(fr[4] - 1, (const char *)libc.lo, (const char *)libc.hi),
+                  "chain_0's caller %#lx is not in libc", (unsigned long)fr[4]);
+  }
+  /* a leaf in the shim stays: that CPU ran there */
+  uintptr_t leaf[3] = { g_chain.frames[4] - 1, g_chain.frames[4], g_chain.frames[5] };
+  PT_ASSERT_INT_EQ(ptp_shim_strip(leaf, 3), 2);
+  PT_ASSERT_UINT_EQ(leaf[0], g_chain.frames[4] - 1);
+  PT_ASSERT_UINT_EQ(leaf[1], g_chain.frames[5]);
+  /* a one-frame stack is left as is; the section's first byte is no
+   * return address */
+  uintptr_t one[1] = { g_chain.frames[4] };
+  PT_ASSERT_INT_EQ(ptp_shim_strip(one, 1), 1);
+  PT_ASSERT(!ptp_shim_has((uintptr_t)__start_ptp_shim_text));
 }
 
 PT_TEST(prof_sampler_unwind_bounds) {
