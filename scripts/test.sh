@@ -5,8 +5,9 @@
 #     profiling variant and a ThreadSanitizer profiling variant (tsan)
 #  3. runs the unit-test binary of dev, profile and asan, and the unit tests
 #     of the lock-free code in tsan (TSAN_UNIT below)
-#  4. runs every integration test tests/*/*_test.sh (one at a time; the
-#     *_fuzz_test.sh among them run libFuzzer for PT_FUZZ_SECONDS each)
+#  4. runs every integration test tests/*/*_test.sh, one at a time, but
+#     the *_fuzz_test.sh among them, which run libFuzzer for PT_FUZZ_SECONDS
+#     each: those come last, one per CPU at a time
 #  5. runs the integration tests that drive the lock-free code again against
 #     the tsan build (TSAN_IT below), and the daemon, TUI and CLI tests that
 #     feed hostile or damaged input again against the asan build (ASAN_IT
@@ -106,43 +107,82 @@ if [ "${PT_SKIP_TSAN:-0}" != 1 ] && [ -x "$tsan_bin" ]; then
   echo "# unit tests (tsan): ${#names[@]} tests, $(( $(date +%s) - start ))s"
 fi
 
-SAN_LOGS=0   # 1: run_it sends every process's ASan/UBSan report to a file and fails on one
-run_it() { # run_it LABEL TEST [env...]: one integration test, counted
-  local label=$1 t=$2; shift 2
-  local tmp log start rc secs san=()
-  tmp=$(mktemp -d /tmp/pt-it.XXXXXX)
-  log=$tmp/log
+SAN_LOGS=0   # 1: it_exec sends every process's ASan/UBSan report to a file and fails on one
+
+# it_exec DIR TEST [env...]: runs one integration test with DIR (fresh) as
+# its TMPDIR; leaves its output in DIR/log and "rc secs" in DIR/result.
+# Prints nothing and counts nothing, so several may run at once.
+it_exec() {
+  local dir=$1 t=$2; shift 2
+  local start rc san=()
   if [ "$SAN_LOGS" = 1 ]; then
     # log_path: a report of a daemon whose stderr the test never reads
     # (daemon.out) still fails the test; abort_on_error makes the process
     # die visibly as well
-    mkdir "$tmp/san"
-    san=("ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allow_user_segv_handler=1:log_path=$tmp/san/asan"
-         "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$tmp/san/ubsan")
+    mkdir "$dir/san"
+    san=("ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allow_user_segv_handler=1:log_path=$dir/san/asan"
+         "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$dir/san/ubsan")
   fi
   start=$(date +%s)
-  env TMPDIR="$tmp" "${san[@]}" "$@" timeout -k 10 "${PT_TEST_TIMEOUT:-300}" bash "$t" >"$log" 2>&1
+  env TMPDIR="$dir" "${san[@]}" "$@" timeout -k 10 "${PT_TEST_TIMEOUT:-300}" bash "$t" >"$dir/log" 2>&1
   rc=$?
-  secs=$(( $(date +%s) - start ))
-  if [ "$SAN_LOGS" = 1 ] && [ -n "$(ls -A "$tmp/san")" ]; then
-    { echo "sanitizer reports:"; head -n 30 "$tmp"/san/*; } >>"$log"
+  if [ "$SAN_LOGS" = 1 ] && [ -n "$(ls -A "$dir/san")" ]; then
+    { echo "sanitizer reports:"; head -n 30 "$dir"/san/*; } >>"$dir/log"
     rc=1
   fi
+  echo "$rc $(( $(date +%s) - start ))" >"$dir/result"
+}
+
+# it_report DIR LABEL: prints and counts the result it_exec left in DIR,
+# then removes DIR.
+it_report() {
+  local dir=$1 label=$2 rc secs
+  read -r rc secs <"$dir/result" 2>/dev/null || { rc=1; secs=0; echo "no result" >>"$dir/log"; }
   case $rc in
     0) echo "ok - $label (${secs}s)"; passed=$((passed + 1)) ;;
-    77) echo "skip - $label: $(tail -n 1 "$log")"; skipped=$((skipped + 1)) ;;
+    77) echo "skip - $label: $(tail -n 1 "$dir/log")"; skipped=$((skipped + 1)) ;;
     *) echo "not ok - $label (exit $rc, ${secs}s)"; failed=$((failed + 1)); failures+=("$label")
-       tail -n 40 "$log" | sed 's/^/    | /' ;;
+       tail -n 40 "$dir/log" | sed 's/^/    | /' ;;
   esac
-  rm -rf "$tmp"
+  rm -rf "$dir"
+}
+
+run_it() { # run_it LABEL TEST [env...]: one integration test, counted
+  local label=$1 t=$2 dir; shift 2
+  dir=$(mktemp -d /tmp/pt-it.XXXXXX)
+  it_exec "$dir" "$t" "$@"
+  it_report "$dir" "$label"
 }
 
 echo "== integration tests"
 shopt -s nullglob
+fuzz_tests=()
 for t in tests/*/*_test.sh; do
   [ -n "${PT_TEST_FILTER:-}" ] && [[ "$t" != *"$PT_TEST_FILTER"* ]] && continue
+  case $t in *_fuzz_test.sh) fuzz_tests+=("$t"); continue ;; esac
   run_it "$t" "$t"
 done
+# The libFuzzer tests last, one per CPU at a time (at most 4): each runs a
+# fixed time (PT_FUZZ_SECONDS) on one CPU and asserts nothing about time,
+# so running them side by side changes no result and halves their share of
+# the suite on the 2-CPU CI machine. Every other test runs alone: several
+# measure CPU or wall time.
+fuzz_jobs=$(nproc 2>/dev/null || echo 1)
+[ "$fuzz_jobs" -gt 4 ] && fuzz_jobs=4
+if [ "${#fuzz_tests[@]}" -gt 0 ]; then
+  start_all=$(date +%s)
+  for ((i = 0; i < ${#fuzz_tests[@]}; i += fuzz_jobs)); do
+    batch=("${fuzz_tests[@]:i:fuzz_jobs}") dirs=()
+    for t in "${batch[@]}"; do
+      d=$(mktemp -d /tmp/pt-it.XXXXXX)
+      dirs+=("$d")
+      it_exec "$d" "$t" &
+    done
+    wait
+    for k in "${!batch[@]}"; do it_report "${dirs[$k]}" "${batch[$k]}"; done
+  done
+  echo "# fuzz tests: ${#fuzz_tests[@]}, $fuzz_jobs at a time, $(( $(date +%s) - start_all ))s"
+fi
 
 
 if [ "${PT_SKIP_TSAN:-0}" != 1 ] && [ -x "$tsan_bin" ]; then
