@@ -22,6 +22,10 @@ neighbours' load hit all alike):
                 (the first session on a machine)
   prof-timer    as profiling, with POLYTOKEN_PROFILE_ENGINE=timer (what the
                 engine's context switches cost; not part of the default set)
+  prof-nocon    as profiling, with the task console's bind refused (a
+                TEST-NET address): no server thread and no console events,
+                so profiling - prof-nocon is what the console costs; not
+                part of the default set
   gperftools    the normal daemon with gperftools' CPU profiler preloaded
                 (LD_PRELOAD=libprofiler.so.0, CPUPROFILE=<home>/gperf.prof,
                 CPUPROFILE_FREQUENCY=99): the anchor of issue 20's target
@@ -55,7 +59,7 @@ from real import mean_ci  # noqa: E402  (Student-t interval, shared with the rea
 TURNS = 20
 HZ = 99
 GPERF = "/usr/lib/x86_64-linux-gnu/libprofiler.so.0"
-CONFIGS = ("normal", "profiling", "prof-cold", "gperftools", "perf", "prof-timer")
+CONFIGS = ("normal", "profiling", "prof-cold", "gperftools", "perf", "prof-timer", "prof-nocon")
 PROMPTS = [
     "hello, what can you do",
     "tell me about profiling a daemon",
@@ -160,6 +164,8 @@ def one_run(conf, args, cache_dir):
     cmd = [build + "/polytokend", "--home", home]
     if conf == "prof-timer":
         env["POLYTOKEN_PROFILE_ENGINE"] = "timer"
+    if conf == "prof-nocon":
+        env["POLYTOKEN_CONSOLE_DAEMON_BIND"] = "192.0.2.1:6669"   # TEST-NET-1: not ours, bind fails
     if conf == "gperftools":
         env["LD_PRELOAD"] = GPERF
         env["CPUPROFILE"] = os.path.join(home, "gperf.prof")
@@ -246,7 +252,7 @@ def main():
         ap.error("perf: needs perf on PATH and --cpuwrap")
     warm = os.path.join(args.out, "cache-warm")
     os.makedirs(warm, mode=0o700, exist_ok=True)
-    if "profiling" in configs or "prof-timer" in configs:
+    if {"profiling", "prof-timer", "prof-nocon"} & set(configs):
         one_run("profiling", args, warm)   # untimed: fills the warm cache
     rng = random.Random(20)
     runs = {c: [] for c in configs}
@@ -256,7 +262,7 @@ def main():
         rng.shuffle(order)
         loads.append(os.getloadavg()[0])
         for c in order:
-            cache = warm   # profiling and prof-timer share the warm cache
+            cache = warm   # every prof-* but prof-cold shares the warm cache
             if c == "prof-cold":
                 cache = tempfile.mkdtemp(dir=args.out, prefix="cache-cold-")
             runs[c].append(one_run(c, args, cache))
@@ -308,6 +314,10 @@ def main():
                 dr, drci = mean_ci([(r[key] - x[key]) / b[key] for r, x, b in zip(runs[c], g, base)])
                 print("%s - gperftools, %s: %+.1f ± %.1f ms, %+.3f ± %.3f of normal (paired; met when"
                       " <= 0)" % (c, what, d, dci or 0, dr, drci or 0))
+    for c, what in (("prof-timer", "the perf engine's switches"), ("prof-nocon", "the console")):
+        if c in configs and "profiling" in configs:
+            d, dci = mean_ci([r["tele_ms"] - x["tele_ms"] for r, x in zip(runs["profiling"], runs[c])])
+            print("profiling - %s (%s), close event: %+.1f ± %.1f ms (paired)" % (c, what, d, dci or 0))
     print("\nCPU by thread name before the stop request (mean ms; the final dump and"
           " shutdown come after, on the loop thread):")
     for c in configs:

@@ -11,8 +11,9 @@
 #                       defaults build/dev and build/profile
 # --quick: 2 rounds (a smoke run); default: 20 rounds.
 # Environment: PAIRS (overrides), CONFIGS (subset of
-# normal,profiling,prof-cold,gperftools,perf; normal is required; default
-# all, gperftools and perf only where installed), OUT (default
+# normal,profiling,prof-cold,gperftools,perf,prof-timer,prof-nocon; normal
+# is required; default normal,profiling,prof-cold and gperftools and perf
+# where installed), OUT (default
 # $TMPDIR/ptprof-daemon), KEEP_HOMES=1 keeps every state root, TURNS (20;
 # 0 measures start + shutdown alone).
 # Method and last results: docs/performance.md, "Daemon overhead, 20-turn

@@ -6,8 +6,9 @@
  *
  * The daemon's loop thread sleeps in epoll_wait and wakes ~1150 times in a
  * 20-turn session, doing little work each time. This program does the same
- * on one thread: CYCLES times, epoll_wait with a 1 ms timeout (nothing
- * ready, so it sleeps and the CPU may go idle), then ~WORK_US of CPU. It
+ * on one thread: CYCLES times, epoll_wait with a SLEEP_MS timeout (1 ms by
+ * default; nothing ready, so it sleeps and the CPU may go idle; the
+ * daemon's loop sleeps 15-40 ms between tokens), then ~WORK_US of CPU. It
  * reports the thread's CPU time per cycle (CLOCK_THREAD_CPUTIME_ID, the
  * kernel's own accounting) with:
  *   none   no sampler
@@ -28,7 +29,8 @@
  * nothing). No signal handler is installed: SIGPROF is blocked, so the
  * figure is the switch cost alone, not the cost of taking samples.
  *
- * Usage: switch_cost [PAIRS [CYCLES [WORK_US]]]   (defaults 20 2000 20)
+ * Usage: switch_cost [PAIRS [CYCLES [WORK_US [SLEEP_MS]]]]
+ *        (defaults 20 2000 20 1)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -83,14 +85,14 @@ static void disarm(int mode, long h, timer_t tm) {
 }
 
 /* One run: CPU us per cycle, or a negative value on error. */
-static double run(int mode, int ep, int cycles, double work_us) {
+static double run(int mode, int ep, int cycles, double work_us, int sleep_ms) {
   timer_t tm = 0;
   long h = arm(mode, &tm);
   if (h < 0) return -1;
   struct epoll_event ev;
   double c0 = thread_cpu_us();
   for (int i = 0; i < cycles; i++) {
-    (void)epoll_wait(ep, &ev, 1, 1);
+    (void)epoll_wait(ep, &ev, 1, sleep_ms);
     double s = thread_cpu_us();
     while (thread_cpu_us() - s < work_us) {
     }
@@ -111,16 +113,18 @@ static double run(int mode, int ep, int cycles, double work_us) {
 typedef struct run_args {
   int ep, cycles;
   double work_us;
+  int sleep_ms;
 } run_args;
 static double run_mode(int mode, void *ctx) {
   const run_args *a = ctx;
-  return run(mode, a->ep, a->cycles, a->work_us);
+  return run(mode, a->ep, a->cycles, a->work_us, a->sleep_ms);
 }
 
 int main(int argc, char **argv) {
   int pairs = argc > 1 ? atoi(argv[1]) : 20;
   int cycles = argc > 2 ? atoi(argv[2]) : 2000;
   double work = argc > 3 ? atof(argv[3]) : 20;
+  int sleep_ms = argc > 4 ? atoi(argv[4]) : 1;
   if (pairs < 2 || cycles < 1 || work < 0) {
     fprintf(stderr, "usage: switch_cost [PAIRS>=2 [CYCLES [WORK_US]]]\n");
     return 2;
@@ -131,11 +135,11 @@ int main(int argc, char **argv) {
     perror("epoll_create1");
     return 1;
   }
-  run_args a = { ep, cycles, work };
+  run_args a = { ep, cycles, work, sleep_ms };
   double *v = paired_rounds(pairs, M_N, run_mode, &a);
   if (!v) return 1;
-  printf("switch_cost: %d rounds of %d cycles (epoll_wait 1 ms, then %.0f us of CPU)\n", pairs,
-         cycles, work);
+  printf("switch_cost: %d rounds of %d cycles (epoll_wait %d ms, then %.0f us of CPU)\n", pairs,
+         cycles, sleep_ms, work);
   paired_report(mode_name, M_N, v, pairs, "us CPU per cycle", "us per cycle");
   free(v);
   close(ep);

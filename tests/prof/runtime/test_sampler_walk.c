@@ -68,12 +68,18 @@ HOT SECTION("ptt_chain") static void *chain_0(void *arg) {
   return NULL;
 }
 
-PT_TEST(prof_sampler_unwind_fp_chain) {
+/* Walks chain_0..chain_3 on a thread started through our pthread_create;
+ * the result is in g_chain. */
+static void run_chain(void) {
   PT_ASSERT_INT_EQ(ptp_threads_init(), 0);
   pthread_t t;
   memset(&g_chain, 0, sizeof g_chain);
   PT_ASSERT_INT_EQ(pthread_create(&t, NULL, chain_0, NULL), 0);
   pthread_join(t, NULL);
+}
+
+PT_TEST(prof_sampler_unwind_fp_chain) {
+  run_chain();
   /* frames[0]: the PC inside chain_3; then the return addresses into
    * chain_2, chain_1, chain_0, i.e. exactly what each callee saw. */
   PT_ASSERT_MSG(g_chain.n >= 4, "only %d frames", g_chain.n);
@@ -101,11 +107,7 @@ PT_TEST(prof_sampler_unwind_fp_chain) {
  * consumer's strip leaves it out and keeps every other frame in order, and
  * never drops a leaf, even one inside the shim. */
 PT_TEST(prof_sampler_shim_frames_left_out) {
-  PT_ASSERT_INT_EQ(ptp_threads_init(), 0);
-  pthread_t t;
-  memset(&g_chain, 0, sizeof g_chain);
-  PT_ASSERT_INT_EQ(pthread_create(&t, NULL, chain_0, NULL), 0);
-  pthread_join(t, NULL);
+  run_chain();
   PT_ASSERT_MSG(g_chain.n >= 6, "only %d frames", g_chain.n);
   /* chain_0's return address is the trampoline's: in the section */
   PT_ASSERT_UINT_EQ(g_chain.frames[4], g_chain.ra[0]);
