@@ -6,8 +6,8 @@
 #  3. runs the unit-test binary of dev, profile and asan, and the unit tests
 #     of the lock-free code in tsan (TSAN_UNIT below)
 #  4. runs every integration test tests/*/*_test.sh, one at a time, but
-#     the *_fuzz_test.sh among them, which run libFuzzer for PT_FUZZ_SECONDS
-#     each: those come last, one per CPU at a time
+#     the *fuzz*_test.sh among them, which run libFuzzer (most for
+#     PT_FUZZ_SECONDS each): those come last, one per CPU at a time
 #  5. runs the integration tests that drive the lock-free code again against
 #     the tsan build (TSAN_IT below), and the daemon, TUI and CLI tests that
 #     feed hostile or damaged input again against the asan build (ASAN_IT
@@ -159,11 +159,11 @@ shopt -s nullglob
 fuzz_tests=()
 for t in tests/*/*_test.sh; do
   [ -n "${PT_TEST_FILTER:-}" ] && [[ "$t" != *"$PT_TEST_FILTER"* ]] && continue
-  case $t in *_fuzz_test.sh) fuzz_tests+=("$t"); continue ;; esac
+  case $t in *fuzz*_test.sh) fuzz_tests+=("$t"); continue ;; esac
   run_it "$t" "$t"
 done
 # The libFuzzer tests last, one per CPU at a time (at most 4): each runs a
-# fixed time (PT_FUZZ_SECONDS) on one CPU and asserts nothing about time,
+# fixed time or number of inputs on one CPU and asserts nothing about time,
 # so running them side by side changes no result and halves their share of
 # the suite on the 2-CPU CI machine. Every other test runs alone: several
 # measure CPU or wall time.

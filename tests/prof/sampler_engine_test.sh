@@ -13,6 +13,9 @@
 #    through its start routine that reaches start_thread) or under a
 #    documented "[lost: ...]" pseudo-frame; never the old one-frame guess
 #    (start routine + [truncated]);
+#  - the coverage comment agrees with the process's CPU clock: the samples
+#    (pseudo-frames included: the threads' exit accounting) hold 90-110 %
+#    of the program's CPU, and its numbers add up;
 #  - PTPROF_ENGINE=auto picks perf where it works.
 source "$(dirname "${BASH_SOURCE[0]}")/prof_lib.sh"
 prof_require sampler_prog
@@ -57,6 +60,22 @@ run_engine() {   # ENGINE EXPECTED-COMMENT
     || { cat "$d/comments.txt" >&2; fail "$e: the snapshot does not name the engine ($want)"; }
   grep -q 'dropped samples: .*thread_exit=[0-9]* kernel_mode=[0-9]* undelivered=[0-9]*' "$d/comments.txt" \
     || { cat "$d/comments.txt" >&2; fail "$e: drop comment lacks the thread_exit/kernel_mode causes"; }
+  local cov
+  cov=$(grep '^process CPU since sampling started: ' "$d/comments.txt") \
+    || { cat "$d/comments.txt" >&2; fail "$e: no coverage comment"; }
+  python3 - "$e" "$cov" <<'PY' || fail "$e: coverage comment: $cov"
+import re, sys
+e, line = sys.argv[1], sys.argv[2]
+m = re.match(r"process CPU since sampling started: ([0-9.]+) ms; the profiler's own work and the "
+             r"blind window ([0-9.]+) ms; the program's ([0-9.-]+) ms: ([0-9.]+) ms in the samples "
+             r"above \(pseudo-frames included, ([0-9]+) %\), ([0-9.]+) ms (in none|more)", line)
+assert m, "unparsed"
+p, o, g, s, pct, r = (float(x) for x in m.groups()[:6])
+assert abs(p - o - g) <= 0.15, "process - own != program"
+assert abs(abs(g - s) - r) <= 0.15, "program - samples != rest"
+assert 90 <= pct <= 110, "samples hold %d %% of the program's CPU" % pct
+print("# %s: samples hold %d %% of %.1f ms" % (e, pct, g))
+PY
   check_traces "${f[0]}" "$e"
 }
 

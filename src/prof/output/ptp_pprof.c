@@ -428,7 +428,7 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
    * (also 0), the blind window before this one, the profiler's own work,
    * symbolization; then the sampler's own lines (w->comments: engine,
    * unwind tables). */
-  int64_t cidx[8];
+  int64_t cidx[10];
   size_t nc = 0;
   {
     char t0[64], t1[64];
@@ -465,6 +465,33 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
                                       "not in the samples above",
                                       (double)no * period_ms + own_thr_ms, (unsigned long long)no,
                                       no == 1 ? "" : "s", (double)no * period_ms, own_thr_ms));
+    /* Coverage: what the process's CPU clock says it used over the same
+     * span, against what the lines above account for. The rest is each
+     * thread's period under way at the cut (and, with the timer engine,
+     * periods that ended but had not been signalled yet: the kernel checks
+     * them at its tick); a reader sees how much of the CPU the samples
+     * hold instead of assuming all of it. */
+    if (w->process_cpu_ns > 0) {
+      uint64_t held = 0;
+      for (size_t i = 0; i < w->nsamples; i++) held += w->samples[i].count;
+      double proc_ms = (double)w->process_cpu_ns / 1e6, held_ms = (double)held * period_ms;
+      double other_ms = (double)no * period_ms + own_thr_ms + (double)nb * period_ms;
+      double prog_ms = proc_ms - other_ms, rest_ms = prog_ms - held_ms;
+      int first = w->blind_ns == 0 && nb == 0;
+      cidx[nc++] = intern_owned(
+          &e, fmt("process CPU %s: %.1f ms; the profiler's own work and the blind window %.1f ms; "
+                  "the program's %.1f ms: %.1f ms in the samples above (pseudo-frames included, "
+                  "%.0f %%), %.1f ms %s",
+                  first ? "since sampling started" : "since the previous snapshot's cut (the "
+                                                     "blind window and this window)",
+                  proc_ms, other_ms, prog_ms, held_ms, prog_ms > 0 ? 100.0 * held_ms / prog_ms : 0,
+                  rest_ms >= 0 ? rest_ms : -rest_ms,
+                  rest_ms >= 0 ? "in none (each thread's sampling period under way at the cut; "
+                                 "with the timer engine also periods that ended but were not "
+                                 "signalled yet: the kernel checks them at its tick)"
+                               : "more in the samples than the clock says (periods begun before "
+                                 "the window)"));
+    }
     if (s) {
       const char *cd = ptp_symbolizer_cache_dir(s);
       cidx[nc++] = intern_owned(&e, fmt("symbols: %llu new addresses, %llu from the symbol cache "

@@ -172,6 +172,10 @@ typedef struct ptp_window {
                               encode + write) just before start_ns; 0 if none */
   int64_t own_thread_cpu_ns; /* CPU of the profiler's own unsampled threads
                               (the consumer) since the previous cut */
+  int64_t process_cpu_ns;  /* the whole process's CPU since the previous cut
+                              (or since sampling started): the blind window
+                              and this window, every thread, the profiler's
+                              own included; 0 = not known (no line) */
   const char *const *comments;  /* extra comment lines, may be NULL */
   size_t ncomments;
 } ptp_window;

@@ -109,6 +109,12 @@ int64_t ptp_consumer_cpu_ns(ptprof *p) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t ptp_process_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return -1;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* ---- dump ------------------------------------------------------------- */
 
 /* One dump's state, from the cut to the write; each step below fills its
@@ -162,6 +168,12 @@ static void dump_cut(ptprof *p, dump *d) {
   d->w.own_thread_cpu_ns = ccpu > p->consumer_cpu_at_cut ? ccpu - p->consumer_cpu_at_cut : 0;
   p->consumer_cpu_at_cut = ccpu;
   atomic_fetch_add(&p->st_own_cpu, d->w.own_thread_cpu_ns);
+  /* The process's CPU over the same span as the own-work count (the blind
+   * window and this window), for the coverage comment. */
+  int64_t pcpu = ptp_process_cpu_ns();
+  d->w.process_cpu_ns = pcpu >= 0 && p->process_cpu_at_cut >= 0 && pcpu > p->process_cpu_at_cut
+                            ? pcpu - p->process_cpu_at_cut : 0;
+  p->process_cpu_at_cut = pcpu;
 
   d->w.start_ns = start_real;
   d->w.duration_ns = d->cut_mono - start_mono;

@@ -413,6 +413,7 @@ int ptprof_start(ptprof *p) {
   ptp_threads_stats ts;
   ptp_threads_get_stats(&ts);
   p->flushed_at_cut = ts.flushed;
+  p->process_cpu_at_cut = ptp_process_cpu_ns();
   pthread_mutex_lock(&p->agg_mu);
   p->win_start_mono = ptp_now_mono();
   p->win_start_real = ptp_now_real();

@@ -73,6 +73,8 @@ struct ptprof {
   _Atomic int consumer_ended;
   _Atomic int64_t consumer_cpu_end;
   int64_t consumer_cpu_at_cut; /* its CPU at the previous cut (api_mu) */
+  int64_t process_cpu_at_cut;  /* the process's CPU clock at the previous cut,
+                                  or when sampling started; -1 unknown (api_mu) */
 
   ptp_window_hook_fn hook;     /* tests: sees each window before encoding */
   void *hook_ctx;
@@ -96,6 +98,10 @@ size_t ptp_drain_locked(ptprof *p);
 
 /* The consumer thread's CPU clock now (its last value once it ended). */
 int64_t ptp_consumer_cpu_ns(ptprof *p);
+
+/* The process's CPU clock now (every thread, exited ones included), or -1
+ * if it cannot be read. */
+int64_t ptp_process_cpu_ns(void);
 
 /* One dump (ptprof.c's header comment: "Dump cycle"): cut, drops,
  * comments, names, encode and write, latch, resume. api_mu held. Writes

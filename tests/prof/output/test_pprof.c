@@ -118,6 +118,7 @@ static void fixture_init(fixture *f) {
   f->w.drops[PTP_DROP_OWN_WORK] = 4;
   f->w.blind_ns = 1234567;
   f->w.own_thread_cpu_ns = 5000000;
+  f->w.process_cpu_ns = 700000000;
 }
 
 static char *go_bin(void) {
@@ -230,13 +231,22 @@ PT_TEST_T(prof_pprof_read_back_by_go_pprof, 120000) {
                             "45.4 ms CPU (4 samples (40.4 ms) dropped on application threads, 5.0 "
                             "ms on the sampler's own thread); not in the samples above"),
                 "own work comment:\n%s", raw);
+  /* Coverage: 700 ms of process CPU; own work and blind window 40.4 +
+   * 5.0 + 70.7 = 116.1 ms; the program's 583.9 ms; samples 50 x 10.1 ms =
+   * 505.1 ms (86 %); the rest 78.8 ms. */
+  PT_ASSERT_MSG(strstr(raw, "process CPU since the previous snapshot's cut (the blind window and "
+                            "this window): 700.0 ms; the profiler's own work and the blind window "
+                            "116.1 ms; the program's 583.9 ms: 505.1 ms in the samples above "
+                            "(pseudo-frames included, 86 %), 78.8 ms in none (each thread's "
+                            "sampling period under way at the cut"),
+                "coverage comment:\n%s", raw);
   PT_ASSERT_MSG(!strstr(raw, "[lost"), "a pseudo-frame for a count:\n%s", raw);
   PT_ASSERT_MSG(strstr(raw, "sampler: 99 Hz"), "hz comment:\n%s", raw);
   /* the order docs/profiling.md gives: what the file covers first */
   const char *cw = strstr(raw, "window: 2023-11-14T22:13:20.123456789Z .. 2023-11-14T22:13:22.123456789Z");
   PT_ASSERT_MSG(cw, "window comment:\n%s", raw);
   const char *order[] = {"sampler: 99 Hz", "dropped samples:", "blind window before this one:",
-                         "profiler's own work", NULL};
+                         "profiler's own work", "process CPU since", NULL};
   for (int i = 0; order[i]; i++) {
     const char *next = strstr(cw, order[i]);
     PT_ASSERT_MSG(next, "comment \"%s\" not after the previous one:\n%s", order[i], raw);

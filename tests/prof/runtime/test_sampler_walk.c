@@ -121,6 +121,7 @@ PT_TEST(prof_sampler_shim_frames_left_out) {
   PT_ASSERT_INT_EQ(n, g_chain.n - 1);
   for (int i = 0; i < 4; i++) PT_ASSERT_UINT_EQ(fr[i], g_chain.frames[i]);
   for (int i = 4; i < n; i++) PT_ASSERT_UINT_EQ(fr[i], g_chain.frames[i + 1]);
+#if !defined(__SANITIZE_THREAD__)   /* there, TSan's own thread start calls the trampoline */
   if (!PTT_ASAN) {
     /* chain_0's caller is now libc's start_thread, as unprofiled */
     objrange libc = { "libc.so", 0, 0 };
@@ -129,6 +130,7 @@ PT_TEST(prof_sampler_shim_frames_left_out) {
     PT_ASSERT_MSG(ptt_in_range(fr[4] - 1, (const char *)libc.lo, (const char *)libc.hi),
                   "chain_0's caller %#lx is not in libc", (unsigned long)fr[4]);
   }
+#endif
   /* a leaf in the shim stays: that CPU ran there */
   uintptr_t leaf[3] = { g_chain.frames[4] - 1, g_chain.frames[4], g_chain.frames[5] };
   PT_ASSERT_INT_EQ(ptp_shim_strip(leaf, 3), 2);
