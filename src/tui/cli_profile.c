@@ -42,7 +42,8 @@ void cli_profile_usage(void) {
          "\n"
          "commands:\n"
          "  list [--session ID | --all] [--json]\n"
-         "                  the snapshots: process, window, samples, CPU, engine, path\n"
+         "                  the snapshots: process, window, samples, CPU, coverage,\n"
+         "                  engine, path\n"
          "  dump            ask the running daemon for a snapshot now; prints its path\n"
          "  merge FILE... -o OUT | merge --session ID [--process P] -o OUT\n"
          "                  several windows as one pprof file (read by go tool pprof)\n"
@@ -60,7 +61,9 @@ static void list_help(void) {
   printf("%s\n"
          "  Lists CPU profile snapshots, oldest first: the process that wrote each\n"
          "  (daemon or tui), its window (start in UTC, length), samples, sampled CPU,\n"
-         "  the sampling engine, and its absolute path.\n"
+         "  the share of the program's CPU the samples hold (COVER, from the snapshot's\n"
+         "  own \"process CPU\" comment; - when it has none), the sampling engine, and\n"
+         "  its absolute path.\n"
          "  (default)      the active session's snapshots; with no active session,\n"
          "                 those in $POLYTOKEN_HOME/profiling/ (where the daemon writes\n"
          "                 until a session is attached)\n"
@@ -68,7 +71,7 @@ static void list_help(void) {
          "  --all          every session's, and $POLYTOKEN_HOME/profiling/'s\n"
          "  --json         {home, lists: [{session, active, dir, snapshots: [{process,\n"
          "                 path, start, time_nanos, duration_nanos, samples, cpu_nanos,\n"
-         "                 engine, error?}]}]}\n"
+         "                 program_cpu_nanos?, coverage_pct?, engine, error?}]}]}\n"
          "Reads files only: no daemon is needed.\n",
          LIST_USAGE);
 }
@@ -132,8 +135,8 @@ static int list_block(const block *b, json_t *jlists) {
              b->active ? "no session is active" : "outside sessions", b->dir);
     if (n == 0) printf("  no snapshots\n");
     else
-      printf("%-7s %-23s %10s %8s %10s  %-16s %s\n", "PROCESS", "START (UTC)", "LENGTH", "SAMPLES",
-             "CPU", "ENGINE", "FILE");
+      printf("%-7s %-23s %10s %8s %10s %5s  %-16s %s\n", "PROCESS", "START (UTC)", "LENGTH",
+             "SAMPLES", "CPU", "COVER", "ENGINE", "FILE");
   }
   for (size_t i = 0; i < n; i++) {
     const pt_pprof *p = rows[i].p;
@@ -143,27 +146,34 @@ static int list_block(const block *b, json_t *jlists) {
         json_array_append_new(jsnaps, json_pack("{s:s, s:s, s:s}", "process", proc, "path", path,
                                                 "error", rows[i].err));
       else
-        printf("%-7s %-23s %10s %8s %10s  %-16s %s (cannot read: %s)\n", proc, "?", "?", "?", "?",
-               "?", path, rows[i].err);
+        printf("%-7s %-23s %10s %8s %10s %5s  %-16s %s (cannot read: %s)\n", proc, "?", "?", "?",
+               "?", "?", "?", path, rows[i].err);
       continue;
     }
     char start[64], engine[160];
-    int64_t samples = pt_pprof_sample_total(p), cpu = cli_prof_cpu_ns(p);
+    int64_t samples = pt_pprof_sample_total(p), cpu = cli_prof_cpu_ns(p), program = 0;
+    int pct = 0, has_cov = cli_prof_coverage(p, &program, &pct) == 0;
     cli_prof_engine(p, engine, sizeof engine);
     if (jsnaps) {
       pt_fmt_utc_ms(p->time_nanos, 1, "?", start, sizeof start);
-      json_array_append_new(
-          jsnaps, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "process", proc, "path",
+      json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "process", proc, "path",
                             path, "start", start, "time_nanos", (json_int_t)p->time_nanos,
                             "duration_nanos", (json_int_t)p->duration_nanos, "samples",
-                            (json_int_t)samples, "cpu_nanos", (json_int_t)cpu, "engine", engine));
+                            (json_int_t)samples, "cpu_nanos", (json_int_t)cpu, "engine", engine);
+      if (o && has_cov) {
+        json_object_set_new(o, "program_cpu_nanos", json_integer((json_int_t)program));
+        json_object_set_new(o, "coverage_pct", json_integer(pct));
+      }
+      json_array_append_new(jsnaps, o);
     } else {
       pt_fmt_utc_ms(p->time_nanos, 0, "?", start, sizeof start);
-      char len[32], cpus[32];
+      char len[32], cpus[32], cov[16];
       snprintf(len, sizeof len, "%.2f s", (double)p->duration_nanos / 1e9);
       snprintf(cpus, sizeof cpus, "%.3f s", (double)cpu / 1e9);
-      printf("%-7s %-23s %10s %8" PRId64 " %10s  %-16s %s\n", proc, start, len, samples, cpus,
-             short_engine(engine), path);
+      if (has_cov) snprintf(cov, sizeof cov, "%d %%", pct);
+      else snprintf(cov, sizeof cov, "-");
+      printf("%-7s %-23s %10s %8" PRId64 " %10s %5s  %-16s %s\n", proc, start, len, samples, cpus,
+             cov, short_engine(engine), path);
     }
   }
   if (jlists)

@@ -356,6 +356,25 @@ int64_t cli_prof_cpu_ns(const pt_pprof *p) {
   return t;
 }
 
+int cli_prof_coverage(const pt_pprof *p, int64_t *program_ns, int *pct) {
+  static const char key[] = "process CPU since ", mid[] = "the program's ";
+  for (size_t i = 0; i < p->n_comments; i++) {
+    const char *c = pt_pprof_string(p, p->comments[i]);
+    if (strncmp(c, key, sizeof key - 1) != 0) continue;
+    const char *m = strstr(c, mid);
+    double g, s;
+    int n, used = 0;
+    if (!m || sscanf(m + sizeof mid - 1, "%lf ms: %lf ms in the samples above (pseudo-frames "
+                     "included, %d %%)%n", &g, &s, &n, &used) != 3 || used == 0 ||
+        !(g >= 0 && g < 1e12) || n < 0)
+      return -ENOENT;
+    *program_ns = (int64_t)(g * 1e6);
+    *pct = n;
+    return 0;
+  }
+  return -ENOENT;
+}
+
 void cli_prof_engine(const pt_pprof *p, char *out, size_t outlen) {
   static const char key[] = "sampler engine: ";
   snprintf(out, outlen, "%s", "");

@@ -113,6 +113,14 @@ int64_t cli_prof_cpu_ns(const pt_pprof *p);
  * clause, e.g. "perf_event task-clock per thread"), or "" when none. */
 void cli_prof_engine(const pt_pprof *p, char *out, size_t outlen);
 
+/* What the profile's coverage comment ("process CPU since ...: ...; the
+ * program's G ms: S ms in the samples above (pseudo-frames included, N
+ * %) ...", written by libptprof since fbb1799) says: the program's CPU
+ * over the window in ns and the share of it the samples hold, in per
+ * cent. 0, or -ENOENT when the profile has no such comment (older
+ * snapshots, other writers) or it does not parse. */
+int cli_prof_coverage(const pt_pprof *p, int64_t *program_ns, int *pct);
+
 /* `profile merge` and `profile view` (argv as given to polytoken). */
 int cli_profile_merge_main(int argc, char **argv);
 int cli_profile_view_main(int argc, char **argv);

@@ -7,7 +7,9 @@
 #    none: no process, no socket; with one, it prints the absolute path of
 #    a valid snapshot;
 #  - `profile list --json`: every snapshot with its absolute path, window
-#    and sample count (the count go tool pprof sees);
+#    and sample count (the count go tool pprof sees), and the coverage its
+#    "process CPU" comment states (as go reads the comment); a snapshot
+#    without that comment shows "-";
 #  - `profile merge`: go tool pprof reads the merged file, and its -top and
 #    -tags are exactly those of go tool pprof merging the same files
 #    itself; its comments name each window; --session merges a session's
@@ -116,7 +118,8 @@ for f in "${files[@]}"; do
   n=$(go tool pprof -sample_index=samples -top -nodefraction=0 "$f" 2>/dev/null |
       sed -n 's/^Showing nodes accounting for .* of \([0-9]*\) total$/\1/p')
   [ -n "$n" ] || n=0 # an empty window: go prints no total
-  python3 - "$TMPDIR/list.json" "$f" "$n" "$POLYTOKEN_HOME" <<'PY' || fail "list --json for $f"
+  go tool pprof -comments "$f" >"$TMPDIR/comments.txt" 2>/dev/null || fail "go tool pprof -comments $f"
+  python3 - "$TMPDIR/list.json" "$f" "$n" "$POLYTOKEN_HOME" "$TMPDIR/comments.txt" <<'PY' || fail "list --json for $f"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["home"] == sys.argv[4], d["home"]
@@ -127,6 +130,14 @@ s = s[0]
 assert s["process"] == "daemon" and s["path"].startswith("/"), s
 assert s["samples"] == int(sys.argv[3]), (s, sys.argv[3])
 assert s["time_nanos"] > 0 and s["duration_nanos"] > 0 and s["engine"], s
+# coverage: what the snapshot's own "process CPU" comment says, as go reads it
+import re
+line = [l for l in open(sys.argv[5]) if l.startswith("process CPU since ")]
+assert len(line) == 1, line
+m = re.search(r"the program's ([0-9.]+) ms: [0-9.]+ ms in the samples above \(pseudo-frames included, ([0-9]+) %\)", line[0])
+assert m, line[0]
+assert s["coverage_pct"] == int(m.group(2)), (s, line[0])
+assert abs(s["program_cpu_nanos"] - float(m.group(1)) * 1e6) <= 1e5, (s, line[0])
 PY
 done
 "$PT" profile list | grep -c '^daemon ' | grep -qx 3 || fail "list: not three rows: $("$PT" profile list)"
@@ -172,6 +183,9 @@ got=$(awk 'NR > 2 { print $NF == "read:" ? "x" : $0 }' "$TMPDIR/order" | grep -o
 [ "$got" = "profile-20261129T210200Z-000001 profile-20261129T210100Z-000002 profile-20261129T210300Z-000003 profile-20261129T205900Z-000001 " ] ||
   fail "list order: $got ($(cat "$TMPDIR/order"))"
 tail -n 1 "$TMPDIR/order" | grep -q "(cannot read: " || fail "the damaged file is not last: $(cat "$TMPDIR/order")"
+# snapshots without the coverage comment (other writers, older versions): "-"
+awk 'NR > 2 && !/cannot read/ { print $9 }' "$TMPDIR/order" | sort -u | grep -qx -- '-' ||
+  fail "no '-' coverage for snapshots without the comment: $(cat "$TMPDIR/order")"
 out=$("$PT" profile merge --session 000000000000 -o "$TMPDIR/x.pb.gz" 2>&1); [ $? -eq 1 ] || fail "merge of an unknown session"
 [ "$out" = "polytoken: no session 000000000000 in $POLYTOKEN_HOME/sessions (see polytoken sessions)" ] || fail "unknown session: $out"
 
