@@ -362,10 +362,10 @@ int cli_prof_coverage(const pt_pprof *p, int64_t *program_ns, int *pct) {
     const char *c = pt_pprof_string(p, p->comments[i]);
     if (strncmp(c, key, sizeof key - 1) != 0) continue;
     const char *m = strstr(c, mid);
-    double g, s;
+    double g;
     int n, used = 0;
-    if (!m || sscanf(m + sizeof mid - 1, "%lf ms: %lf ms in the samples above (pseudo-frames "
-                     "included, %d %%)%n", &g, &s, &n, &used) != 3 || used == 0 ||
+    if (!m || sscanf(m + sizeof mid - 1, "%lf ms: %*f ms in the samples above (pseudo-frames "
+                     "included, %d %%)%n", &g, &n, &used) != 2 || used == 0 ||
         !(g >= 0 && g < 1e12) || n < 0)
       return -ENOENT;
     *program_ns = (int64_t)(g * 1e6);

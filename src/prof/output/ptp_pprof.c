@@ -448,7 +448,8 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
      * (ptp_drop_is_sampled): these two lines are where that CPU is told. */
     double period_ms = (double)w->period_ns / 1e6;
     uint64_t nb = w->drops[PTP_DROP_DUMPING], no = w->drops[PTP_DROP_OWN_WORK];
-    if (w->blind_ns == 0 && nb == 0)
+    int first = w->blind_ns == 0 && nb == 0;   /* no dump before this window */
+    if (first)
       cidx[nc++] = intern_owned(&e, ptp_strdup("blind window before this one: none (no dump "
                                                "before this window)"));
     else
@@ -459,12 +460,13 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
                                         (unsigned long long)nb, nb == 1 ? "" : "s",
                                         (double)nb * period_ms));
     double own_thr_ms = (double)w->own_thread_cpu_ns / 1e6;
+    double own_ms = (double)no * period_ms + own_thr_ms;
     cidx[nc++] = intern_owned(&e, fmt("profiler's own work in this window and the blind window "
                                       "before it: %.1f ms CPU (%llu sample%s (%.1f ms) dropped on "
                                       "application threads, %.1f ms on the sampler's own thread); "
                                       "not in the samples above",
-                                      (double)no * period_ms + own_thr_ms, (unsigned long long)no,
-                                      no == 1 ? "" : "s", (double)no * period_ms, own_thr_ms));
+                                      own_ms, (unsigned long long)no, no == 1 ? "" : "s",
+                                      (double)no * period_ms, own_thr_ms));
     /* Coverage: what the process's CPU clock says it used over the same
      * span, against what the lines above account for. The rest is each
      * thread's period under way at the cut (and, with the timer engine,
@@ -475,9 +477,8 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
       uint64_t held = 0;
       for (size_t i = 0; i < w->nsamples; i++) held += w->samples[i].count;
       double proc_ms = (double)w->process_cpu_ns / 1e6, held_ms = (double)held * period_ms;
-      double other_ms = (double)no * period_ms + own_thr_ms + (double)nb * period_ms;
+      double other_ms = own_ms + (double)nb * period_ms;
       double prog_ms = proc_ms - other_ms, rest_ms = prog_ms - held_ms;
-      int first = w->blind_ns == 0 && nb == 0;
       cidx[nc++] = intern_owned(
           &e, fmt("process CPU %s: %.1f ms; the profiler's own work and the blind window %.1f ms; "
                   "the program's %.1f ms: %.1f ms in the samples above (pseudo-frames included, "
