@@ -21,8 +21,8 @@ command -v cc >/dev/null || skip "cc missing"
 # name: why it may be called (or referenced) from the handler
 ALLOWED=(
   "clock_gettime: POSIX async-signal-safe (the thread's CPU clock, the vDSO monotonic clock)"
-  "syscall: a bare system call in glibc, no lock or allocation (futex FUTEX_WAKE_PRIVATE: the consumer's wake-up without a descriptor; prctl PR_GET_NAME: the thread's name at the sample; rt_sigprocmask, rt_sigaction and tgkill: a program's SIGPROF handed to its own disposition, src/prof/signal/ptp_sigstate.c)"
-  "getpid: POSIX async-signal-safe (tgkill's process id when SIGPROF's default action is taken for the program)"
+  "syscall: a bare system call in glibc, no lock or allocation (futex FUTEX_WAKE_PRIVATE: the consumer's wake-up without a descriptor; prctl PR_GET_NAME: the thread's name at the sample; rt_sigprocmask, rt_sigaction and tgkill: a program's SIGPROF handed to its own disposition, src/prof/signal/ptp_sigstate.c; process_vm_readv: a JIT leaf's code bytes read without faulting, src/prof/signal/ptp_unwind.c)"
+  "getpid: POSIX async-signal-safe (tgkill's process id when SIGPROF's default action is taken for the program; process_vm_readv's own process)"
   "fstat64: fstat (POSIX async-signal-safe) under its glibc name: the perf event's descriptor still names our event before the ioctl"
   "ioctl: a bare system call in glibc, no lock or allocation (PERF_EVENT_IOC_ID and _PERIOD on the thread's own event)"
   "gettid: a bare system call in glibc (which thread a perf signal came to)"

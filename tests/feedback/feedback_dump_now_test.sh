@@ -22,10 +22,11 @@ has() { screen | grep -cF -- "$1" >/dev/null; }
 expect() { wait_for 20 has "$1" || { screen >&2; fail "screen never showed: $1"; }; }
 keys() { tmux -L "$PT_TMUX" send-keys -t 0 "$@"; }
 
-# open_picker BUILD: a TUI of BUILD attached to SID, the feedback picker open.
+# open_picker BUILD [COLUMNS]: a TUI of BUILD attached to SID, the feedback
+# picker open, in a terminal COLUMNS wide (150).
 open_picker() {
   tmux -L "$PT_TMUX" kill-server 2>/dev/null || true
-  tmux -L "$PT_TMUX" -f /dev/null new-session -d -x 150 -y 40 \
+  tmux -L "$PT_TMUX" -f /dev/null new-session -d -x "${2:-150}" -y 40 \
     "env POLYTOKEN_HOME='$POLYTOKEN_HOME' POLYTOKEN_DAEMON='$1/polytokend' TERM=xterm-256color '$1/polytoken' attach $SID; sleep 600"
   expect "F3 feedback"
   keys F3
@@ -41,10 +42,13 @@ export POLYTOKEN_DAEMON=$B/polytokend
 start_daemon "$B"
 SID=$("$B/polytoken" new --name dump-now)
 "$B/polytoken" send --session "$SID" "a turn for the profile" >/dev/null
-open_picker "$B"
+# An 80-column terminal first: the hint and its action fit whole.
+open_picker "$B" 80
 PDIR=$POLYTOKEN_HOME/sessions/$SID/profiling
 ls "$PDIR"/*-profile-*.pb.gz >/dev/null 2>&1 && fail "a snapshot exists before p: $(ls "$PDIR")"
-expect "No CPU profile of this session yet"
+expect "No CPU profile of this session yet: p writes one now."
+# wide again, for the status line naming both snapshots
+tmux -L "$PT_TMUX" resize-window -t 0 -x 150 -y 40
 has "] CPU profile (pprof)" && { screen >&2; fail "a CPU profile listed before any snapshot"; }
 has "] TUI CPU profile (pprof)" && { screen >&2; fail "a TUI CPU profile listed before any snapshot"; }
 keys p

@@ -5,14 +5,20 @@
  * arithmetic, reads of the interrupted thread's stack (each one checked
  * against its bounds first), reads of a published ptp_cfi_set and
  * ptp_xrange_set, at most three bytes of code at the interrupted PC inside
- * its own page (JIT leaf, see jit_step), and lock-free compare-and-swaps on
- * a pre-allocated slot of the set (marking an object's table as wanted) and
- * on ptp_g_xranges_wanted. No libc call, no allocation, no lock, no other
- * global state.
+ * its own page (JIT leaf, see jit_step: through process_vm_readv, a bare
+ * system call, the one call this file makes), and lock-free compare-and-swaps
+ * on a pre-allocated slot of the set (marking an object's table as wanted)
+ * and on ptp_g_xranges_wanted. No allocation, no lock, no other global
+ * state but code_at's refusal flag.
  *
  * Stack reads are exempt from AddressSanitizer: the walker deliberately reads
  * other frames' slots, which ASan's stack redzones would report.
  */
+#include <errno.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include "prof/signal/ptp_unwind.h"
 #include "prof/signal/ptp_xrange.h"
 #include "prof/output/ptp_window.h"
@@ -120,10 +126,34 @@ int ptp_unwind(const ptp_regs *r, uintptr_t stack_lo, uintptr_t stack_hi,
  * all hides its caller when interrupted in its body.
  */
 
-/* Copies n bytes of code at pc if they lie in pc's page (mapped: the
- * interrupted thread executes from it). 0 when they cross the page. */
+/* Set once process_vm_readv is refused (a seccomp filter: ENOSYS, EPERM):
+ * code_at loads directly from then on. */
+static _Atomic int vm_read_refused;
+
+/* Copies n bytes of code at pc if they lie in pc's page. 0 when they cross
+ * the page or cannot be read.
+ * The page is mapped when the handler runs at the moment of the signal
+ * (the interrupted thread executes from it), but not always when it runs
+ * later with that moment's context: ThreadSanitizer defers an asynchronous
+ * signal to the thread's next intercepted call, and a dlclose in between
+ * unmaps the code (seen: a SIGSEGV here in tests/prof/sampler_stress_test.sh
+ * under TSan, the handler called from dlclose's free). So the bytes are
+ * read by the kernel, which answers EFAULT for an unmapped page instead of
+ * faulting; only where that call is refused is the load direct, which holds
+ * for a handler run at the signal. One system call, only for a leaf in JIT
+ * code. */
 PTP_NO_ASAN static inline int code_at(uintptr_t pc, unsigned n, uint8_t *out) {
   if ((pc & 4095u) + n > 4096u) return 0;
+  if (!atomic_load_explicit(&vm_read_refused, memory_order_relaxed)) {
+    int saved = errno;
+    struct iovec local = { out, n }, remote = { (void *)pc, n };
+    long got = syscall(SYS_process_vm_readv, (long)getpid(), &local, 1ul, &remote, 1ul, 0ul);
+    int e = errno;
+    errno = saved;
+    if (got == (long)n) return 1;
+    if (got >= 0 || (e != ENOSYS && e != EPERM)) return 0;   /* EFAULT: not mapped */
+    atomic_store_explicit(&vm_read_refused, 1, memory_order_relaxed);
+  }
   for (unsigned i = 0; i < n; i++) out[i] = *(const volatile uint8_t *)(pc + i);
   return 1;
 }

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Two pages of "JIT code" (readable) and a range nobody may read. */
 static uint8_t g_code[2 * 4096] __attribute__((aligned(4096)));
@@ -231,6 +232,40 @@ PT_TEST(prof_unwind_jit_checks) {
   PT_ASSERT_INT_EQ(n, 3);
   PT_ASSERT_UINT_EQ(fr[1], NOREAD_LO + 0x20);
   PT_ASSERT_UINT_EQ(fr[2], 0x1500);
+  PT_ASSERT_INT_EQ(fl, 0);
+  fx_del(f);
+}
+
+/* A leaf in a published readable range whose page is gone: the handler can
+ * run after the moment its context describes (ThreadSanitizer defers
+ * signals; a dlclose meanwhile unmaps the code), so the code at the PC is
+ * read without faulting: the walk ends there, truncated, and the process
+ * lives (before: SIGSEGV in code_at). */
+PT_TEST(prof_unwind_jit_leaf_unmapped) {
+  fixture *f = fx_new();
+  two_frames(f);
+  void *page = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  PT_ASSERT(page != MAP_FAILED);
+  PT_ASSERT_INT_EQ(munmap(page, 4096), 0);
+  uintptr_t gone = (uintptr_t)page;
+  ptp_xrange r[2] = { { .lo = gone, .hi = gone + 4096, .flags = PTP_XR_READABLE },
+                      { .lo = CODE, .hi = CODE + sizeof g_code, .flags = PTP_XR_READABLE } };
+  if (r[0].lo > r[1].lo) {
+    ptp_xrange t = r[0];
+    r[0] = r[1];
+    r[1] = t;
+  }
+  f->xrs = (ptp_xrange_set){ .r = r, .n = 2 };
+  uintptr_t fr[16];
+  uint16_t fl;
+  int n = walk(f, gone + 0x100, S(f, 4), S(f, 8), fr, &fl, NULL);
+  PT_ASSERT_INT_EQ(n, 1);
+  PT_ASSERT_UINT_EQ(fr[0], gone + 0x100);
+  PT_ASSERT(fl & PTP_SAMPLE_TRUNCATED);
+  /* the mapped range next to it still reads its code (a `push rbp` leaf) */
+  f->stack[4] = CODE + 0x500;
+  n = walk(f, CODE + 0x100, S(f, 4), S(f, 8), fr, &fl, NULL);
+  PT_ASSERT_INT_EQ(n, 4);
   PT_ASSERT_INT_EQ(fl, 0);
   fx_del(f);
 }
