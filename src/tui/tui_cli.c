@@ -91,7 +91,7 @@ static void print_profile_status(json_t *prof) {
   long long hz = json_integer_value(json_object_get(prof, "hz"));
   long long ivl = json_integer_value(json_object_get(prof, "interval_ms"));
   printf("profiling directory: %s\n", dir ? dir : "?");
-  printf("profiling: %s engine, %lld Hz, a snapshot every %.3g s with samples, keeping %lld%s\n",
+  printf("sampler: %s engine, %lld Hz, a snapshot every %.3g s with samples, keeping %lld%s\n",
          json_string_value(json_object_get(prof, "engine")) ?: "?", hz, (double)ivl / 1000.0,
          json_integer_value(json_object_get(prof, "keep")),
          json_is_false(json_object_get(prof, "running")) ? " (stopped)" : "");

@@ -28,7 +28,7 @@ out=$("$PT" daemon start) || fail "daemon start: $out"
 note "$out"
 printf '%s\n' "$out" | grep -qx "polytokend started (pid [0-9]*)" || fail "start line: $out"
 printf '%s\n' "$out" | grep -qxF "profiling directory: $POLYTOKEN_HOME/profiling" || fail "no profiling directory in: $out"
-printf '%s\n' "$out" | grep -qE '^profiling: (perf_event|CPU-time timer) engine, 99 Hz, a snapshot every 60 s with samples, keeping 8$' ||
+printf '%s\n' "$out" | grep -qE '^sampler: (perf_event|CPU-time timer) engine, 99 Hz, a snapshot every 60 s with samples, keeping 8$' ||
   fail "no engine line in: $out"
 want="console: not listening on 127.0.0.1:$port: address already in use (set POLYTOKEN_CONSOLE_DAEMON_BIND=127.0.0.1:PORT (a free port) before it starts)"
 printf '%s\n' "$out" | grep -qxF "$want" || fail "daemon start does not report the console: $out"
