@@ -36,6 +36,7 @@
 #include "prof/output/ptp_strbuf.h"
 #include "prof/symbols/ptp_symbolize.h"
 #include "prof/ptp_alloc.h"
+#include "prof/signal/ptp_clock.h"
 
 void ptp_logf(ptprof *p, int level, const char *fmt, ...) {
   if (!p->log) return;
@@ -104,15 +105,12 @@ size_t ptp_drain_locked(ptprof *p) {
 /* The consumer thread's CPU time (its clock read from any thread). */
 int64_t ptp_consumer_cpu_ns(ptprof *p) {
   if (atomic_load(&p->consumer_ended)) return atomic_load(&p->consumer_cpu_end);
-  struct timespec ts;
-  if (!p->consumer_clk_ok || clock_gettime(p->consumer_clk, &ts) != 0) return p->consumer_cpu_at_cut;
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  if (!p->consumer_clk_ok) return p->consumer_cpu_at_cut;
+  return ptp_clock_ns(p->consumer_clk, p->consumer_cpu_at_cut);
 }
 
 int64_t ptp_process_cpu_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return -1;
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return ptp_clock_ns(CLOCK_PROCESS_CPUTIME_ID, -1);
 }
 
 /* ---- dump ------------------------------------------------------------- */

@@ -27,6 +27,7 @@
 #include "prof/runtime/ptp_procfs.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/signal/ptp_sigstate.h"
+#include "prof/signal/ptp_clock.h"
 
 static struct {
   /* registry mutex */
@@ -51,16 +52,12 @@ static uint64_t rng_next(void) {
 }
 
 int64_t ptp_engine_cpu_ns(uint32_t tid) {
-  struct timespec ts;
-  if (clock_gettime(ptp_tid_cpuclock(tid), &ts) != 0) return -1;
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return ptp_clock_ns(ptp_tid_cpuclock(tid), -1);
 }
 
 void ptp_engine_start(uint32_t magic, int64_t period_ns, int engine) {
   if (eng.rng == 0) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    eng.rng = ((uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 32);
+    eng.rng = (uint64_t)ptp_clock_ns(CLOCK_MONOTONIC, 0) ^ ((uint64_t)getpid() << 32);
   }
   eng.active = 1;
   eng.magic = magic;

@@ -12,6 +12,7 @@
 #include "prof/runtime/ptp_threads.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/signal/ptp_sigstate.h"
+#include "prof/signal/ptp_clock.h"
 
 static struct {
   pthread_once_t once;
@@ -25,10 +26,8 @@ static void atfork_child(void) { atomic_store(&ptp_g_shared, NULL); }
  * (no user-space pointer or small integer a program puts in its own
  * timers' sigev_value has it), the same for every start in this process. */
 static void init_timer_magic(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t x = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
-               ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&x;
+  uint64_t x = (uint64_t)ptp_clock_ns(CLOCK_MONOTONIC, 0) ^ ((uint64_t)getpid() << 32) ^
+               (uint64_t)(uintptr_t)&x;
   x = (x ^ (x >> 31)) * 0x9e3779b97f4a7c15ULL;
   x ^= x >> 29;
   atomic_store(&ptp_g_sig.timer_magic, (uint32_t)(x >> 32) | 0x80000000u);

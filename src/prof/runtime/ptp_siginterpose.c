@@ -61,6 +61,7 @@
 #include "prof/signal/ptp_handler.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/signal/ptp_sigstate.h"
+#include "prof/signal/ptp_clock.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
@@ -430,9 +431,7 @@ PTPROF_API PTP_SHIM sighandler_t sigset(int sig, sighandler_t disp) {
 /* ---- the mask: blocked time ------------------------------------------- */
 
 static int64_t thread_cpu_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return ptp_clock_ns(CLOCK_THREAD_CPUTIME_ID, -1);
 }
 
 static ptp_thread_sig *self_rec(void) {
@@ -551,11 +550,7 @@ static void took_ours(const siginfo_t *si, ptp_thread_sig *r) {
                         &cause, 1);
 }
 
-static int64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static int64_t mono_ns(void) { return ptp_clock_ns(CLOCK_MONOTONIC, 0); }
 
 /* sigtimedwait (timeout NULL: sigwaitinfo) that never returns one of our
  * signals: it takes them, accounts them and waits on (the rest of the

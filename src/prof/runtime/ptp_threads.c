@@ -53,6 +53,7 @@
 #include "prof/signal/ptp_own_work.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/ptp_alloc.h"
+#include "prof/signal/ptp_clock.h"
 
 /* The registry. The tables are mapped once by init and never unmapped
  * (threads and signals may come at any time until the process exits).
@@ -96,11 +97,11 @@ ptp_thread_sig *ptp_threads_self_sig(void) { return self_sig; }
  * through the interposer. */
 static void note_initial_block(ptp_thread_sig *s) {
   uint64_t cur = 0;
-  struct timespec ts;
   if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &cur, sizeof cur) != 0 ||
-      !(cur & (1ull << (SIGPROF - 1))) || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+      !(cur & (1ull << (SIGPROF - 1))))
     return;
-  atomic_store(&s->block_cpu_ns, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+  int64_t now = ptp_clock_ns(CLOCK_THREAD_CPUTIME_ID, -1);
+  if (now >= 0) atomic_store(&s->block_cpu_ns, now);
 }
 
 /* After init these are constant: relaxed loads suffice here. */
@@ -556,9 +557,7 @@ void ptp_threads_get_stats(ptp_threads_stats *out) {
 }
 
 static int64_t self_cpu_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return ptp_clock_ns(CLOCK_THREAD_CPUTIME_ID, -1);
 }
 
 void ptp_threads_own_begin(ptp_own_section *s) {

@@ -93,6 +93,7 @@
 #define SWEEP_NS 1000000000LL
 
 #include "prof/runtime/ptprof_struct.h"
+#include "prof/signal/ptp_clock.h"
 
 
 /* This file's process-wide state (runtime/ptp_process.h): the started
@@ -316,9 +317,8 @@ static void *consumer_main(void *arg) {
     }
   }
   ptp_threads_forget_self();
-  struct timespec ts = {0, 0};
-  (void)clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);   /* cannot fail for the own thread */
-  atomic_store(&p->consumer_cpu_end, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+  /* cannot fail for the own thread */
+  atomic_store(&p->consumer_cpu_end, ptp_clock_ns(CLOCK_THREAD_CPUTIME_ID, 0));
   atomic_store(&p->consumer_ended, 1);
   ptp_own_work_leave();
   return NULL;

@@ -53,6 +53,7 @@
 #include "prof/signal/ptp_own_work.h"
 #include "prof/signal/ptp_sigstate.h"
 #include "prof/signal/ptp_thread_sig.h"
+#include "prof/signal/ptp_clock.h"
 
 /* Whether fd, the number rec's event was published under, still names that
  * event: the program may have closed it and opened a file of its own under
@@ -97,9 +98,7 @@ static uint32_t signal_tid(ptp_shared *sh, const siginfo_t *si, uint32_t *weight
    * CPU-time clock it is a system call, once per sample). armed_cpu_ns and
    * first_ns were written before perf_fd was published (acquire above:
    * ptp_thread_sig.h, rule 4). */
-  struct timespec ts;
-  int64_t now = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
-                    ? (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec : -1;
+  int64_t now = ptp_clock_ns(CLOCK_THREAD_CPUTIME_ID, -1);
   if (!ptp_perf_expiry_backed(rec->armed_cpu_ns, rec->first_ns, sh->period_ns,
                               atomic_load_explicit(&rec->delivered, memory_order_relaxed), now)) {
     atomic_fetch_add_explicit(&sh->no_cpu, 1, memory_order_relaxed);

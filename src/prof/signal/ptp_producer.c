@@ -15,21 +15,14 @@
 #include <unistd.h>
 
 #include "prof/signal/ptp_producer.h"
+#include "prof/signal/ptp_clock.h"
 
 _Atomic(ptp_shared *) ptp_g_shared;
 _Atomic int ptp_g_inside;
 
-int64_t ptp_now_mono(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+int64_t ptp_now_mono(void) { return ptp_clock_ns(CLOCK_MONOTONIC, 0); }
 
-int64_t ptp_now_real(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+int64_t ptp_now_real(void) { return ptp_clock_ns(CLOCK_REALTIME, 0); }
 
 void ptp_drop(ptp_shared *sh, int cause, uint32_t weight) {
   atomic_fetch_add_explicit(&sh->drops[cause], weight, memory_order_relaxed);

@@ -33,6 +33,7 @@
 #include "prof/unwind/ptp_fpdetect.h"
 #include "prof/runtime/ptp_grace.h"
 #include "prof/ptp_alloc.h"
+#include "prof/signal/ptp_clock.h"
 
 /* ---- table lifetime ---------------------------------------------------- */
 
@@ -394,9 +395,7 @@ static int lazy_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 static int64_t thread_cpu_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return ptp_clock_ns(CLOCK_THREAD_CPUTIME_ID, 0);
 }
 
 /* Builds the tables of set's WANTED slots; set describes loader generation

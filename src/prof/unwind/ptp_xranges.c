@@ -21,6 +21,7 @@
 #include "prof/runtime/ptp_grace.h"
 #include "prof/ptp_alloc.h"
 #include "prof/ptp_scan.h"
+#include "prof/signal/ptp_clock.h"
 
 /* ---- the pure core: maps text -> ranges --------------------------------- */
 
@@ -254,9 +255,7 @@ static void xr_lock(void) {
 static void xr_unlock(void) { pthread_mutex_unlock(&xr.mu); }
 
 static int64_t thread_cpu_ns(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return ptp_clock_ns(CLOCK_THREAD_CPUTIME_ID, 0);
 }
 
 /* /proc/self/maps, whole lines, at most PTP_XRANGES_MAPS_MAX bytes
