@@ -494,13 +494,28 @@ void tui_feedback_key(tui_feedback *f, int is_key, wint_t ch) {
 
 /* ---- drawing ---- */
 
+/* Draws text in rows [y0, y1), skipping its first `skip` rows. Each line
+ * is word-wrapped to the screen, its continuation rows indented as the
+ * line is: the review is where the user reads what will be sent, so no
+ * path or warning may be cut at the terminal's edge. */
 static void draw_text(const char *text, int y0, int y1, int skip) {
   const char *p = text;
-  int line = 0, y = y0;
+  int width = COLS - 2, row = 0, y = y0;
   while (*p && y < y1) {
     const char *e = strchr(p, '\n');
     size_t n = e ? (size_t)(e - p) : strlen(p);
-    if (line++ >= skip) put_line(y++, 1, p, n, COLS - 2);
+    size_t ind = 0;
+    while (ind < n && p[ind] == ' ' && (int)ind < width / 2) ind++;
+    tui_span *sp = NULL;
+    int k = tui_wrap(p + ind, n - ind, width - (int)ind, &sp);
+    if (k < 0) {   /* no memory for the spans: the line as it fits */
+      if (row++ >= skip) put_line(y++, 1, p, n, width);
+    } else {
+      for (int i = 0; i < k && y < y1; i++)
+        if (row++ >= skip)
+          put_line(y++, 1 + (int)ind, p + ind + sp[i].off, sp[i].len, width - (int)ind);
+      free(sp);
+    }
     if (!e) break;
     p = e + 1;
   }

@@ -62,9 +62,16 @@ TSNAP=$(ls "$PDIR"/tui-profile-*.pb.gz)
 [ "$(echo "$TSNAP" | wc -l)" = 1 ] || fail "expected one TUI snapshot, got: $TSNAP"
 has "Wrote $(basename "$SNAP") and $(basename "$TSNAP")" ||
   { screen >&2; fail "the status does not name both snapshots"; }
+# The review in an 80-column terminal: long lines wrap, none is cut, so
+# the snapshot's whole path is on the screen (rows joined).
+tmux -L "$PT_TMUX" resize-window -t 0 -x 80 -y 40
 keys Enter
 expect "Feedback 3/3"
 expect "samples: "
+# (waited for: the TUI redraws at the new width once it has read the resize)
+joined_has() { screen | sed 's/^ *//' | tr -d '\n' | grep -qF -- "$1"; }
+wait_for 10 joined_has "$SNAP" ||
+  { screen >&2; fail "the review does not show the whole path $SNAP"; }
 keys y
 expect "Not uploaded: POLYTOKEN_FEEDBACK_URL is not set"
 BUNDLE=$(find "$POLYTOKEN_HOME/feedback/outbox" -mindepth 1 -maxdepth 1 -type d | head -n 1)
