@@ -549,16 +549,42 @@ void tui_feedback_draw(tui_feedback *f) {
     if (f->sel < f->top) f->top = f->sel;
     if (f->sel >= f->top + view) f->top = f->sel - view + 1;
     time_t now = time(NULL);
+    /* Columns: the label, then a profile's window and samples (so an
+     * empty one shows as such), size and age. Where the terminal is too
+     * narrow for all, the age goes first, then the size; the label is cut
+     * last, so an 80-column terminal still shows each profile's window. */
+    int labw = 10, winw = 0;
+    for (int i = 0; i < n; i++) {
+      json_t *e = json_array_get(f->entries, (size_t)i);
+      const char *l = json_string_value(json_object_get(e, "label"));
+      char win[64];
+      int lw = l ? tui_str_width(l, strlen(l)) : 0, ww = (int)strlen(tui_review_window(e, win, sizeof win));
+      if (lw > labw) labw = lw;
+      if (ww > winw) winw = ww;
+    }
+    if (labw > 50) labw = 50;
+    int avail = COLS - 2, winc = winw ? 2 + winw : 0;
+    int show_size = 4 + labw + 2 + 10 + winc <= avail;
+    int show_age = show_size && 4 + labw + 2 + 10 + 2 + 12 + winc <= avail;
+    if (!show_size && 4 + labw + winc > avail) labw = avail - 4 - winc > 20 ? avail - 4 - winc : 20;
     for (int i = f->top; i < n && i - f->top < view; i++) {
       json_t *e = json_array_get(f->entries, (size_t)i);
-      char size[32], age[32], win[64], line[512];
-      pt_fmt_size((uint64_t)json_integer_value(json_object_get(e, "size")), size, sizeof size);
-      pt_fmt_age(json_integer_value(json_object_get(e, "created_unix")), (int64_t)now, age,
-                 sizeof age);
-      /* profiles: their window and samples, so an empty one shows as such */
+      char size[32] = "", age[32] = "", win[64], lab[256], line[512];
+      if (show_size)
+        pt_fmt_size((uint64_t)json_integer_value(json_object_get(e, "size")), size, sizeof size);
+      if (show_age)
+        pt_fmt_age(json_integer_value(json_object_get(e, "created_unix")), (int64_t)now, age,
+                   sizeof age);
       tui_review_window(e, win, sizeof win);
-      snprintf(line, sizeof line, "%s %-50s %10s  %-12s %s", f->picked[i] ? "[x]" : "[ ]",
-               json_string_value(json_object_get(e, "label")), size, age, win);
+      /* the label padded to labw columns (cut to them where longer) */
+      const char *l = json_string_value(json_object_get(e, "label"));
+      if (!l) l = "";
+      size_t lb = tui_fit_bytes(l, strlen(l), labw);
+      int pad = labw - tui_str_width(l, lb);
+      snprintf(lab, sizeof lab, "%.*s%*s", (int)lb, l, pad > 0 ? pad : 0, "");
+      snprintf(line, sizeof line, "%s %s%s%*s%s%-*s%s%s", f->picked[i] ? "[x]" : "[ ]", lab,
+               show_size ? "  " : "", show_size ? 10 : 0, size, show_age ? "  " : "",
+               show_age ? 12 : 0, age, winw ? "  " : "", win);
       if (i == f->sel) attron(A_REVERSE);
       put_s(2 + i - f->top, 1, line, COLS - 2);
       if (i == f->sel) attroff(A_REVERSE);

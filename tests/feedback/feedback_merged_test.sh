@@ -21,13 +21,18 @@ mkprofile "$PDIR/daemon-profile-20261129T210000Z-1.pb.gz" --time-s 1796000000 ho
 mkprofile "$PDIR/daemon-profile-20261129T210100Z-2.pb.gz" --time-s 1796000060 hot_spin=3
 
 PT_TMUX=catmg$$
-tmux -L "$PT_TMUX" -f /dev/null new-session -d -x 140 -y 40 \
+# 80 columns: the narrowest common terminal still shows each profile's
+# window and samples beside its label (size and age give way first)
+tmux -L "$PT_TMUX" -f /dev/null new-session -d -x 80 -y 40 \
   "env POLYTOKEN_HOME='$POLYTOKEN_HOME' POLYTOKEN_DAEMON='$POLYTOKEN_DAEMON' TERM=xterm-256color '$CLI' attach $SID; sleep 600"
 screen() { tmux -L "$PT_TMUX" capture-pane -p -t 0; }
 has() { screen | grep -cF -- "$1" >/dev/null; }
 expect() { wait_for 20 has "$1" || { screen >&2; fail "screen never showed: $1"; }; }
 keys() { tmux -L "$PT_TMUX" send-keys -t 0 "$@"; }
 row() { screen | grep -F -- "$1" | head -1; }
+# the screen's rows joined by single spaces: the review wraps long lines
+jhas() { screen | sed 's/^ *//' | tr '\n' ' ' | tr -s ' ' | grep -cF -- "$1" >/dev/null; }
+jexpect() { wait_for 20 jhas "$1" || { screen >&2; fail "screen never showed: $1"; }; }
 
 expect "F3 feedback"
 keys F3
@@ -57,7 +62,7 @@ expect "[x] CPU profile (pprof), 2 kept snapshots merged"
 keys Enter
 expect "Feedback 3/3"
 expect "samples: 46 "
-expect "built by the daemon from the kept snapshots"
+jexpect "built by the daemon from the kept snapshots"
 has "nearly empty" && { screen >&2; fail "the merged profile reviewed as nearly empty"; }
 keys y
 expect "Not uploaded: POLYTOKEN_FEEDBACK_URL is not set"
