@@ -68,7 +68,8 @@ static void draw_bar(int y, const char *left, const char *right) {
   int cols = COLS;
   attron(A_REVERSE);
   mvhline(y, 0, ' ', cols);
-  put_str(y, 1, left, cols - 2);
+  /* whole key items only: one cut in the middle ("F10 /qu") helps nobody */
+  put_clipped(y, 1, left, tui_fit_items(left, strlen(left), cols - 2), cols - 2);
   int rw = tui_str_width(right, strlen(right));
   if (rw + 2 < cols) put_str(y, cols - rw - 1, right, rw);
   attroff(A_REVERSE);
@@ -283,7 +284,7 @@ static void draw_conv(tui_app *app) {
   const char *hint = !pt_client_connected(app->client)
     ? "Ctrl-R reconnect  F2 /sessions  F10 /quit  PgUp/PgDn scroll"
     : app->streaming ? "Esc/Ctrl-C cancel reply  PgUp/PgDn scroll  F2 /sessions  F10 /quit"
-                     : "Enter send  PgUp/PgDn scroll  Up/Down history  F2 /sessions  F3 feedback  F10 /quit  Ctrl-C quit";
+                     : "Enter send  F3 feedback  F2 /sessions  F10 /quit  PgUp/PgDn scroll  Up/Down history  Ctrl-C quit";
   /* A line longer than the screen shows its size (and the cap), so a long
    * paste visibly progresses: stdin_cb returns to the loop every
    * STDIN_BURST bytes, and each return draws a frame. */

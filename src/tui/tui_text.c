@@ -146,6 +146,20 @@ size_t tui_fit_bytes(const char *s, size_t n, int width) {
   return i;
 }
 
+size_t tui_fit_items(const char *s, size_t n, int width) {
+  size_t fit = tui_fit_bytes(s, n, width);
+  if (fit == n) return n;
+  /* the last item boundary at or before the cut: a "  " starting at or
+   * before byte `fit` (at `fit` itself: the item before it fits whole) */
+  for (size_t i = fit + 1; i-- > 0;)
+    if (i + 1 < n && s[i] == ' ' && s[i + 1] == ' ') {
+      size_t end = i;
+      while (end > 0 && s[end - 1] == ' ') end--;
+      if (end > 0) return end;
+    }
+  return fit;
+}
+
 size_t tui_utf8_prev(const char *s, size_t off) {
   if (off == 0) return 0;
   size_t i = off - 1;

@@ -73,6 +73,12 @@ int tui_str_width(const char *s, size_t n);
  * in `width` display columns (0 when width <= 0). */
 size_t tui_fit_bytes(const char *s, size_t n, int width);
 
+/* For a key bar of items separated by two spaces ("Enter send  F10 /quit"):
+ * bytes of the longest prefix of s[0..n) made of whole items that fits in
+ * `width` columns, so an item is dropped rather than cut in the middle;
+ * when not even the first item fits, as tui_fit_bytes. */
+size_t tui_fit_items(const char *s, size_t n, int width);
+
 /* Byte offset of the start of the character before byte offset `off`
  * (0 stays 0). */
 size_t tui_utf8_prev(const char *s, size_t off);

@@ -215,3 +215,24 @@ PT_TEST(tui_utf8_encode_round_trip) {
   PT_ASSERT_UINT_EQ(tui_utf8_len("\xf4\x90\x80\x80", 4), 1);
   PT_ASSERT_UINT_EQ(tui_utf8_len("\xf4\x8f\xbf\xbf", 4), 4);
 }
+
+PT_TEST(tui_fit_items_drops_whole_items) {
+  const char *bar = "Enter send  F3 feedback  F10 /quit";
+  size_t n = strlen(bar);
+  PT_ASSERT_UINT_EQ(tui_fit_items(bar, n, 80), n);                 /* all fit */
+  PT_ASSERT_UINT_EQ(tui_fit_items(bar, n, (int)n), n);
+  PT_ASSERT_UINT_EQ(tui_fit_items(bar, n, (int)n - 1), strlen("Enter send  F3 feedback"));
+  PT_ASSERT_UINT_EQ(tui_fit_items(bar, n, 24), strlen("Enter send  F3 feedback"));
+  PT_ASSERT_UINT_EQ(tui_fit_items(bar, n, 23), strlen("Enter send  F3 feedback"));
+  PT_ASSERT_UINT_EQ(tui_fit_items(bar, n, 22), strlen("Enter send"));
+  PT_ASSERT_UINT_EQ(tui_fit_items(bar, n, 12), strlen("Enter send"));
+  /* not even the first item: cut as tui_fit_bytes does */
+  PT_ASSERT_UINT_EQ(tui_fit_items(bar, n, 7), 7);
+  PT_ASSERT_UINT_EQ(tui_fit_items(bar, n, 0), 0);
+  /* one space is not a boundary */
+  PT_ASSERT_UINT_EQ(tui_fit_items("a b  c", 6, 4), 3);
+  /* wide characters count two columns */
+  if (!setlocale(LC_CTYPE, "C.UTF-8")) PT_SKIP("no C.UTF-8 locale");
+  const char *w = "\xe6\x97\xa5\xe6\x9c\xac  x";   /* two wide chars, 4 columns */
+  PT_ASSERT_UINT_EQ(tui_fit_items(w, strlen(w), 6), 6);
+}

@@ -27,6 +27,10 @@ wait_screen_re "^you> one two three four five six seven eight nine$"
 wait_screen_re "^     ten eleven"
 # Input line and hint line are on the last two rows.
 screen | sed -n 19p | grep -q "^>" || { dump_screen; fail "input line not on row 19"; }
+# The key bar keeps whole items only (at 50 columns: "Enter send  F3
+# feedback  F2 /sessions  F10 /quit", the rest dropped, none cut).
+screen | sed -n 20p | grep -qE '^ Enter send  F3 feedback  F2 /sessions  F10 /quit *$' ||
+  { dump_screen; fail "the key bar at 50 columns is not whole items"; }
 
 # Scrollback: two more turns overflow the 17-row view; PgUp shows older
 # lines and a "more below" marker, PgDn goes back to the newest.
