@@ -68,6 +68,13 @@ static int perf_fd_ours(const ptp_thread_sig *rec, int fd) {
          id == rec->perf_id;
 }
 
+/* The event's first (random) period is over: the regular one from now
+ * on, if fd still names the event (the consumer may be closing it: see
+ * perf_fd_ours; tests/tsan.supp names this function for that reason). */
+static void perf_set_regular_period(const ptp_thread_sig *rec, int fd, uint64_t period) {
+  if (perf_fd_ours(rec, fd)) (void)ioctl(fd, PERF_EVENT_IOC_PERIOD, &period);
+}
+
 /* Which thread this signal of ours samples, or 0 when it records nothing:
  * a stale signal (a timer of an earlier start, a closed event, no sampler
  * running), or a perf expiration with no CPU of the thread behind it
@@ -89,11 +96,8 @@ static uint32_t signal_tid(ptp_shared *sh, const siginfo_t *si, uint32_t *weight
    * (closed) event left pending is ignored. */
   int fd = rec ? atomic_load_explicit(&rec->perf_fd, memory_order_acquire) : -1;
   if (fd < 0 || fd != si->si_fd) return 0;
-  if (atomic_exchange_explicit(&rec->perf_first, 0, memory_order_relaxed) &&
-      perf_fd_ours(rec, fd)) {
-    uint64_t period = (uint64_t)sh->period_ns;
-    (void)ioctl(fd, PERF_EVENT_IOC_PERIOD, &period);
-  }
+  if (atomic_exchange_explicit(&rec->perf_first, 0, memory_order_relaxed))
+    perf_set_regular_period(rec, fd, (uint64_t)sh->period_ns);
   /* This thread's own CPU clock (clock_gettime is async-signal-safe; for a
    * CPU-time clock it is a system call, once per sample). armed_cpu_ns and
    * first_ns were written before perf_fd was published (acquire above:
