@@ -24,7 +24,9 @@
   "usage: polytoken profile merge FILE... -o OUT | merge --session ID [--process P] -o OUT"
 
 static void merge_help(void) {
-  printf("%s\n"
+  /* MERGE_USAGE's two forms, one a line (the error messages keep it on one) */
+  printf("usage: polytoken profile merge FILE... -o OUT\n"
+         "       polytoken profile merge --session ID [--process P] -o OUT\n"
          "  Merges interval snapshots into one pprof profile (gzip'd protobuf, read by\n"
          "  `go tool pprof` and `polytoken profile view`): samples with the same stack\n"
          "  and labels are summed, labels are kept, and the comments name every window\n"
@@ -35,8 +37,7 @@ static void merge_help(void) {
          "  --session ID    every snapshot kept in that session's profiling/ directory\n"
          "  --process P     with --session: daemon (default), tui or all\n"
          "  -o, --out OUT   the file to write (replaced atomically; mode 0600)\n"
-         "Prints the absolute path written. Reads files only: no daemon is needed.\n",
-         MERGE_USAGE);
+         "Prints the absolute path written. Reads files only: no daemon is needed.\n");
 }
 
 int cli_profile_merge_main(int argc, char **argv) {

@@ -31,7 +31,9 @@
   "[--base FILE] [--sample-type T]"
 
 static void view_help(void) {
-  printf("%s\n"
+  /* VIEW_USAGE over two lines (the error messages keep it on one) */
+  printf("usage: polytoken profile view FILE | --session ID [--process P]\n"
+         "                              [-o OUT.html] [--base FILE] [--sample-type T]\n"
          "  Writes a self-contained interactive flame graph of a profile: one HTML file\n"
          "  with no network access and no Go needed. Open it in any browser. Zoom with a\n"
          "  click, search by name, filter by label (thread_name, task_kind, session),\n"
@@ -46,8 +48,7 @@ static void view_help(void) {
          "                    <session>/profiling/session-<process>.html\n"
          "  --base FILE       compare with this profile (differential mode)\n"
          "  --sample-type T   the sample type shown first (e.g. samples, cpu)\n"
-         "Prints the absolute path written. Reads files only: no daemon is needed.\n",
-         VIEW_USAGE);
+         "Prints the absolute path written. Reads files only: no daemon is needed.\n");
 }
 
 /* FILE's default page: FILE without .pb.gz / .pb / .gz, plus .html. */

@@ -39,7 +39,8 @@ void tui_cli_usage(void) {
          "  --version                    print the version\n"
          "  --help                       this help; COMMAND --help for a command's help\n"
          "\n"
-         "State root: $POLYTOKEN_HOME (default ${XDG_STATE_HOME:-~/.local/state}/polytoken).\n"
+         "State root: $POLYTOKEN_HOME\n"
+         "(default ${XDG_STATE_HOME:-~/.local/state}/polytoken).\n"
          "The daemon is started on demand (except by `daemon stop`, `daemon status` and\n"
          "`profile`, whose commands read files or need a running daemon).\n");
 }

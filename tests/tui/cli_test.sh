@@ -28,6 +28,13 @@ out=$("$PT" daemon stop) || fail "stop when stopped failed"
 for sub in "daemon" "sessions" "new" "send" "attach" "profile"; do
   "$PT" $sub --help | grep -q "usage: polytoken $sub" || fail "$sub --help"
 done
+# Every help fits an 80-column terminal.
+for cmd in "" daemon sessions new send attach feedback profile "profile list" "profile dump" \
+           "profile merge" "profile view"; do
+  # shellcheck disable=SC2086
+  long=$("$PT" $cmd --help 2>&1 | awk 'length($0) > 80')
+  [ -z "$long" ] || fail "polytoken $cmd --help has lines over 80 columns: $long"
+done
 
 # `new` autostarts the daemon and prints a 12-hex id.
 id=$("$PT" new --name "cli one") || fail "new failed"
