@@ -592,13 +592,22 @@ void tui_feedback_draw(tui_feedback *f) {
     if (n == 0) put_s(2, 1, "The catalog is empty (no profiles, log or telemetry yet).", COLS - 2);
     /* Two short lines, the action first: an 80-column terminal shows it
      * whole (put_s cuts at the edge). */
-    if (!has_kind(f, "cpu-profile") && 2 + n + 2 < rows - 2) {
+    if (!has_kind(f, "cpu-profile") && 2 + n + 2 < rows - 3) {
       put_s(2 + n + 1, 1, "No CPU profile of this session yet: p writes one now.", COLS - 2);
       put_s(2 + n + 2, 1,
             "(A profiling daemon writes one each minute in which it sampled anything.)",
             COLS - 2);
     }
-    if (f->status[0]) put_s(rows - 2, 1, f->status, COLS - 2);
+    if (f->status[0]) {
+      /* wrapped over up to two rows above the bar (the list and the hint
+       * end above them): "Wrote <daemon file> and <TUI file>; picked as
+       * ..." is longer than most terminals are wide */
+      tui_span *sp = NULL;
+      int k = tui_wrap(f->status, strlen(f->status), COLS - 2, &sp);
+      free(sp);
+      k = k < 1 ? 1 : k > 2 ? 2 : k;
+      draw_text(f->status, rows - 1 - k, rows - 1, 0);
+    }
     bar(rows - 1, "Space pick  Enter review  r refresh  p CPU profile now  Up/Down move  Esc back");
     break;
   }

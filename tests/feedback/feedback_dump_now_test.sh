@@ -21,6 +21,11 @@ screen() { tmux -L "$PT_TMUX" capture-pane -p -t 0; }
 has() { screen | grep -cF -- "$1" >/dev/null; }
 expect() { wait_for 20 has "$1" || { screen >&2; fail "screen never showed: $1"; }; }
 keys() { tmux -L "$PT_TMUX" send-keys -t 0 "$@"; }
+# the screen's rows, leading blanks dropped, joined: text the TUI wraps.
+# joined_has: no separator (a word cut at the edge, a path); words_has: one
+# space (a break between words drops the space there)
+joined_has() { screen | sed 's/^ *//' | tr -d '\n' | grep -qF -- "$1"; }
+words_has() { screen | sed 's/^ *//; s/ *$//' | tr '\n' ' ' | grep -qF -- "$1"; }
 
 # open_picker BUILD [COLUMNS]: a TUI of BUILD attached to SID, the feedback
 # picker open, in a terminal COLUMNS wide (150).
@@ -47,8 +52,6 @@ open_picker "$B" 80
 PDIR=$POLYTOKEN_HOME/sessions/$SID/profiling
 ls "$PDIR"/*-profile-*.pb.gz >/dev/null 2>&1 && fail "a snapshot exists before p: $(ls "$PDIR")"
 expect "No CPU profile of this session yet: p writes one now."
-# wide again, for the status line naming both snapshots
-tmux -L "$PT_TMUX" resize-window -t 0 -x 150 -y 40
 has "] CPU profile (pprof)" && { screen >&2; fail "a CPU profile listed before any snapshot"; }
 has "] TUI CPU profile (pprof)" && { screen >&2; fail "a TUI CPU profile listed before any snapshot"; }
 keys p
@@ -60,16 +63,14 @@ SNAP=$(ls "$PDIR"/daemon-profile-*.pb.gz)
 TSNAP=$(ls "$PDIR"/tui-profile-*.pb.gz)
 [ "$(echo "$SNAP" | wc -l)" = 1 ] || fail "expected one daemon snapshot, got: $SNAP"
 [ "$(echo "$TSNAP" | wc -l)" = 1 ] || fail "expected one TUI snapshot, got: $TSNAP"
-has "Wrote $(basename "$SNAP") and $(basename "$TSNAP")" ||
+# the status naming both snapshots, wrapped over two rows at 80 columns
+words_has "Wrote $(basename "$SNAP") and $(basename "$TSNAP")" ||
   { screen >&2; fail "the status does not name both snapshots"; }
-# The review in an 80-column terminal: long lines wrap, none is cut, so
-# the snapshot's whole path is on the screen (rows joined).
-tmux -L "$PT_TMUX" resize-window -t 0 -x 80 -y 40
+# The review, still 80 columns: long lines wrap, none is cut, so the
+# snapshot's whole path is on the screen (rows joined).
 keys Enter
 expect "Feedback 3/3"
 expect "samples: "
-# (waited for: the TUI redraws at the new width once it has read the resize)
-joined_has() { screen | sed 's/^ *//' | tr -d '\n' | grep -qF -- "$1"; }
 wait_for 10 joined_has "$SNAP" ||
   { screen >&2; fail "the review does not show the whole path $SNAP"; }
 keys y
