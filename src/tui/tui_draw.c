@@ -51,7 +51,7 @@ static void draw_cut_notice(tui_app *app, tui_lineedit *le, int y) {
   if (app->cut_le != le || app->cut_bytes == 0) return;
   char msg[256];
   snprintf(msg, sizeof msg,
-           "Line full: %zu bytes of typed/pasted text were not inserted (at most %zu bytes)",
+           "Line full: %zu bytes not inserted (the line holds at most %zu bytes)",
            app->cut_bytes, tui_le_max_bytes(le));
   attron(A_REVERSE | A_BOLD);
   mvhline(y, 0, ' ', COLS);

@@ -88,7 +88,7 @@ extra=5000
 python3 -c "import sys; sys.stdout.write('y' * ($INPUT_MAX - 3) + 'END' + 'z' * $extra)" >"$data"
 head -c "$INPUT_MAX" "$data" >"$data.want"
 paste "$data"
-wait_screen "Line full: $extra bytes of typed/pasted text were not inserted (at most $INPUT_MAX bytes)" 60
+wait_screen "Line full: $extra bytes not inserted (the line holds at most $INPUT_MAX bytes)" 60
 wait_screen "yyyEND"
 T send-keys Enter
 wait_user 4 "$data.want"
@@ -121,7 +121,7 @@ T send-keys n
 wait_screen "New session name:"
 python3 -c "import sys; sys.stdout.write('n' * ($PROMPT_MAX + 50))" >"$data"
 paste "$data"
-wait_screen "Line full: 50 bytes of typed/pasted text were not inserted (at most $PROMPT_MAX bytes)"
+wait_screen "Line full: 50 bytes not inserted (the line holds at most $PROMPT_MAX bytes)"
 T send-keys Escape
 wait_screen_gone "New session name:"
 T send-keys q
