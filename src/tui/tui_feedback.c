@@ -558,7 +558,8 @@ void tui_feedback_draw(tui_feedback *f) {
       json_t *e = json_array_get(f->entries, (size_t)i);
       const char *l = json_string_value(json_object_get(e, "label"));
       char win[64];
-      int lw = l ? tui_str_width(l, strlen(l)) : 0, ww = (int)strlen(tui_review_window(e, win, sizeof win));
+      int lw = l ? tui_str_width(l, strlen(l)) : 0;
+      int ww = (int)strlen(tui_review_window(e, win, sizeof win));
       if (lw > labw) labw = lw;
       if (ww > winw) winw = ww;
     }
