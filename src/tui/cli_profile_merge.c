@@ -20,13 +20,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MERGE_USAGE \
-  "usage: polytoken profile merge FILE... -o OUT | merge --session ID [--process P] -o OUT"
+/* The two forms: on one line in error messages (MERGE_USAGE), one a line
+ * in the help. */
+#define MERGE_FILES "polytoken profile merge FILE... -o OUT"
+#define MERGE_SESSION "merge --session ID [--process P] -o OUT"
+#define MERGE_USAGE "usage: " MERGE_FILES " | " MERGE_SESSION
 
 static void merge_help(void) {
-  /* MERGE_USAGE's two forms, one a line (the error messages keep it on one) */
-  printf("usage: polytoken profile merge FILE... -o OUT\n"
-         "       polytoken profile merge --session ID [--process P] -o OUT\n"
+  printf("usage: " MERGE_FILES "\n"
+         "       polytoken profile " MERGE_SESSION "\n"
          "  Merges interval snapshots into one pprof profile (gzip'd protobuf, read by\n"
          "  `go tool pprof` and `polytoken profile view`): samples with the same stack\n"
          "  and labels are summed, labels are kept, and the comments name every window\n"

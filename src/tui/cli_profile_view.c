@@ -26,14 +26,14 @@
 #include <string.h>
 
 
-#define VIEW_USAGE                                                                         \
-  "usage: polytoken profile view FILE | --session ID [--process P] [-o OUT.html] "         \
-  "[--base FILE] [--sample-type T]"
+/* On one line in error messages (VIEW_USAGE), over two in the help. */
+#define VIEW_WHAT "polytoken profile view FILE | --session ID [--process P]"
+#define VIEW_OPTS "[-o OUT.html] [--base FILE] [--sample-type T]"
+#define VIEW_USAGE "usage: " VIEW_WHAT " " VIEW_OPTS
 
 static void view_help(void) {
-  /* VIEW_USAGE over two lines (the error messages keep it on one) */
-  printf("usage: polytoken profile view FILE | --session ID [--process P]\n"
-         "                              [-o OUT.html] [--base FILE] [--sample-type T]\n"
+  printf("usage: " VIEW_WHAT "\n"
+         "                              " VIEW_OPTS "\n"
          "  Writes a self-contained interactive flame graph of a profile: one HTML file\n"
          "  with no network access and no Go needed. Open it in any browser. Zoom with a\n"
          "  click, search by name, filter by label (thread_name, task_kind, session),\n"
