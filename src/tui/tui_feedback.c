@@ -553,6 +553,7 @@ void tui_feedback_draw(tui_feedback *f) {
      * empty one shows as such), size and age. Where the terminal is too
      * narrow for all, the age goes first, then the size; the label is cut
      * last, so an 80-column terminal still shows each profile's window. */
+    enum { SIZE_W = 10, AGE_W = 12 };   /* the size and age columns */
     int labw = 10, winw = 0;
     for (int i = 0; i < n; i++) {
       json_t *e = json_array_get(f->entries, (size_t)i);
@@ -565,8 +566,8 @@ void tui_feedback_draw(tui_feedback *f) {
     }
     if (labw > 50) labw = 50;
     int avail = COLS - 2, winc = winw ? 2 + winw : 0;
-    int show_size = 4 + labw + 2 + 10 + winc <= avail;
-    int show_age = show_size && 4 + labw + 2 + 10 + 2 + 12 + winc <= avail;
+    int show_size = 4 + labw + 2 + SIZE_W + winc <= avail;
+    int show_age = show_size && 4 + labw + 2 + SIZE_W + 2 + AGE_W + winc <= avail;
     if (!show_size && 4 + labw + winc > avail) labw = avail - 4 - winc > 20 ? avail - 4 - winc : 20;
     for (int i = f->top; i < n && i - f->top < view; i++) {
       json_t *e = json_array_get(f->entries, (size_t)i);
@@ -584,8 +585,8 @@ void tui_feedback_draw(tui_feedback *f) {
       int pad = labw - tui_str_width(l, lb);
       snprintf(lab, sizeof lab, "%.*s%*s", (int)lb, l, pad > 0 ? pad : 0, "");
       snprintf(line, sizeof line, "%s %s%s%*s%s%-*s%s%s", f->picked[i] ? "[x]" : "[ ]", lab,
-               show_size ? "  " : "", show_size ? 10 : 0, size, show_age ? "  " : "",
-               show_age ? 12 : 0, age, winw ? "  " : "", win);
+               show_size ? "  " : "", show_size ? SIZE_W : 0, size, show_age ? "  " : "",
+               show_age ? AGE_W : 0, age, winw ? "  " : "", win);
       if (i == f->sel) attron(A_REVERSE);
       put_s(2 + i - f->top, 1, line, COLS - 2);
       if (i == f->sel) attroff(A_REVERSE);
