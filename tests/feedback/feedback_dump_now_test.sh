@@ -21,11 +21,9 @@ screen() { tmux -L "$PT_TMUX" capture-pane -p -t 0; }
 has() { screen | grep -cF -- "$1" >/dev/null; }
 expect() { wait_for 20 has "$1" || { screen >&2; fail "screen never showed: $1"; }; }
 keys() { tmux -L "$PT_TMUX" send-keys -t 0 "$@"; }
-# the screen's rows, leading blanks dropped, joined: text the TUI wraps.
-# joined_has: no separator (a word cut at the edge, a path); words_has: one
-# space (a break between words drops the space there)
-joined_has() { screen | sed 's/^ *//' | tr -d '\n' | grep -qF -- "$1"; }
-words_has() { screen | sed 's/^ *//; s/ *$//' | tr '\n' ' ' | grep -qF -- "$1"; }
+# text the TUI wraps (pt_unwrap): a path cut at the edge / words
+joined_has() { screen | pt_unwrap | grep -qF -- "$1"; }
+words_has() { screen | pt_unwrap ' ' | grep -qF -- "$1"; }
 
 # open_picker BUILD [COLUMNS]: a TUI of BUILD attached to SID, the feedback
 # picker open, in a terminal COLUMNS wide (150).

@@ -30,9 +30,9 @@ has() { screen | grep -cF -- "$1" >/dev/null; }
 expect() { wait_for 20 has "$1" || { screen >&2; fail "screen never showed: $1"; }; }
 keys() { tmux -L "$PT_TMUX" send-keys -t 0 "$@"; }
 row() { screen | grep -F -- "$1" | head -1; }
-# the screen's rows joined by single spaces: the review wraps long lines
-jhas() { screen | sed 's/^ *//' | tr '\n' ' ' | tr -s ' ' | grep -cF -- "$1" >/dev/null; }
-jexpect() { wait_for 20 jhas "$1" || { screen >&2; fail "screen never showed: $1"; }; }
+# the review wraps long lines: its words, rows joined (pt_unwrap)
+words_has() { screen | pt_unwrap ' ' | grep -qF -- "$1"; }
+jexpect() { wait_for 20 words_has "$1" || { screen >&2; fail "screen never showed: $1"; }; }
 
 expect "F3 feedback"
 keys F3
