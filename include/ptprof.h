@@ -349,8 +349,11 @@ PTPROF_API int ptprof_stop(ptprof *p, int final_dump, char *path_out, size_t cap
  * no-op. No other call on p may run concurrently or follow. */
 PTPROF_API void ptprof_del(ptprof *p);
 
-/* Copies the counters. Any thread, lock-free reads (values may be a few
- * samples apart from each other). */
+/* Copies the counters. Any thread; the counters are read without locks
+ * (values may be a few samples apart from each other). The call is the
+ * profiler's own work (never a sample of the caller; under the perf engine
+ * limited to user mode it ends with the registry's mutex, as
+ * ptprof_own_end does). */
 PTPROF_API void ptprof_get_stats(const ptprof *p, ptprof_stats *out);
 
 /* A static English description of an error code returned by this library
@@ -405,7 +408,9 @@ PTPROF_API const char *ptprof_strerror(int err);
 #define PTPROF_E_LABEL_TABLE    (-10005) /* PTPROF_LABEL_STRINGS_MAX strings interned */
 
 /* Pushes key=value on the calling thread's label stack. Returns 0 or an
- * error above. Any thread; not async-signal-safe. */
+ * error above. Any thread; not async-signal-safe. A sample taken inside
+ * this call or ptprof_labels_pop is counted as the profiler's own work,
+ * not recorded. */
 PTPROF_API int ptprof_labels_push(const char *key, const char *value);
 /* Pops the calling thread's most recent label. Returns 0 or
  * PTPROF_E_LABELS_EMPTY. Any thread; not async-signal-safe. */

@@ -12,7 +12,10 @@
 #     the pthread_create trampoline every thread starts in included (its
 #     frame is left out: start_thread calls the start routine, as
 #     unprofiled), do_dump, dump_*, dc_*, elf_*, inflate*, dwfl_*,
-#     dwarf_*) and none is "[lost: during dump]";
+#     dwarf_*) and none is "[lost: during dump]"; the "poller" thread,
+#     200 ms of status reads and ptprof_set_dir calls before the dumper
+#     starts, included (their entry code ran before the own-work mark:
+#     runtime/ptp_own_text.h);
 #   - the comments report the profiler's own work: > 0 ms CPU in all, and
 #     samples dropped on application threads (the dumper's symbolization
 #     and debug copy) > 0;

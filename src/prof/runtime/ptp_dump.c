@@ -23,6 +23,7 @@
 #include "prof/runtime/ptp_grace.h"
 #include "prof/runtime/ptp_graveyard.h"
 #include "prof/runtime/ptp_labels.h"
+#include "prof/runtime/ptp_own_text.h"
 #include "prof/runtime/ptp_perf.h"
 #include "prof/runtime/ptp_shim.h"
 #include "prof/runtime/ptp_siginterpose.h"
@@ -85,6 +86,11 @@ size_t ptp_drain_locked(ptprof *p) {
           atomic_fetch_add(&sh->drops[PTP_DROP_NO_MEMORY], s->weight);
         else
           atomic_fetch_add(&sh->drops[cause], s->weight);
+      } else if (ptp_own_text_in(s->frames, s->nframes)) {
+        /* Taken at an edge of the profiler's work (an entry point before
+         * its own-work mark, a return after it): the profiler's own, as
+         * the handler counts a sample under the mark (ptp_own_text.h). */
+        atomic_fetch_add(&sh->drops[PTP_DROP_OWN_WORK], s->weight);
       } else if (ptp_agg_add_named(p->agg, s->tid, s->name, s->flags, &s->labels, s->frames,
                                    ptp_shim_strip(s->frames, s->nframes), s->weight) < 0) {
         /* Out of memory for a new stack: taken, but not recorded. Its own

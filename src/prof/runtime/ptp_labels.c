@@ -39,6 +39,7 @@
 
 #include "ptprof.h"
 #include "prof/runtime/ptp_labels.h"
+#include "prof/runtime/ptp_own_text.h"
 #include "prof/signal/ptp_producer.h"
 #include "prof/symbols/ptp_sym_map.h"
 #include "prof/ptp_alloc.h"
@@ -248,7 +249,7 @@ static void once_init(void) {
   (void)pthread_atfork(fork_prepare, fork_release, fork_release);
 }
 
-int ptprof_labels_push(const char *key, const char *value) {
+PTP_OWN_TEXT int ptprof_labels_push(const char *key, const char *value) {
   if (!key || !value) return -EINVAL;
   ptp_label_set *s = &ptp_t_labels;
   label_cache *c = &t_cache;
@@ -297,7 +298,7 @@ int ptprof_labels_push(const char *key, const char *value) {
   return 0;
 }
 
-int ptprof_labels_pop(void) {
+PTP_OWN_TEXT int ptprof_labels_pop(void) {
   ptp_label_set *s = &ptp_t_labels;
   label_cache *c = &t_cache;
   uint32_t n = atomic_load_explicit(&s->n, memory_order_relaxed);

@@ -45,6 +45,7 @@
 #include "prof/runtime/ptp_exitacct.h"
 #include "prof/runtime/ptp_grace.h"
 #include "prof/runtime/ptp_graveyard.h"
+#include "prof/runtime/ptp_own_text.h"
 #include "prof/runtime/ptp_perf.h"
 #include "prof/runtime/ptp_privio.h"
 #include "prof/runtime/ptp_procfs.h"
@@ -560,7 +561,7 @@ static int64_t self_cpu_ns(void) {
   return ptp_clock_ns(CLOCK_THREAD_CPUTIME_ID, -1);
 }
 
-void ptp_threads_own_begin(ptp_own_section *s) {
+PTP_OWN_TEXT void ptp_threads_own_begin(ptp_own_section *s) {
   s->timed_ = 0;
   if (ptp_own_work_enter() != 1) return;     /* nested: the outermost one counts */
   if (!ptp_perf_excludes_kernel() || !atomic_load(&ptp_g_shared)) return;
@@ -569,7 +570,7 @@ void ptp_threads_own_begin(ptp_own_section *s) {
   s->timed_ = s->cpu0_ >= 0;
 }
 
-void ptp_threads_own_end(ptp_own_section *s) {
+PTP_OWN_TEXT void ptp_threads_own_end(ptp_own_section *s) {
   if (s->timed_) {
     int64_t cpu1 = self_cpu_ns();
     uint64_t hits = ptp_own_work_hits() - s->hits0_;

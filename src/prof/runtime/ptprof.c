@@ -78,6 +78,7 @@
 #include "prof/runtime/ptp_siginterpose.h"
 #include "prof/runtime/ptp_fdwatch.h"
 #include "prof/runtime/ptp_labels.h"
+#include "prof/runtime/ptp_own_text.h"
 #include "prof/runtime/ptp_perf.h"
 #include "prof/runtime/ptp_process.h"
 #include "prof/output/ptp_pprof.h"
@@ -353,13 +354,27 @@ static int new_shared(ptp_shared **out) {
   return 0;
 }
 
-int ptprof_start(ptprof *p) {
+/* The public entry points that do the profiler's work open its own-work
+ * section (signal/ptp_own_work.h) before anything else, the fork check's
+ * getpid(2) included: a period that expires while a thread is in the
+ * kernel with interrupts off fires at the first user instruction after the
+ * system call, so an unmarked system call at an entry point would put that
+ * sample under ptprof_dump (seen once in CI: one sample under dump_api).
+ * Returns 0 with the section open, or PTPROF_E_FORKED with it closed (a
+ * forked child's copy: the fork handlers left nothing to account there). */
+PTP_OWN_TEXT static int api_begin(const ptprof *p, ptp_own_section *own) {
+  ptp_threads_own_begin(own);
+  if (p->pid == getpid()) return 0;
+  ptp_threads_own_end(own);
+  return PTPROF_E_FORKED;
+}
+
+PTP_OWN_TEXT int ptprof_start(ptprof *p) {
   if (!p) return -EINVAL;
-  if (p->pid != getpid()) return PTPROF_E_FORKED;
   ptp_own_section own;      /* the sweep after arming runs sampled: the profiler's */
-  ptp_threads_own_begin(&own);
+  int rc = api_begin(p, &own);
+  if (rc) return rc;
   pthread_mutex_lock(&p->api_mu);
-  int rc;
   if (p->running) { rc = -EALREADY; goto out; }
   /* A sampler "running" that a parent process started is only a copy in a
    * forked child (no timers, no thread): it does not count. */
@@ -446,41 +461,40 @@ out:
   return rc;
 }
 
-void ptprof_own_begin(ptprof_own_section *s) {
+PTP_OWN_TEXT void ptprof_own_begin(ptprof_own_section *s) {
   if (s) ptp_threads_own_begin(s);
 }
 
-void ptprof_own_end(ptprof_own_section *s) {
+PTP_OWN_TEXT void ptprof_own_end(ptprof_own_section *s) {
   if (s) ptp_threads_own_end(s);
 }
 
 /* ptprof_dump and ptprof_dump_if_sampled (skip_empty). */
-static int dump_api(ptprof *p, char *path_out, size_t cap, int skip_empty) {
+PTP_OWN_TEXT static int dump_api(ptprof *p, char *path_out, size_t cap, int skip_empty) {
   if (!p) return -EINVAL;
   if (path_out && cap) path_out[0] = 0;
-  if (p->pid != getpid()) return PTPROF_E_FORKED;
   ptp_own_section own;       /* waiting for api_mu too: a periodic dump may hold it */
-  ptp_threads_own_begin(&own);
+  int rc = api_begin(p, &own);
+  if (rc) return rc;
   pthread_mutex_lock(&p->api_mu);
-  int rc = p->running ? ptp_dump_run(p, path_out, cap, skip_empty) : -ENOTCONN;
+  rc = p->running ? ptp_dump_run(p, path_out, cap, skip_empty) : -ENOTCONN;
   pthread_mutex_unlock(&p->api_mu);
   ptp_threads_own_end(&own);
   return rc;
 }
 
-int ptprof_dump(ptprof *p, char *path_out, size_t cap) { return dump_api(p, path_out, cap, 0); }
+PTP_OWN_TEXT int ptprof_dump(ptprof *p, char *path_out, size_t cap) { return dump_api(p, path_out, cap, 0); }
 
-int ptprof_dump_if_sampled(ptprof *p, char *path_out, size_t cap) {
+PTP_OWN_TEXT int ptprof_dump_if_sampled(ptprof *p, char *path_out, size_t cap) {
   return dump_api(p, path_out, cap, 1);
 }
 
-int ptprof_set_dir(ptprof *p, const char *dir) {
+PTP_OWN_TEXT int ptprof_set_dir(ptprof *p, const char *dir) {
   if (!p || !dir || !*dir) return -EINVAL;
-  if (p->pid != getpid()) return PTPROF_E_FORKED;
   ptp_own_section own;
-  ptp_threads_own_begin(&own);
+  int rc = api_begin(p, &own);
+  if (rc) return rc;
   pthread_mutex_lock(&p->api_mu);
-  int rc;
   char *copy = ptp_strdup(dir);
   if (!copy) {
     rc = -ENOMEM;
@@ -532,22 +546,23 @@ static int stop_locked(ptprof *p, int final_dump, char *path_out, size_t cap) {
   return rc;
 }
 
-int ptprof_stop(ptprof *p, int final_dump, char *path_out, size_t cap) {
+PTP_OWN_TEXT int ptprof_stop(ptprof *p, int final_dump, char *path_out, size_t cap) {
   if (!p) return -EINVAL;
   if (path_out && cap) path_out[0] = 0;
-  if (p->pid != getpid()) return PTPROF_E_FORKED;
   ptp_own_section own;
-  ptp_threads_own_begin(&own);
+  int rc = api_begin(p, &own);
+  if (rc) return rc;
   pthread_mutex_lock(&p->api_mu);
-  int rc = p->running ? stop_locked(p, final_dump, path_out, cap) : -ENOTCONN;
+  rc = p->running ? stop_locked(p, final_dump, path_out, cap) : -ENOTCONN;
   pthread_mutex_unlock(&p->api_mu);
   ptp_threads_own_end(&own);
   return rc;
 }
 
-void ptprof_del(ptprof *p) {
+PTP_OWN_TEXT void ptprof_del(ptprof *p) {
   if (!p) return;
-  if (p->pid != getpid()) {
+  ptp_own_section own;      /* a running sampler's stop: the profiler's work */
+  if (api_begin(p, &own) != 0) {
     /* A forked child's copy: no consumer thread, no timers and no handler
      * state of ours exist here (the fork handlers cleared them). Free plain
      * memory only; the dump side's state (libdw, open directories) may have
@@ -573,11 +588,17 @@ void ptprof_del(ptprof *p) {
   free(p->dir);
   free(p->prefix);
   free(p);
+  ptp_threads_own_end(&own);
 }
 
-void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
+PTP_OWN_TEXT void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
+  ptp_own_section own;       /* a status poll's work is the profiler's too */
+  ptp_threads_own_begin(&own);
   memset(out, 0, sizeof *out);
-  if (!p) return;
+  if (!p) {
+    ptp_threads_own_end(&own);
+    return;
+  }
   ptprof *q = (ptprof *)p;   /* atomics only */
   out->samples = atomic_load(&q->st_samples);
   out->truncated = atomic_load(&q->st_truncated);
@@ -608,6 +629,7 @@ void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
   out->stopped = ptp_sig_stop_reason(NULL);
   out->last_window_ns = atomic_load(&q->st_last_window);
   out->last_blind_ns = atomic_load(&q->st_last_blind);
+  ptp_threads_own_end(&own);
 }
 
 void ptp_set_window_hook(ptprof *p, ptp_window_hook_fn fn, void *ctx) {

@@ -241,6 +241,91 @@ PT_TEST_T(prof_sampler_own_section_api, 60000) {
   free(dir);
 }
 
+/* The edges of the profiler's work (runtime/ptp_own_text.h): a thread
+ * that spends its CPU calling the API that does the profiler's work on
+ * the caller's thread (a host's own section, a status read, a label push
+ * and pop), so that much of it runs in the entry points' prologues and
+ * returns, before the own-work mark is set or after it is cleared. None
+ * of it is a sample: every sample of the thread has its leaf in the loop
+ * itself or passes through the loop's clock read; the rest is counted as
+ * the profiler's own. (Before the section, and with status reads and
+ * labels unmarked, 296-298 of this loop's ~300 samples were elsewhere.)
+ * Under the sanitizers, whose hooks run in the loop itself, the drain's
+ * rule alone: no sample with a frame in the section. */
+extern const char __start_ptt_edge_loop[], __stop_ptt_edge_loop[];
+extern const char __start_ptt_edge_clk[], __stop_ptt_edge_clk[];
+extern const char __start_ptp_own_text[], __stop_ptp_own_text[];
+
+/* clock_gettime called here, not through a tail call: its samples pass
+ * through this section */
+static SECTION("ptt_edge_clk") HOT int64_t edge_clock(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static SECTION("ptt_edge_loop") HOT void edge_loop(ptprof *p, int64_t cpu_ns) {
+  int64_t end = edge_clock() + cpu_ns;
+  ptprof_stats st;
+  while (edge_clock() < end) {
+    for (int i = 0; i < 2000; i++) {
+      ptprof_own_section s;
+      ptprof_own_begin(&s);
+      ptprof_own_end(&s);
+      ptprof_get_stats(p, &st);
+      (void)ptprof_labels_push("edge", "loop");
+      (void)ptprof_labels_pop();
+    }
+  }
+}
+
+PT_TEST_T(prof_sampler_own_edges, 60000) {
+  char *dir = pt_tmpdir("sampler-edges");
+  capture c;
+  ptt_cap_init(&c);
+  ptprof *p = ptt_start_sampler(dir, 999, &c);
+  int64_t t0 = edge_clock();       /* its clock reads are excluded too */
+  edge_loop(p, 300000000);
+  int64_t used = edge_clock() - t0;
+  PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(c.nw, 1);
+  uint32_t me = (uint32_t)gettid();
+  uint64_t loop = 0, clk = 0, edge = 0, other = 0;
+  for (size_t i = 0; i < c.n; i++) {
+    const cap_sample *cs = &c.s[i];
+    if (cs->tid != me || (cs->flags & PTP_SAMPLE_LOST)) continue;
+    int in_clk = 0, in_own = 0;
+    for (int k = 0; k < cs->n; k++) {
+      in_clk |= ptt_frame_in(cs->frames, k, __start_ptt_edge_clk, __stop_ptt_edge_clk);
+      in_own |= ptt_frame_in(cs->frames, k, __start_ptp_own_text, __stop_ptp_own_text);
+    }
+    if (in_own) edge += cs->count;
+    else if (in_clk) clk += cs->count;
+    else if (ptt_frame_in(cs->frames, 0, __start_ptt_edge_loop, __stop_ptt_edge_loop))
+      loop += cs->count;
+    else other += cs->count;
+  }
+  double period = 1e9 / 999;
+  uint64_t own = c.w[0].drops[PTP_DROP_OWN_WORK];
+  printf("# edges: %.0f ms of the loop's CPU: %llu own-work expirations; samples: %llu in the "
+         "loop, %llu in its clock read, %llu through the profiler's entry code, %llu elsewhere\n",
+         used / 1e6, (unsigned long long)own, (unsigned long long)loop,
+         (unsigned long long)clk, (unsigned long long)edge, (unsigned long long)other);
+  PT_ASSERT_MSG(edge == 0, "%llu samples through the profiler's entry code", (unsigned long long)edge);
+#if !defined(__SANITIZE_THREAD__) && !PTT_ASAN
+  PT_ASSERT_MSG(other == 0, "%llu samples with their leaf outside the loop: the profiler's "
+                "code outside its own-work mark", (unsigned long long)other);
+  PT_ASSERT_MSG(own >= 0.5 * used / period, "%llu own-work expirations for %.0f ms of API calls",
+                (unsigned long long)own, used / 1e6);
+#else
+  (void)period;
+#endif
+  ptprof_del(p);
+  ptt_cap_free(&c);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
 /* skip_empty (ptprof_options) and ptprof_dump_if_sampled: after a manual
  * dump cuts a window, an idle program's periodic dumps (every 100 ms, 450
  * ms asleep) write nothing and cut nothing, and neither does its own
