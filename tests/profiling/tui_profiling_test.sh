@@ -43,7 +43,17 @@ for round in $(seq 1 15); do
   T send-keys Enter
   wait_for 3 both && break
 done
-both || fail "no periodic TUI and daemon snapshots in $dir after 15 turns: $(ls "$dir")"
+if ! both; then
+  # what the TUI showed and said, and whether it was alive and sampling
+  dump_screen
+  echo "---- tui.log ----" >&2; tail -20 "$POLYTOKEN_HOME/logs/tui.log" >&2 2>/dev/null
+  echo "---- TUI threads (state, CPU ticks) ----" >&2
+  for t in /proc/$tpid/task/*; do
+    echo "$(cat "$t/comm" 2>/dev/null) $(awk '{print $3, $14, $15}' "$t/stat" 2>/dev/null)" >&2
+  done
+  grep -E '^(SigCgt|SigBlk|SigPnd|ShdPnd)' "/proc/$tpid/status" >&2 2>/dev/null
+  fail "no periodic TUI and daemon snapshots in $dir after 15 turns: $(ls "$dir")"
+fi
 sig_caught "$tpid" 27 || fail "the TUI samples without a SIGPROF handler?"
 first=$(ls "$dir" | grep '^tui-profile-' | sort | head -1)
 python3 - "$dir/$first" "$picker_left_ns" <<'PY' || fail "TUI window starts in the picker"
