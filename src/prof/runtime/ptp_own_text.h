@@ -21,9 +21,8 @@
  * nothing the program's own calls pass through on their way elsewhere (the
  * interposers are ptp_shim.h's: there the program's call is the work).
  *
- * The bounds are the linker's __start_/__stop_ symbols of the section, in
- * whichever module holds the library (the executable it is linked into, or
- * libptprof.so), hidden and weak, as for ptp_shim.h.
+ * The bounds are the linker's __start_/__stop_ symbols of the section
+ * (ptp_textsec.h).
  *
  * Signal-safety: ptp_own_text_in reads two link-time constants; it runs on
  * the consumer side (drain), never in the handler, but would be safe there.
@@ -33,23 +32,22 @@
 
 #include <stdint.h>
 
+#include "prof/runtime/ptp_textsec.h"
+
 #define PTP_OWN_TEXT_SECTION "ptp_own_text"
 /* noinline: inlined into a caller outside the section, its code would run
  * as the caller's. */
 #define PTP_OWN_TEXT __attribute__((section(PTP_OWN_TEXT_SECTION), noinline))
 
-extern const char __start_ptp_own_text[] __attribute__((weak, visibility("hidden")));
-extern const char __stop_ptp_own_text[] __attribute__((weak, visibility("hidden")));
+PTP_TEXTSEC_BOUNDS(ptp_own_text);
 
 /* Nonzero when a sample's frames[0..n) pass through the section: the leaf
- * PC inside it, or a caller's return address into it (which can equal the
- * section's end: a call as a function's last instruction). */
+ * inside it, or a caller's return address into it. */
 static inline int ptp_own_text_in(const uintptr_t *frames, uint16_t n) {
-  uintptr_t lo = (uintptr_t)__start_ptp_own_text, hi = (uintptr_t)__stop_ptp_own_text;
-  if (lo == 0 || n == 0) return 0;
-  if (frames[0] >= lo && frames[0] < hi) return 1;
+  const char *lo = __start_ptp_own_text, *hi = __stop_ptp_own_text;
+  if (n > 0 && ptp_textsec_has_pc(frames[0], lo, hi)) return 1;
   for (uint16_t i = 1; i < n; i++)
-    if (frames[i] > lo && frames[i] <= hi) return 1;
+    if (ptp_textsec_has_ra(frames[i], lo, hi)) return 1;
   return 0;
 }
 

@@ -22,12 +22,8 @@
  * profiler's own work runs inside an own-work section instead and is never
  * sampled at all (signal/ptp_own_work.h).
  *
- * The bounds are the linker's __start_/__stop_ symbols of the section, in
- * whichever module holds the library (the executable it is linked into, or
- * libptprof.so), hidden (readelf lists them in libptprof.so's dynamic
- * symbols, but STV_HIDDEN: never bound by the loader, so a preloaded
- * program's symbol scope gains nothing). They are weak: a link without any
- * shim function has an empty range.
+ * The bounds are the linker's __start_/__stop_ symbols of the section
+ * (ptp_textsec.h).
  *
  * Signal-safety: ptp_shim_strip reads two link-time constants and writes
  * only the array it is given; it runs on the consumer side (drain), never
@@ -38,21 +34,19 @@
 
 #include <stdint.h>
 
+#include "prof/runtime/ptp_textsec.h"
+
 #define PTP_SHIM_SECTION "ptp_shim_text"
 /* noinline: a shim function inlined into a caller outside the section would
  * leave its frame (the caller's) in stacks; one inlined into another shim
  * function stays inside the section either way. */
 #define PTP_SHIM __attribute__((section(PTP_SHIM_SECTION), noinline))
 
-extern const char __start_ptp_shim_text[] __attribute__((weak, visibility("hidden")));
-extern const char __stop_ptp_shim_text[] __attribute__((weak, visibility("hidden")));
+PTP_TEXTSEC_BOUNDS(ptp_shim_text);
 
-/* Nonzero when pc is a return address into a shim function. A return
- * address can equal the section's end (a call as a function's last
- * instruction), so the end is included. */
+/* Nonzero when pc is a return address into a shim function. */
 static inline int ptp_shim_has(uintptr_t pc) {
-  uintptr_t lo = (uintptr_t)__start_ptp_shim_text, hi = (uintptr_t)__stop_ptp_shim_text;
-  return lo != 0 && pc > lo && pc <= hi;
+  return ptp_textsec_has_ra(pc, __start_ptp_shim_text, __stop_ptp_shim_text);
 }
 
 /* Removes from frames[1..n) (frames[0] is the leaf, kept) every return
