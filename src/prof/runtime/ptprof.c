@@ -356,11 +356,9 @@ static int new_shared(ptp_shared **out) {
 
 /* The public entry points that do the profiler's work open its own-work
  * section (signal/ptp_own_work.h) before anything else, the fork check's
- * getpid(2) included: a period that expires while a thread is in the
- * kernel with interrupts off fires at the first user instruction after the
- * system call, so an unmarked system call at an entry point would put that
- * sample under ptprof_dump (seen once in CI: one sample under dump_api).
- * Returns 0 with the section open, or PTPROF_E_FORKED with it closed (a
+ * getpid(2) included (it came first once, and CI once showed one sample
+ * under dump_api); what still runs before the mark is PTP_OWN_TEXT
+ * (ptp_own_text.h). Returns 0 with the section open, or PTPROF_E_FORKED with it closed (a
  * forked child's copy: the fork handlers left nothing to account there). */
 PTP_OWN_TEXT static int api_begin(const ptprof *p, ptp_own_section *own) {
   ptp_threads_own_begin(own);
