@@ -24,13 +24,13 @@ wait_for() {
   done
 }
 
-# pt_home: a fresh POLYTOKEN_HOME below $TMPDIR, exported.
 # pt_unwrap [SEP]: stdin's rows (a captured screen whose text the TUI
 # wrapped) with their leading and trailing blanks dropped, joined by SEP
 # (none by default: a word or path cut at the edge; ' ' for text broken
 # between words, where the wrap dropped the space). One line out.
 pt_unwrap() { sed 's/^ *//; s/ *$//' | awk -v sep="${1:-}" '{ printf "%s%s", (NR > 1 ? sep : ""), $0 } END { print "" }'; }
 
+# pt_home: a fresh POLYTOKEN_HOME below $TMPDIR, exported.
 pt_home() {
   POLYTOKEN_HOME=$(mktemp -d "$TMPDIR/home.XXXXXX")
   export POLYTOKEN_HOME

@@ -21,11 +21,10 @@
  *   "poller"      before the dumper starts: 200 ms of its CPU in calls of
  *                 the API that are the profiler's work on the caller's
  *                 thread (ptprof_get_stats, as a status request does, and
- *                 ptprof_set_dir), each entered through a system call
- *                 (the fork check's getpid): a period that ends in the
- *                 kernel fires at the first user instruction after it, so
- *                 an entry point that marked its work only after that call
- *                 showed up under its own name (seen once in CI).
+ *                 ptprof_set_dir): the code of each call that runs
+ *                 before its own-work mark is set or after it is cleared
+ *                 (the prologue, the fork check, the returns) showed up
+ *                 under the function's name (runtime/ptp_own_text.h).
  * The second dump is held in its blind window (the window hook of
  * ptprof_internal.h) until the burner used 100 ms of CPU there: the third
  * snapshot must count those expirations as the blind window before it, and

@@ -358,8 +358,9 @@ static int new_shared(ptp_shared **out) {
  * section (signal/ptp_own_work.h) before anything else, the fork check's
  * getpid(2) included (it came first once, and CI once showed one sample
  * under dump_api); what still runs before the mark is PTP_OWN_TEXT
- * (ptp_own_text.h). Returns 0 with the section open, or PTPROF_E_FORKED with it closed (a
- * forked child's copy: the fork handlers left nothing to account there). */
+ * (ptp_own_text.h). Returns 0 with the section open, or PTPROF_E_FORKED
+ * with it closed (a forked child's copy: the fork handlers left nothing
+ * to account there). */
 PTP_OWN_TEXT static int api_begin(const ptprof *p, ptp_own_section *own) {
   ptp_threads_own_begin(own);
   if (p->pid == getpid()) return 0;
@@ -590,13 +591,10 @@ PTP_OWN_TEXT void ptprof_del(ptprof *p) {
 }
 
 PTP_OWN_TEXT void ptprof_get_stats(const ptprof *p, ptprof_stats *out) {
-  ptp_own_section own;       /* a status poll's work is the profiler's too */
+  memset(out, 0, sizeof *out);  /* (a sample in it: the caller is PTP_OWN_TEXT) */
+  if (!p) return;
+  ptp_own_section own;          /* a status poll's work is the profiler's too */
   ptp_threads_own_begin(&own);
-  memset(out, 0, sizeof *out);
-  if (!p) {
-    ptp_threads_own_end(&own);
-    return;
-  }
   ptprof *q = (ptprof *)p;   /* atomics only */
   out->samples = atomic_load(&q->st_samples);
   out->truncated = atomic_load(&q->st_truncated);
