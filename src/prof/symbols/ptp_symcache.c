@@ -494,7 +494,8 @@ static int seg_load(const sc_rd *rd, sc_seg *g, uint32_t b) {
 }
 
 /* Reads and checks a segment's header and index at off: 0 and *g (its
- * loaded[] malloc'd, nothing of its body read yet) and *next; 1: it does
+ * loaded[] malloc'd, nothing of its body read yet) and *next (its padded
+ * end, which passes the file's size when only padding is missing); 1: it does
  * not fit in the file (a torn tail: an append cut short, or one in
  * progress); -EBADMSG: anything else wrong; -ENOMEM; pread's -errno. */
 static int seg_head(const sc_rd *rd, uint64_t off, sc_seg *g, uint64_t *next) {
@@ -527,8 +528,9 @@ static int seg_head(const sc_rd *rd, uint64_t off, sc_seg *g, uint64_t *next) {
                 h.nivals, h.nframes, h.strbytes, h.flags, blo, bcrc, nbiv, nbfr, nbstr, boff, loaded,
                 {0, 0}};
   if (h.flags & PTP_SYMCACHE_NOT_WHOLE) g->nw = (ptp_symcache_limits){h.nw_points, h.nw_file_max};
-  uint64_t end = boff + pad8((size_t)body);
-  *next = end < rd->len ? end : rd->len;
+  /* may pass the file's size: a segment whole but for its padding (a file
+   * cut there) is read, and the caller takes the file as torn */
+  *next = boff + pad8((size_t)body);
   return 0;
 }
 
@@ -539,7 +541,8 @@ static void segs_free(sc_seg *v, size_t n) {
 
 /* Reads a cache file of c->build_id through rd: its header, then each
  * segment's header and index (and, if whole, every block, checked). 0
- * and *segs and *n (n >= 1) and *torn (the last segment did not fit);
+ * and *segs and *n (n >= 1) and *torn (the last segment did not fit, or
+ * only its padding did not: an append there would be misplaced);
  * -ESTALE (another format version or checksum algorithm: not corrupt, not
  * ours to read); -EBADMSG (corrupt: a check failed, or cut short while
  * read); -ENOMEM; pread's -errno. The segments point into rd->base. */
@@ -573,6 +576,11 @@ static int sc_parse(const ptp_symcache *c, sc_rd *rd, bool whole, sc_seg **segs,
     v[k++] = g;
     for (uint32_t b = 0; whole && b < seg_nblocks(&g); b++)
       if ((r = seg_load(rd, &v[k - 1], b))) { segs_free(v, k); return r; }
+    /* its padding cut off: its bytes are sound, but an append would start
+     * at the file's size, not at the 8-byte boundary where a reader looks
+     * for the next segment (found by the fuzzer: an appended segment then
+     * read as garbage). Torn: read, and rewritten rather than appended to */
+    if (off > rd->len) { *torn = true; break; }
   }
   if (k == 0) { free(v); return -EBADMSG; }   /* we never write a file without one */
   *segs = v;

@@ -9,7 +9,8 @@
  *     appended to: the save rewrites it as one segment with both's
  *     intervals;
  *   - a torn last segment (an append cut short) is left out, the rest is
- *     used, and the next save rewrites the file whole; a complete segment
+ *     used, and the next save rewrites the file whole (so does a file
+ *     cut inside its last segment's padding, whose segment is read); a complete segment
  *     with a corrupt block rejects the file (at the lookup that reads the
  *     block); a version-1 file is refused;
  *   - segments of frameless intervals or of flags alone read back;
@@ -274,6 +275,42 @@ PT_TEST(prof_symcache_torn_and_bad_segments) {
   pt_write_file(path, b, n);
   free(b);
   c = open_ok(dir, PTP_SYMCACHE_STALE);
+  ptp_symcache_del(c);
+  free(path);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* A file cut inside its last segment's padding (found by the fuzzer):
+ * the segment's bytes are all there, so it is read, but the file is torn:
+ * an append would start at the cut, not at the 8-byte boundary where the
+ * reader looks for the next segment, and the appended segment would read
+ * as garbage (the whole file rejected). So the next save rewrites it. */
+PT_TEST(prof_symcache_cut_padding) {
+  char *dir = pt_tmpdir("symcache-pad");
+  char *path = sc_file(dir);
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  add_named(c, 0x100, "kept");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+  /* strings: "", "kept" (name and system name), "seg.c": 12 bytes, so 4
+   * of padding end the file */
+  size_t n;
+  char *b = pt_read_file(path, &n);
+  PT_ASSERT(b && n % 8 == 0 && memcmp(b + n - 10, "seg.c\0\0\0\0\0", 10) == 0);
+  free(b);
+  PT_ASSERT_INT_EQ(truncate(path, (off_t)n - 4), 0);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT_INT_EQ(ptp_symcache_verify(c), 0);
+  PT_ASSERT(has_named(c, 0x100, "kept"));
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 0);   /* never appended to */
+  add_named(c, 0x200, "after");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 1);   /* rewritten */
+  ptp_symcache_del(c);
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT_INT_EQ(ptp_symcache_verify(c), 0);
+  PT_ASSERT(has_named(c, 0x100, "kept") && has_named(c, 0x200, "after"));
   ptp_symcache_del(c);
   free(path);
   pt_rm_rf(dir);
