@@ -162,6 +162,35 @@ static int tab_verify(unsigned algo, const ptp_cfi_rule *rules, size_t nrules,
   return 0;
 }
 
+int ptp_cficache_parse(const void *img, size_t len, const char *bid, uint64_t key, uintptr_t bias,
+                       uintptr_t lo, uintptr_t hi, size_t max_rows, ptp_cfi_tab *out) {
+  if (!bid_ok(bid) || lo < bias || hi < lo || ((uintptr_t)img & 7)) return -EINVAL;
+  if (len < sizeof(cfc_header)) return -EBADMSG;
+  cfc_header h;
+  memcpy(&h, img, sizeof h);
+  if (memcmp(h.magic, CFC_MAGIC, 8) != 0 || h.rowsize != sizeof(ptp_cfi_row)) return -EBADMSG;
+  if (h.version != PTP_CFICACHE_VERSION || h.key != key || h.algo != ptp_crc_algo()) return -ESTALE;
+  if (memchr(h.build_id, 0, sizeof h.build_id) == NULL || strcmp(h.build_id, bid) != 0)
+    return -EBADMSG;
+  /* The header's counts must be the image's size exactly: the rules and
+   * rows read below lie inside it. */
+  const size_t body = len - sizeof h;
+  if (body % sizeof(ptp_cfi_row) || h.nrules > PTP_CFI_RULES_MAX ||
+      h.nrows > body / sizeof(ptp_cfi_row) || h.nrules != body / sizeof(ptp_cfi_row) - h.nrows)
+    return -EBADMSG;
+  if (h.nrows + h.nrules > max_rows) return -E2BIG;
+  const ptp_cfi_rule *rules = (const ptp_cfi_rule *)((const uint8_t *)img + sizeof h);
+  const ptp_cfi_row *rows = (const ptp_cfi_row *)(rules + h.nrules);
+  size_t norule = 0;
+  int r = tab_verify(h.algo, rules, (size_t)h.nrules, rows, (size_t)h.nrows, lo - bias, hi - bias,
+                     h.crc, &norule);
+  if (r < 0) return r;
+  *out = (ptp_cfi_tab){ .nrows = (size_t)h.nrows, .nrules = (size_t)h.nrules,
+                        .bytes = sizeof *out + len, .bias = bias, .rows = rows, .rules = rules,
+                        .norule = norule, .map = NULL, .maplen = 0 };
+  return 0;
+}
+
 int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t bias,
                       uintptr_t lo, uintptr_t hi, size_t max_rows, ptp_cfi_tab **out) {
   *out = NULL;
@@ -182,34 +211,13 @@ int ptp_cficache_load(const char *dir, const char *bid, uint64_t key, uintptr_t 
   close(fd);
   if (r < 0) return r;
   size_t maplen = (size_t)st.st_size;
-  r = -EBADMSG;
-  ptp_cfi_tab *t = NULL;
-  cfc_header h;
-  memcpy(&h, map, sizeof h);
-  if (memcmp(h.magic, CFC_MAGIC, 8) != 0 || h.rowsize != sizeof(ptp_cfi_row)) goto fail_map;
-  if (h.version != PTP_CFICACHE_VERSION || h.key != key || h.algo != ptp_crc_algo()) {
-    r = -ESTALE;
-    goto fail_map;
-  }
-  if (memchr(h.build_id, 0, sizeof h.build_id) == NULL || strcmp(h.build_id, bid) != 0)
-    goto fail_map;
-  /* The header's counts must be the file's size exactly: the rules and
-   * rows read below lie inside the copy. */
-  const size_t body = maplen - sizeof h;
-  if (body % sizeof(ptp_cfi_row) || h.nrules > PTP_CFI_RULES_MAX ||
-      h.nrows > body / sizeof(ptp_cfi_row) || h.nrules != body / sizeof(ptp_cfi_row) - h.nrows)
-    goto fail_map;
-  if (h.nrows + h.nrules > max_rows) { r = -E2BIG; goto fail_map; }
-  const ptp_cfi_rule *rules = (const ptp_cfi_rule *)((const uint8_t *)map + sizeof h);
-  const ptp_cfi_row *rows = (const ptp_cfi_row *)(rules + h.nrules);
-  size_t norule = 0;
-  if ((r = tab_verify(h.algo, rules, (size_t)h.nrules, rows, (size_t)h.nrows, lo - bias,
-                      hi - bias, h.crc, &norule)) < 0)
+  ptp_cfi_tab tab, *t;
+  if ((r = ptp_cficache_parse(map, maplen, bid, key, bias, lo, hi, max_rows, &tab)) < 0)
     goto fail_map;
   if (!(t = ptp_malloc(sizeof *t))) { r = -ENOMEM; goto fail_map; }
-  *t = (ptp_cfi_tab){ .nrows = (size_t)h.nrows, .nrules = (size_t)h.nrules,
-                      .bytes = sizeof *t + maplen, .bias = bias, .rows = rows, .rules = rules,
-                      .norule = norule, .map = map, .maplen = maplen };
+  tab.map = map;
+  tab.maplen = maplen;
+  *t = tab;
   *out = t;
   return 0;
 

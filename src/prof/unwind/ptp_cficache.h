@@ -73,6 +73,19 @@ int ptp_cficache_dir(char *buf, size_t cap);
 int ptp_cficache_ident(const struct dl_phdr_info *info, const ptp_cfi_objinfo *o,
                        char bid[PTP_CFICACHE_BID_MAX], uint64_t *key);
 
+/* The checks of a cache file's bytes, without I/O (the fuzzed core of
+ * ptp_cficache_load): img holds the whole file, len bytes, 8-aligned (the
+ * rules and rows are read in place). On 0, *out describes the table in
+ * img (rows and rules point into it; map NULL, maplen 0, bytes counting
+ * img): valid as long as img is, never to be given to ptp_cfi_tab_free.
+ * Returns 0, -ESTALE (another key, version or checksum algorithm),
+ * -E2BIG (more than max_rows rows and rules), -EBADMSG (a check failed,
+ * or len shorter than the header's counts or not exactly theirs),
+ * -EINVAL (a bad build id, bias <= lo <= hi not met, img not 8-aligned).
+ * Any thread; not for signal handlers (not needed there). */
+int ptp_cficache_parse(const void *img, size_t len, const char *bid, uint64_t key, uintptr_t bias,
+                       uintptr_t lo, uintptr_t hi, size_t max_rows, ptp_cfi_tab *out);
+
 /* The table of (bid, key) in dir, for the object loaded at bias: a copy
  * of the file (tab->bias = bias, tab->map set); every row must lie in
  * [lo, hi) (runtime addresses, bias <= lo <= hi). At most max_rows rows
