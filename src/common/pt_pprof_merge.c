@@ -456,9 +456,10 @@ static int add_sample(pt_pprof_merge *m, in_map *im, const pt_pprof_sample *s, u
   samp_probe pr = {locs, labs, s->n_locations, s->n_labels};
   ht_slot *slot = ht_find(&m->h_samps, h, samp_eq, m, &pr);
   if (slot->idx1) {
-    int64_t *v = m->valpool + m->samps[slot->idx1 - 1].val_off;
-    for (size_t k = 0; k < m->n_types; k++)
+    for (size_t k = 0; k < m->n_types; k++) {
+      int64_t *v = m->valpool + m->samps[slot->idx1 - 1].val_off;
       if (__builtin_add_overflow(v[k], s->values[k], &v[k])) return -EOVERFLOW;
+    }
     return 0;
   }
   if ((r = GROW(m, m->samps, m->cap_samps, m->n_samps + 1)) < 0 ||
@@ -474,7 +475,7 @@ static int add_sample(pt_pprof_merge *m, in_map *im, const pt_pprof_sample *s, u
   d->n_lab = s->n_labels;
   if (s->n_locations) memcpy(m->locpool + m->n_locpool, locs, s->n_locations * sizeof *locs);
   if (s->n_labels) memcpy(m->labpool + m->n_labpool, labs, s->n_labels * sizeof *labs);
-  memcpy(m->valpool + m->n_valpool, s->values, m->n_types * sizeof *s->values);
+  if (m->n_types) memcpy(m->valpool + m->n_valpool, s->values, m->n_types * sizeof *s->values);
   m->n_locpool += s->n_locations;
   m->n_labpool += s->n_labels;
   m->n_valpool += m->n_types;
@@ -740,15 +741,19 @@ int pt_pprof_merge_result(pt_pprof_merge *m, const pt_pprof **out, char *err, si
   if (m->n_in_comments)
     memcpy(m->res_comments + m->n_res_texts, m->in_comments,
            m->n_in_comments * sizeof *m->in_comments);
+  /* A pool nobody added to is NULL (no labels, no lines, ...): its
+   * entries' pointers are NULL too, never NULL + 0 (undefined behaviour,
+   * found by the pprof reader's fuzz target, which merges what it reads). */
   for (size_t i = 0; i < m->n_samps; i++) {
     const msamp *s = &m->samps[i];
-    m->res_samples[i] = (pt_pprof_sample){m->locpool + s->loc_off, s->n_loc, s->n_lab,
-                                          m->valpool + s->val_off, m->labpool + s->lab_off};
+    m->res_samples[i] = (pt_pprof_sample){m->locpool ? m->locpool + s->loc_off : NULL, s->n_loc,
+                                          s->n_lab, m->valpool ? m->valpool + s->val_off : NULL,
+                                          m->labpool ? m->labpool + s->lab_off : NULL};
   }
   for (size_t i = 0; i < m->n_locs; i++) {
     const mloc *l = &m->locs[i];
     m->res_locs[i] = (pt_pprof_location){i + 1, l->address, l->mapping, l->n_lines,
-                                         m->lines + l->line_off, l->folded};
+                                         m->lines ? m->lines + l->line_off : NULL, l->folded};
   }
   r->sample_types = m->types;
   r->n_sample_types = m->n_types;

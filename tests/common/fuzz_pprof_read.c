@@ -4,7 +4,8 @@
  * (pt_pprof_summary.c), from seeds that are real snapshots of this project
  * (tests/common/fuzz_seeds/pprof_read: daemon and TUI snapshots of the
  * profiling build, decompressed, and a tests/mkprofile.py profile with
- * labels, units and inlined frames).
+ * labels, units and inlined frames; and regress-* inputs that once failed
+ * here, e.g. a sample without locations, whose merge formed NULL + 0).
  *
  * For every input: pt_pprof_read returns 0 or one of its documented errors
  * (with a message), never crashes or reads past the input (an exact-size
