@@ -6,7 +6,9 @@
 #   usage: bench/console/run.sh [BUILD_DIR]   (default build/profile, made by just profile-build)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${1:-$SRC/build/profile}
+# absolute: the runs below have other working directories
+BUILD=$(cd "${1:-$SRC/build/profile}" 2>/dev/null && pwd) ||
+  { echo "console/run.sh: no build directory ${1:-$SRC/build/profile} (just profile-build)" >&2; exit 2; }
 [ -f "$BUILD/libptprof.a" ] || { echo "no $BUILD/libptprof.a: meson setup $BUILD -Dprofiling=true && ninja -C $BUILD" >&2; exit 2; }
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/ptcon-bench.XXXXXX")
 PIDS=()

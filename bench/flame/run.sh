@@ -13,7 +13,9 @@
 # (default $TMPDIR/flame-bench).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${1:-$SRC/build/dev}
+# absolute: the runs below have other working directories
+BUILD=$(cd "${1:-$SRC/build/dev}" 2>/dev/null && pwd) ||
+  { echo "flame/run.sh: no build directory ${1:-$SRC/build/dev} (just build)" >&2; exit 2; }
 RENDER="$BUILD/tests/common/flame_render"
 OUT=${OUT:-${TMPDIR:-/tmp}/flame-bench}
 REPS=${REPS:-3}

@@ -23,9 +23,12 @@
 # Method and the numbers of the last run: docs/performance.md, "CPU sampler".
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${1:-$SRC/build/profile}
+# absolute: the runs below have other working directories
+BUILD=$(cd "${1:-$SRC/build/profile}" 2>/dev/null && pwd) ||
+  { echo "prof/run.sh: no build directory ${1:-$SRC/build/profile} (just profile-build)" >&2; exit 2; }
 OUT=${OUT:-${TMPDIR:-/tmp}/ptprof-bench}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 [ -f "$BUILD/libptprof.a" ] && [ -f "$BUILD/libptprof.so" ] \
   || { echo "run.sh: no libptprof in $BUILD (meson setup $BUILD -Dprofiling=true && ninja -C $BUILD)" >&2; exit 2; }
 
