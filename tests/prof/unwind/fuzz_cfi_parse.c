@@ -21,13 +21,12 @@
  */
 #include "prof/unwind/ptp_cfi_internal.h"
 #include "prof/signal/ptp_unwind.h"
+#include "tests/prof/unwind/fuzz_tab_check.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "check failed: %s (line %d)\n", #c, __LINE__); abort(); } } while (0)
 
 static void check_tab(const ptp_cfi_tab *t, uintptr_t bias, size_t max) {
   CHECK(t->bias == bias);
@@ -35,23 +34,9 @@ static void check_tab(const ptp_cfi_tab *t, uintptr_t bias, size_t max) {
   CHECK(t->nrows + t->nrules <= max);
   CHECK(t->bytes == sizeof *t + (t->nrows + t->nrules) * 8);
   CHECK(t->map == NULL);
-  for (size_t i = 0; i < t->nrules; i++) {
-    CHECK(t->rules[i].kind <= PTP_CFI_END);
+  for (size_t i = 0; i < t->nrules; i++)   /* the parser dedups its rules */
     for (size_t j = 0; j < i; j++) CHECK(memcmp(&t->rules[i], &t->rules[j], 8) != 0);
-  }
-  size_t norule = 0;
-  for (size_t i = 0; i < t->nrows; i++) {
-    const ptp_cfi_row *r = &t->rows[i];
-    CHECK(r->len > 0 && r->rule < t->nrules);
-    if (i) CHECK((uint64_t)t->rows[i - 1].start + t->rows[i - 1].len <= r->start);
-    norule += t->rules[r->rule].kind == PTP_CFI_NORULE;
-    const ptp_cfi_rule *want = &t->rules[r->rule];
-    CHECK(ptp_cfi_tab_lookup(t, bias + r->start) == want);
-    CHECK(ptp_cfi_tab_lookup(t, bias + r->start + r->len - 1) == want);
-    int gap_before = i == 0 || (uint64_t)t->rows[i - 1].start + t->rows[i - 1].len < r->start;
-    if (gap_before && r->start > 0) CHECK(ptp_cfi_tab_lookup(t, bias + r->start - 1) == NULL);
-  }
-  CHECK(norule == t->norule);
+  fuzz_check_rows(t, bias);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

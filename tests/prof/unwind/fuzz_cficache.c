@@ -32,13 +32,12 @@
  */
 #include "prof/unwind/ptp_cficache.h"
 #include "prof/signal/ptp_unwind.h"
+#include "tests/prof/unwind/fuzz_tab_check.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "check failed: %s (line %d)\n", #c, __LINE__); abort(); } } while (0)
 
 static const char BID[] = "0123456789abcdef0123456789abcdef01234567";
 static const uint64_t KEY = 0x5eed5eed5eed5eedull;
@@ -48,21 +47,9 @@ static void check_tab(const ptp_cfi_tab *t, size_t len, uintptr_t bias, uintptr_
   CHECK(t->bias == bias && t->map == NULL && t->maplen == 0);
   CHECK(t->nrules <= PTP_CFI_RULES_MAX && t->nrows + t->nrules <= max);
   CHECK(t->bytes == sizeof *t + len);
-  for (size_t i = 0; i < t->nrules; i++) CHECK(t->rules[i].kind <= PTP_CFI_END);
-  size_t norule = 0;
-  for (size_t i = 0; i < t->nrows; i++) {
-    const ptp_cfi_row *r = &t->rows[i];
-    CHECK(r->len > 0 && r->rule < t->nrules);
-    CHECK(bias + r->start >= lo && bias + r->start + r->len <= hi);
-    if (i) CHECK((uint64_t)t->rows[i - 1].start + t->rows[i - 1].len <= r->start);
-    norule += t->rules[r->rule].kind == PTP_CFI_NORULE;
-    const ptp_cfi_rule *want = &t->rules[r->rule];
-    CHECK(ptp_cfi_tab_lookup(t, bias + r->start) == want);
-    CHECK(ptp_cfi_tab_lookup(t, bias + r->start + r->len - 1) == want);
-    int gap_before = i == 0 || (uint64_t)t->rows[i - 1].start + t->rows[i - 1].len < r->start;
-    if (gap_before && r->start > 0) CHECK(ptp_cfi_tab_lookup(t, bias + r->start - 1) == NULL);
-  }
-  CHECK(norule == t->norule);
+  for (size_t i = 0; i < t->nrows; i++)
+    CHECK(bias + t->rows[i].start >= lo && bias + t->rows[i].start + t->rows[i].len <= hi);
+  fuzz_check_rows(t, bias);
 }
 
 /* An 8-aligned copy of exactly n bytes (malloc's alignment is 16). */
