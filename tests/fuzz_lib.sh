@@ -1,7 +1,7 @@
 # tests/fuzz_lib.sh - shared steps of the libFuzzer tests (*_fuzz_test.sh):
 # builds one harness with clang -fsanitize=fuzzer,address,undefined against
 # the real sources, runs it for a fixed time (PT_FUZZ_SECONDS, default 12:
-# fourteen targets in the suite, a smoke run from the seeds; set it higher,
+# fifteen targets in the suite, a smoke run from the seeds; set it higher,
 # e.g. 600, for a real search on demand)
 # from the committed seeds, and fails on any crash, leak, sanitizer report
 # or timeout, printing the reproducer. Source it after tests/lib.sh.

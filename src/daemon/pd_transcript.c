@@ -7,13 +7,13 @@
  * append is pending). */
 #include "pt_config.h"
 #include "daemon/pd_transcript.h"
+#include "daemon/pd_transcript_parse.h"
 #include "daemon/pd_log.h"
 #include "common/pt_file.h"
 #include "common/pt_jsonl.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,10 +68,6 @@ int pd_transcript_create(const char *path) {
   return r;
 }
 
-static int valid_role(const char *r) {
-  return strcmp(r, "user") == 0 || strcmp(r, "assistant") == 0 || strcmp(r, "error") == 0;
-}
-
 int pd_transcript_read(const char *path, json_t **out, int *max_turn, char *err, size_t errlen) {
   char *data = NULL;
   size_t len = 0;
@@ -82,56 +78,9 @@ int pd_transcript_read(const char *path, json_t **out, int *max_turn, char *err,
     snprintf(err, errlen, "%s", strerror(-r));
     return r;
   }
-  if (len > 0 && data[len - 1] != '\n') {
-    snprintf(err, errlen, "last line is incomplete (no newline)");
-    free(data);
-    return -EBADMSG;
-  }
-  json_t *arr = NULL;
-  if (out && !(arr = json_array())) {
-    snprintf(err, errlen, "out of memory");
-    free(data);
-    return -ENOMEM;
-  }
-  int maxt = 0, lineno = 0;
-  r = 0;
-  for (char *p = data; p < data + len;) {
-    char *nl = memchr(p, '\n', (size_t)(data + len - p));
-    lineno++;
-    json_t *e = NULL;
-    char perr[160];
-    json_int_t tid = 0;
-    const char *role = NULL, *text = NULL, *ts = NULL;
-    if (pt_jsonl_parse(p, (size_t)(nl - p), &e, perr, sizeof perr) != 0) {
-      snprintf(err, errlen, "line %d: %s", lineno, perr);
-      r = -EBADMSG;
-      break;
-    }
-    if (json_unpack(e, "{s:I, s:s, s:s, s:s}", "turn_id", &tid, "role", &role, "text", &text,
-                    "ts", &ts) != 0 ||
-        tid <= 0 || tid > INT_MAX || !valid_role(role)) {
-      snprintf(err, errlen, "line %d: bad entry (needs turn_id>0, role, text, ts)", lineno);
-      json_decref(e);
-      r = -EBADMSG;
-      break;
-    }
-    if (tid > maxt) maxt = (int)tid;
-    if (arr && json_array_append_new(arr, e) != 0) {
-      snprintf(err, errlen, "out of memory");
-      r = -ENOMEM;
-      break;
-    }
-    if (!arr) json_decref(e);
-    p = nl + 1;
-  }
+  r = pd_transcript_parse(data, len, out, max_turn, err, errlen);
   free(data);
-  if (r < 0) {
-    json_decref(arr);
-    return r;
-  }
-  if (out) *out = arr;
-  if (max_turn) *max_turn = maxt;
-  return 0;
+  return r;
 }
 
 /* A queued append: the lines and entries made on the loop, the outcome
