@@ -2,7 +2,7 @@
  * bench_sampler - microbenchmarks of the sampler's own costs, linked with
  * libptprof.a and its internal headers (built by bench/prof/run.sh):
  *
- *   1. ptp_unwind at depth 30 (frame pointers), ns per call;
+ *   1. ptp_unwind at depth 30 (CFI tables at every frame), ns per call;
  *   2. the whole SIGPROF handler per sample at depth 30: N signals that look
  *      exactly like our timer's (SI_TIMER, our magic, sent to this thread
  *      with rt_tgsigqueueinfo; the sampler runs the timer engine) minus N

@@ -135,9 +135,13 @@ struct pt_pprof_merge {
 /* ---------------- memory ---------------- */
 
 /* Makes room for `need` elements of `elem` bytes in *v (capacity *cap),
- * counting the growth against the cap. 0, -ENOMEM or -EFBIG. */
+ * counting the growth against the cap. 0, -ENOMEM or -EFBIG. The first
+ * call allocates even for need 0: a pool once grown is never NULL, so
+ * pool + offset is always defined (a pool nobody added to, e.g. the labels
+ * of samples without any, was NULL, and NULL + 0 is undefined behaviour:
+ * found by the pprof reader's fuzz target, which merges what it reads). */
 static int grow(pt_pprof_merge *m, void **v, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return 0;
+  if (need <= *cap && *v) return 0;
   if (need >= UINT32_MAX) return -EFBIG;
   size_t ncap = *cap ? *cap : 16;
   while (ncap < need) ncap *= 2;
@@ -456,10 +460,9 @@ static int add_sample(pt_pprof_merge *m, in_map *im, const pt_pprof_sample *s, u
   samp_probe pr = {locs, labs, s->n_locations, s->n_labels};
   ht_slot *slot = ht_find(&m->h_samps, h, samp_eq, m, &pr);
   if (slot->idx1) {
-    for (size_t k = 0; k < m->n_types; k++) {
-      int64_t *v = m->valpool + m->samps[slot->idx1 - 1].val_off;
+    int64_t *v = m->valpool + m->samps[slot->idx1 - 1].val_off;
+    for (size_t k = 0; k < m->n_types; k++)
       if (__builtin_add_overflow(v[k], s->values[k], &v[k])) return -EOVERFLOW;
-    }
     return 0;
   }
   if ((r = GROW(m, m->samps, m->cap_samps, m->n_samps + 1)) < 0 ||
@@ -741,19 +744,16 @@ int pt_pprof_merge_result(pt_pprof_merge *m, const pt_pprof **out, char *err, si
   if (m->n_in_comments)
     memcpy(m->res_comments + m->n_res_texts, m->in_comments,
            m->n_in_comments * sizeof *m->in_comments);
-  /* A pool nobody added to is NULL (no labels, no lines, ...): its
-   * entries' pointers are NULL too, never NULL + 0 (undefined behaviour,
-   * found by the pprof reader's fuzz target, which merges what it reads). */
+  /* the pools were grown for every sample and location (never NULL: grow) */
   for (size_t i = 0; i < m->n_samps; i++) {
     const msamp *s = &m->samps[i];
-    m->res_samples[i] = (pt_pprof_sample){m->locpool ? m->locpool + s->loc_off : NULL, s->n_loc,
-                                          s->n_lab, m->valpool ? m->valpool + s->val_off : NULL,
-                                          m->labpool ? m->labpool + s->lab_off : NULL};
+    m->res_samples[i] = (pt_pprof_sample){m->locpool + s->loc_off, s->n_loc, s->n_lab,
+                                          m->valpool + s->val_off, m->labpool + s->lab_off};
   }
   for (size_t i = 0; i < m->n_locs; i++) {
     const mloc *l = &m->locs[i];
     m->res_locs[i] = (pt_pprof_location){i + 1, l->address, l->mapping, l->n_lines,
-                                         m->lines ? m->lines + l->line_off : NULL, l->folded};
+                                         m->lines + l->line_off, l->folded};
   }
   r->sample_types = m->types;
   r->n_sample_types = m->n_types;
