@@ -2,12 +2,13 @@
 # builds one harness with clang -fsanitize=fuzzer,address,undefined against
 # the real sources, runs it for a fixed time (PT_FUZZ_SECONDS, default 12:
 # fifteen targets in the suite, a smoke run from the seeds; set it higher,
-# e.g. 600, for a real search on demand)
-# from the committed seeds, and fails on any crash, leak, sanitizer report
+# e.g. 600, for a real search on demand, with PT_FUZZ_SEED=0 for a random
+# libFuzzer seed instead of the fixed 1) from the committed seeds, and fails on any crash, leak, sanitizer report
 # or timeout, printing the reproducer. Source it after tests/lib.sh.
 # Not a test itself (no _test.sh suffix).
 
 PT_FUZZ_SECONDS="${PT_FUZZ_SECONDS:-12}"
+PT_FUZZ_SEED="${PT_FUZZ_SEED:-1}"
 
 # fuzz_require: skips (77) when clang or its libFuzzer runtime is missing.
 fuzz_require() {
@@ -38,7 +39,7 @@ fuzz_run() {
   mkdir -p "$corpus" "$FUZZ_DIR/crash"
   cp "$seeds"/* "$corpus"/
   if ! "$FUZZ_DIR/$bin" -max_total_time="$PT_FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
-       -seed=1 -print_final_stats=1 -artifact_prefix="$FUZZ_DIR/crash/" "$@" "$corpus" \
+       -seed="$PT_FUZZ_SEED" -print_final_stats=1 -artifact_prefix="$FUZZ_DIR/crash/" "$@" "$corpus" \
        >"$log" 2>&1; then
     tail -n 60 "$log" >&2
     for a in "$FUZZ_DIR"/crash/*; do

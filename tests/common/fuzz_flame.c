@@ -24,16 +24,9 @@
 
 #include "common/pt_flame.h"
 #include "common/pt_pprof_read.h"
+#include "tests/fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)                                                              \
-  do {                                                                        \
-    if (!(c)) {                                                               \
-      fprintf(stderr, "invariant broken: %s (line %d)\n", #c, __LINE__);      \
-      abort();                                                                \
-    }                                                                         \
-  } while (0)
 
 static size_t arr_n(json_t *o, const char *k) {
   json_t *a = json_object_get(o, k);

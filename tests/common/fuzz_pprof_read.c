@@ -32,16 +32,9 @@
 #include "common/pt_pprof_summary.h"
 #include "common/pt_pprof_write.h"
 #include "pprof_equal.h"
+#include "tests/fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)                                                              \
-  do {                                                                        \
-    if (!(c)) {                                                               \
-      fprintf(stderr, "invariant broken: %s (line %d)\n", #c, __LINE__);      \
-      abort();                                                                \
-    }                                                                         \
-  } while (0)
 
 static void check(const pt_pprof *p) {
   size_t ns = p->n_strings;

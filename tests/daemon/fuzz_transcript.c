@@ -19,6 +19,7 @@
  */
 #include "daemon/pd_transcript_parse.h"
 #include "common/pt_jsonl.h"
+#include "tests/fuzz_check.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -26,8 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "check failed: %s (line %d)\n", #c, __LINE__); abort(); } } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* an exact-size copy: ASan sees any read past it */

@@ -15,12 +15,11 @@
  * Any mismatch aborts (a crash for libFuzzer); ASan/UBSan catch the rest.
  */
 #include "prof/symbols/ptp_perfmap.h"
+#include "tests/fuzz_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "check failed: %s (line %d)\n", #c, __LINE__); abort(); } } while (0)
 
 typedef struct ent { uint64_t lo, hi; char *name; } ent;
 

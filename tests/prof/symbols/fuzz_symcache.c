@@ -29,6 +29,7 @@
  */
 #include "prof/cache/ptp_crc.h"
 #include "prof/symbols/ptp_symcache.h"
+#include "tests/fuzz_check.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,8 +39,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "check failed: %s (line %d)\n", #c, __LINE__); abort(); } } while (0)
 
 #define BID "00112233445566778899aabbccddeeff00112233"
 #define F_HDR 152u

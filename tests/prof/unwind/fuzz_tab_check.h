@@ -9,11 +9,10 @@
 #define FUZZ_TAB_CHECK_H
 
 #include "prof/signal/ptp_unwind.h"
+#include "tests/fuzz_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "check failed: %s (line %d)\n", #c, __LINE__); abort(); } } while (0)
 
 /* Every rule's kind known; every row non-empty, naming a rule of the
  * table, after the previous one (sorted, disjoint); norule true to the
