@@ -66,7 +66,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
 import elfsyms  # noqa: E402
+import pprof_raw  # noqa: E402
 
 HZ = 99
 GPERF = "/usr/lib/x86_64-linux-gnu/libprofiler.so.0"
@@ -99,42 +101,15 @@ def _frame(path, va, leaf):
 def read_pprof_raw(path):
     """Any pprof-readable profile (libptprof's gzip protobuf, gperftools'
     legacy format) through `go tool pprof -raw`."""
-    r = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none", path],
-                       capture_output=True, text=True, errors="replace")
-    if r.returncode != 0:
-        raise RuntimeError("go tool pprof -raw %s: %s" % (path, r.stderr[-500:]))
-    section, samples, locs, maps = None, [], {}, {}
-    sample_re = re.compile(r"^\s+(\d+)\s+(\d+):((?:\s+\d+)*)\s*$")
-    loc_re = re.compile(r"^\s+(\d+): 0x([0-9a-f]+)(?: M=(\d+))?\s*(.*)$")
-    map_re = re.compile(r"^(\d+): 0x([0-9a-f]+)/0x([0-9a-f]+)/0x([0-9a-f]+)\s+(\S*)")
-    last_loc = None
-    for line in r.stdout.splitlines():
-        if line.startswith("Samples:"):
-            section = "s"
-        elif line.startswith("Locations"):
-            section = "l"
-        elif line.startswith("Mappings"):
-            section = "m"
-        elif section == "s":
-            m = sample_re.match(line)
-            if m:
-                samples.append((int(m.group(2)), [int(x) for x in m.group(3).split()]))
-        elif section == "l":
-            m = loc_re.match(line)
-            if m:
-                last_loc = int(m.group(1))
-                locs[last_loc] = (int(m.group(2), 16), int(m.group(3) or 0), m.group(4).strip())
-        elif section == "m":
-            m = map_re.match(line)
-            if m:
-                maps[int(m.group(1))] = (int(m.group(2), 16), int(m.group(4), 16), m.group(5))
+    raw = pprof_raw.read(path)
     out = []
-    for w, ids in samples:
+    for w, ids in raw.samples:
         frames = []
         for k, lid in enumerate(ids):
-            addr, mid, text = locs[lid]
-            if mid in maps and maps[mid][2].startswith("/"):
-                start, off, mpath = maps[mid]
+            addr, mid, lines = raw.locations[lid]
+            text = lines[0] if lines else ""
+            if mid in raw.mappings and raw.mappings[mid].file.startswith("/"):
+                start, _, off, mpath = raw.mappings[mid]
                 o = elfsyms.obj(mpath)
                 va = o.vaddr(addr - start + off) if o else None
                 if va is not None:

@@ -26,46 +26,27 @@ cover). Checks, over all FILEs pooled:
 import argparse
 import json
 import math
-import re
-import subprocess
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pprof_raw  # noqa: E402
 
 
 def read_raw(path):
-    r = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none", path],
-                       capture_output=True, text=True, errors="replace")
-    if r.returncode != 0:
-        sys.exit("go tool pprof -raw %s failed: %s" % (path, r.stderr[-400:]))
-    section, samples, locs, maps, last = None, [], {}, {}, None
-    sample_re = re.compile(r"^\s+(\d+)\s+(\d+):((?:\s+\d+)*)\s*$")
-    loc_re = re.compile(r"^\s+(\d+): 0x([0-9a-f]+)(?: M=(\d+))?\s*(.*)$")
-    map_re = re.compile(r"^(\d+): 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+\s+(\S+)")
-    for line in r.stdout.splitlines():
-        if line.startswith("Samples:"):
-            section = "s"
-        elif line.startswith("Locations"):
-            section = "l"
-        elif line.startswith("Mappings"):
-            section = "m"
-        elif section == "s":
-            m = sample_re.match(line)
-            if m:
-                samples.append((int(m.group(2)), [int(x) for x in m.group(3).split()]))
-        elif section == "l":
-            m = loc_re.match(line)
-            if m:
-                last = int(m.group(1))
-                fn = m.group(4).split()[0] if m.group(4).strip() else None
-                locs[last] = [int(m.group(3) or 0), fn]
-            elif last is not None and line.strip():
-                locs[last][1] = line.split()[0]   # inlined: the physical function is last
-        elif section == "m":
-            m = map_re.match(line)
-            if m:
-                maps[int(m.group(1))] = m.group(2)
+    """[(value, [(mapping file, physical function or None), ...]), ...]"""
+    try:
+        raw = pprof_raw.read(path)
+    except RuntimeError as e:
+        sys.exit(str(e))
     out = []
-    for w, ids in samples:
-        out.append((w, [(maps.get(locs[i][0], ""), locs[i][1]) for i in ids]))
+    for w, ids in raw.samples:
+        frames = []
+        for i in ids:
+            loc = raw.locations[i]
+            m = raw.mappings.get(loc.mapping)
+            frames.append((m.file if m else "", loc.lines[-1].split()[0] if loc.lines else None))
+        out.append((w, frames))
     return out
 
 

@@ -6,6 +6,7 @@
  * profile read back by `go tool pprof` and tools/ptprof-validate.
  */
 #include "pt_test.h"
+#include "../self_text.h"
 #include "prof/output/ptp_pprof.h"
 #include "prof/symbols/ptp_symbolize.h"
 #include "prof/unwind/ptp_xranges.h"
@@ -179,33 +180,13 @@ PT_TEST_T(prof_symbolize_jit_names, 120000) {
   free(dir);
 }
 
-/* The loaded object holding this file's code: its executable segment. */
-typedef struct self_text { uintptr_t lo, hi, fileoff; } self_text;
-static int self_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  self_text *t = arg;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && (uintptr_t)self_cb >= lo &&
-        (uintptr_t)self_cb < lo + ph->p_memsz) {
-      t->lo = lo;
-      t->hi = lo + ph->p_memsz;
-      t->fileoff = ph->p_offset;
-      return 1;
-    }
-  }
-  return 0;
-}
-
 PT_TEST(prof_symbolize_jit_alias) {
-  /* This binary's text page holding self_cb, mapped again elsewhere (as
-   * V8 remaps its builtins): named through the object, under a mapping of
-   * the object's file at the alias's place and file offset. */
-  self_text t = { 0 };
-  dl_iterate_phdr(self_cb, &t);
-  PT_ASSERT(t.lo);
-  uintptr_t page = (uintptr_t)self_cb & ~(uintptr_t)4095;
+  /* This binary's text page holding pt_self_text_code, mapped again
+   * elsewhere (as V8 remaps its builtins): named through the object, under
+   * a mapping of the object's file at the alias's place and file offset. */
+  pt_self_text t;
+  PT_ASSERT_INT_EQ(pt_self_text_find(&t), 0);
+  uintptr_t page = (uintptr_t)pt_self_text_code & ~(uintptr_t)4095;
   uint64_t off = (t.fileoff & ~(uint64_t)4095) + (page - (t.lo & ~(uintptr_t)4095));
   int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
   PT_ASSERT(fd >= 0);
@@ -219,17 +200,17 @@ PT_TEST(prof_symbolize_jit_alias) {
   char path[4096];
   snprintf(path, sizeof path, "%s/none.map", dir);
   ptp_symbolizer_set_perfmap_path(s, path);
-  uintptr_t k = (uintptr_t)self_cb - page + 4;
+  uintptr_t k = (uintptr_t)pt_self_text_code - page + 1;   /* inside it: it may be 3 bytes */
   ptp_sym_result r;
   PT_ASSERT_INT_EQ(ptp_symbolizer_lookup(s, page + k, &r), 0);
   PT_ASSERT(r.nframes >= 1);
   char name[256];
   snprintf(name, sizeof name, "%s", r.frames[r.nframes - 1].name);
-  PT_ASSERT_STR_EQ(name, "self_cb");
+  PT_ASSERT_STR_EQ(name, "pt_self_text_code");
   int objm = r.mapping;
   PT_ASSERT_INT_EQ(ptp_symbolizer_lookup(s, (uintptr_t)alias + k, &r), 0);
   PT_ASSERT(r.nframes >= 1);
-  PT_ASSERT_STR_EQ(r.frames[r.nframes - 1].name, "self_cb");
+  PT_ASSERT_STR_EQ(r.frames[r.nframes - 1].name, "pt_self_text_code");
   PT_ASSERT(r.mapping != objm);
   const ptp_sym_mapping *mp = mapping(s, r.mapping), *om = mapping(s, objm);
   PT_ASSERT_STR_EQ(mp->file, om->file);

@@ -6,6 +6,7 @@
  * unmapped, and re-reads follow the walker's flag at a bounded rate.
  */
 #include "pt_test.h"
+#include "../self_text.h"
 #include "prof/unwind/ptp_xranges.h"
 #include "prof/signal/ptp_xrange.h"
 #include "prof/runtime/ptp_grace.h"
@@ -84,25 +85,6 @@ PT_TEST(prof_xranges_classify) {
   PT_ASSERT(r == NULL);
 }
 
-/* The loaded object holding this function: its exec segment and file. */
-typedef struct self_text { uintptr_t lo, hi, fileoff; } self_text;
-static int self_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  self_text *t = arg;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && (uintptr_t)self_cb >= lo &&
-        (uintptr_t)self_cb < lo + ph->p_memsz) {
-      t->lo = lo;
-      t->hi = lo + ph->p_memsz;
-      t->fileoff = ph->p_offset;
-      return 1;
-    }
-  }
-  return 0;
-}
-
 PT_TEST(prof_xranges_refresh_real) {
   size_t pg = 4096;
   /* Anonymous executable memory (a JIT's code space). */
@@ -110,9 +92,8 @@ PT_TEST(prof_xranges_refresh_real) {
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   PT_ASSERT(code != MAP_FAILED);
   /* The test binary's text mapped a second time (as V8 remaps its builtins). */
-  self_text t = { 0 };
-  dl_iterate_phdr(self_cb, &t);
-  PT_ASSERT(t.lo);
+  pt_self_text t;
+  PT_ASSERT_INT_EQ(pt_self_text_find(&t), 0);
   int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
   PT_ASSERT(fd >= 0);
   uintptr_t page_lo = t.lo & ~(uintptr_t)(pg - 1);
@@ -133,7 +114,7 @@ PT_TEST(prof_xranges_refresh_real) {
   /* The bytes are the same as at orig. */
   PT_ASSERT_MEM_EQ(alias, (const void *)x->orig, 64);
   /* The test's own text is an object, never a range. */
-  PT_ASSERT(ptp_xrange_find(s, (uintptr_t)self_cb) == NULL);
+  PT_ASSERT(ptp_xrange_find(s, (uintptr_t)pt_self_text_code) == NULL);
   /* A copy for the symbolizer holds the same. */
   ptp_xrange *c;
   size_t nc;
