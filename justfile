@@ -38,6 +38,10 @@ demo:
 bench:
     bash bench/run-all.sh
 
+# a long run of the profiling daemon and TUI: memory, descriptors, threads, snapshot files (MINUTES=, default 30)
+soak:
+    bash scripts/build.sh profile && bash bench/soak/run.sh build/profile
+
 # the daemon-overhead bench alone: 20-turn sessions, normal vs profiling daemon (PAIRS=, CONFIGS=)
 bench-daemon:
     bash scripts/build.sh dev && bash scripts/build.sh profile && bash bench/daemon/run.sh build/dev build/profile

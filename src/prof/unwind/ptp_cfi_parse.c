@@ -158,33 +158,21 @@ typedef struct rowvec {
   size_t n, cap;
   size_t max;            /* row limit (memory cap); reaching it sets oom */
   int oom;
+  uintptr_t bias;        /* the object's: rows lie in [bias, bias + 4 GiB) */
 } rowvec;
+
+/* Whether the row [start, start + len) lies in the object's 4 GiB from
+ * bias, as a compact row's u32 offset must (finish_tab checks the same). */
+static int row_in_window(uintptr_t bias, uintptr_t start, uint64_t len) {
+  return start >= bias && start - bias <= UINT32_MAX &&
+         len <= (uint64_t)UINT32_MAX + 1 - (start - bias);
+}
 
 #define CFA_PLT (-2)   /* cfa_reg value: the PLT expression, cfa_off = threshold */
 
-static void emit(rowvec *rv, uintptr_t start, uintptr_t end, const cfstate *st) {
-  if (end <= start || rv->oom) return;
-  if (st->cfa_reg == CFA_PLT) {
-    /* CFA = rsp + 8, or rsp + 16 from byte `threshold` of each 16-byte PLT
-     * entry on (after its push): exactly what the expression computes. */
-    cfstate s8 = *st, s16 = *st;
-    s8.cfa_reg = s16.cfa_reg = DW_RSP;
-    s8.cfa_off = 8;
-    s16.cfa_off = 16;
-    for (uintptr_t b = start & ~(uintptr_t)15; b < end && !rv->oom; b += 16) {
-      uintptr_t cut = b + (uintptr_t)st->cfa_off;
-      uintptr_t a0 = b < start ? start : b, a1 = cut < end ? cut : end;
-      if (a1 > a0) emit(rv, a0, a1, &s8);
-      uintptr_t c0 = cut < start ? start : cut, c1 = b + 16 < end ? b + 16 : end;
-      if (c1 > c0) emit(rv, c0, c1, &s16);
-    }
-    return;
-  }
-  if (end - start > UINT32_MAX) return;
-  wrow row = { .start = start, .len = (uint32_t)(end - start) };
-  ptp_cfi_rule *ru = &row.r;
-  ru->kind = PTP_CFI_NORULE;
-  ru->rbp_off = PTP_RBP_UNKNOWN;
+/* The walker's rule for a CFI state (NORULE for what it cannot follow). */
+static void row_rule(const cfstate *st, ptp_cfi_rule *ru) {
+  *ru = (ptp_cfi_rule){ .kind = PTP_CFI_NORULE, .rbp_off = PTP_RBP_UNKNOWN };
   if (st->ra.type == R_UNDEF) {
     ru->kind = PTP_CFI_END;
   } else if (st->ra.type == R_OFFSET && st->ra.off >= INT8_MIN && st->ra.off <= INT8_MAX &&
@@ -200,12 +188,20 @@ static void emit(rowvec *rv, uintptr_t start, uintptr_t end, const cfstate *st) 
     else
       ru->rbp_off = PTP_RBP_UNKNOWN;
   }
-  /* Merge with the previous row when contiguous and identical. */
+}
+
+/* Appends the row [start, end) with rule ru (end - start <= UINT32_MAX),
+ * merged into the previous row when contiguous and identical. A row
+ * outside the object's window (a corrupt or foreign FDE) is dropped here,
+ * not kept for finish_tab to drop: it would take room under rv->max. */
+static void push_row(rowvec *rv, uintptr_t start, uintptr_t end, const ptp_cfi_rule *ru) {
+  if (end <= start || rv->oom || !row_in_window(rv->bias, start, end - start)) return;
+  uint32_t len = (uint32_t)(end - start);
   if (rv->n) {
     wrow *p = &rv->v[rv->n - 1];
     if (p->start + p->len == start && memcmp(&p->r, ru, sizeof *ru) == 0 &&
-        (uint64_t)p->len + row.len <= UINT32_MAX) {
-      p->len += row.len;
+        (uint64_t)p->len + len <= UINT32_MAX) {
+      p->len += len;
       return;
     }
   }
@@ -218,7 +214,59 @@ static void emit(rowvec *rv, uintptr_t start, uintptr_t end, const cfstate *st) 
     rv->v = nv;
     rv->cap = ncap;
   }
-  rv->v[rv->n++] = row;
+  rv->v[rv->n++] = (wrow){ .start = start, .len = len, .r = *ru };
+}
+
+/* The rows of [start, end) under state st. A range over 4 GiB is no
+ * function's: left uncovered. */
+static void emit(rowvec *rv, uintptr_t start, uintptr_t end, const cfstate *st) {
+  if (end <= start || rv->oom || end - start > UINT32_MAX) return;
+  if (st->cfa_reg == CFA_PLT) {
+    /* CFA = rsp + 8, or rsp + 16 from byte `threshold` of each 16-byte PLT
+     * entry on (after its push): exactly what the expression computes.
+     * The loop must add rows to end: rv->max is what bounds it. So when
+     * the other registers' rules make both the same row (the return
+     * address not at an offset the walker follows), the range is one row
+     * (stepping its entries would merge each into the last row, up to
+     * 2^28 steps: a fuzzer's input ran for minutes), and it steps only
+     * over the entries inside the object's window (push_row drops the
+     * others, as many steps again that add nothing). Each step then adds
+     * two rows, but at the window's two edges. */
+    cfstate s8 = *st, s16 = *st;
+    s8.cfa_reg = s16.cfa_reg = DW_RSP;
+    s8.cfa_off = 8;
+    s16.cfa_off = 16;
+    ptp_cfi_rule r8, r16;
+    row_rule(&s8, &r8);
+    row_rule(&s16, &r16);
+    /* (cfa_off is the parser's own 10 or 11; the other cases only keep
+     * the loop's bound true whatever state reaches here.) */
+    if (memcmp(&r8, &r16, sizeof r8) == 0 || st->cfa_off <= 0 || st->cfa_off >= 16) {
+      push_row(rv, start, end, st->cfa_off <= 0 ? &r16 : &r8);
+      return;
+    }
+    uintptr_t wend = rv->bias + ((uintptr_t)1 << 32);
+    if (wend < rv->bias || wend > UINTPTR_MAX - 32) wend = UINTPTR_MAX - 32;   /* no b + 16 wraps */
+    uintptr_t lo = start > rv->bias ? start : rv->bias, hi = end < wend ? end : wend;
+    for (uintptr_t b = lo & ~(uintptr_t)15; b < hi && !rv->oom; b += 16) {
+      uintptr_t cut = b + (uintptr_t)st->cfa_off;
+      uintptr_t a0 = b < start ? start : b, a1 = cut < end ? cut : end;
+      if (a1 > a0) push_row(rv, a0, a1, &r8);
+      uintptr_t c0 = cut < start ? start : cut, c1 = b + 16 < end ? b + 16 : end;
+      if (c1 > c0) push_row(rv, c0, c1, &r16);
+    }
+    return;
+  }
+  ptp_cfi_rule ru;
+  row_rule(st, &ru);
+  push_row(rv, start, end, &ru);
+}
+
+/* A register number read from the section as a cfa_reg: never negative,
+ * so no number aliases the expression values (-1, CFA_PLT); a number no
+ * x86-64 register has stays one the walker does not follow. */
+static int cfa_reg_of(uint64_t reg) {
+  return reg > 0xffff ? 0xffff : (int)reg;
 }
 
 static rule *rule_of(cfstate *st, uint64_t reg) {
@@ -308,13 +356,14 @@ static int run_cfi(const cie *c, const uint8_t *p, const uint8_t *end, cfstate *
       *st = stack[--depth];
       break;
     case DW_CFA_def_cfa:
-      st->cfa_reg = (int)rd_uleb(&r); st->cfa_off = (int64_t)rd_uleb(&r);
+      st->cfa_reg = cfa_reg_of(rd_uleb(&r)); st->cfa_off = (int64_t)rd_uleb(&r);
       break;
     case DW_CFA_def_cfa_sf:
-      st->cfa_reg = (int)rd_uleb(&r); st->cfa_off = rd_scaled(&r, rd_sleb(&r), c->data_align);
+      st->cfa_reg = cfa_reg_of(rd_uleb(&r));
+      st->cfa_off = rd_scaled(&r, rd_sleb(&r), c->data_align);
       break;
     case DW_CFA_def_cfa_register:
-      st->cfa_reg = (int)rd_uleb(&r);
+      st->cfa_reg = cfa_reg_of(rd_uleb(&r));
       break;
     case DW_CFA_def_cfa_offset:
       st->cfa_off = (int64_t)rd_uleb(&r);
@@ -513,7 +562,7 @@ int ptp_cfi_parse_eh(const ptp_cfi_objinfo *o, size_t max_rows, ptp_cfi_tab **ou
   uint64_t count = rd_enc(&r, h[2], o->hdr);
   uint8_t tenc = h[3];
   if (r.err || tenc == DW_EH_PE_omit) return -ENOENT;
-  rowvec rv = { .max = max_rows };
+  rowvec rv = { .max = max_rows, .bias = o->bias };
   cie_cache cc = { .addr = 0 };
   for (uint64_t i = 0; i < count && !r.err && !rv.oom; i++) {
     (void)rd_enc(&r, tenc, o->hdr);                   /* initial location */
@@ -528,7 +577,7 @@ int ptp_cfi_parse_debug_frame(const uint8_t *sec, size_t len, uintptr_t bias, si
                               ptp_cfi_tab **out) {
   *out = NULL;
   ptp_cfi_objmem m = { .segs = { { (uintptr_t)sec, (uintptr_t)sec + len } }, .nsegs = 1 };
-  rowvec rv = { .max = max_rows };
+  rowvec rv = { .max = max_rows, .bias = bias };
   cie_cache cc = { .addr = 0 };
   /* No index: walk every entry in order (CIEs are skipped by parse_fde). */
   uintptr_t a = (uintptr_t)sec, end = (uintptr_t)sec + len;
