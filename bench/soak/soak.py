@@ -26,7 +26,8 @@ leave their final snapshots; every snapshot left is read back by
 
 Verdicts (docs/performance.md states the targets):
   - descriptors and threads of each process: no growth after the warm-up
-    (the first quarter of the readings): the peak of the second half of
+    (the first quarter of the readings, at least until every pool session
+    has had a turn): the peak of the second half of
     the rest no higher than the first half's (helper threads and closing
     connections come and go; a leak only grows);
   - snapshots: at most --keep per prefix at every reading, none partial
@@ -45,30 +46,12 @@ import argparse
 import glob
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 
-PROMPTS = [
-    "hello, what can you do",
-    "tell me about profiling a daemon",
-    "what does a sampler do at 99 Hz",
-    "why would a stack be truncated",
-    "how are short threads sampled",
-    "explain pprof in a few words",
-    "what is a symbol cache for",
-    "and what does the task console show",
-]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
+from daemon import PROMPTS, free_port  # noqa: E402  (the daemon bench's prompts and port picker)
 
 class Soak:
     def __init__(self, a):
@@ -345,7 +328,9 @@ def slope_mb_per_h(ts, kbs):
 def verdicts(s):
     rows = []
     r = s.readings
-    warm = max(1, len(r) // 4)
+    # The warm-up: a quarter of the readings, and at least until every pool
+    # session has had a turn (the daemon keeps each transcript open).
+    warm = min(len(r) - 1, max(len(r) // 4, s.a.sessions + 1))
     for who in ("daemon", "tui"):
         for key in ("fds", "threads"):
             # Transient ones (a helper thread between jobs, a connection the
