@@ -428,6 +428,10 @@ int ptp_dump_run(ptprof *p, char *path_out, size_t cap, int skip_empty) {
   /* snapshot on disk, sampling resumed: the debug-file copies it asked for
    * (still the profiler's work: the mark is set) */
   if (rc == 0) (void)ptp_symbolizer_make_debug_copies(p->sym);
+  /* and the objects opened for this dump whose cache is now whole: closed,
+   * their memory given back (a cold fill of libc's debug info holds ~45 MB
+   * that no later lookup needs) */
+  (void)ptp_symbolizer_release_filled(p->sym);
   if (p->resume_hook) p->resume_hook(p->resume_hook_ctx);
   ptp_threads_own_end(&own);
   return rc;

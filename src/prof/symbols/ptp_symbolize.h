@@ -82,6 +82,8 @@ typedef struct ptp_symbolizer_stats {
                                    cache/ptp_fileopen.h) */
   uint64_t fds_lost;            /* modules dropped whose descriptor the program
                                    had closed (their Dwfl left unended) */
+  uint64_t modules_released;    /* opened objects closed again once their cache
+                                   was complete (ptp_symbolizer_release_filled) */
   /* addresses in no loaded object (JIT code; ptp_symbolize_jit.c) */
   uint64_t jit_lookups;         /* looked up (never cached: the map changes) */
   uint64_t jit_named;           /* of those, named by the runtime's perf map */
@@ -103,6 +105,16 @@ const char *ptp_symbolizer_cache_dir(const ptp_symbolizer *s);
  * or the first save error (the others are still tried; results stay in
  * memory and are retried at the next flush). */
 int ptp_symbolizer_flush(ptp_symbolizer *s);
+
+/* Closes the objects opened for lookups whose persistent cache now answers
+ * every address (filled whole and saved): their Dwfl, debug info, symbol
+ * tables and indexes are freed (tens of MB for libc with libc6-dbg; the
+ * answers come from the cache from now on), and the PC cache is emptied
+ * (its frames may point into them; the next lookups refill it from the
+ * persistent cache). Meant to run after a snapshot is written, after
+ * ptp_symbolizer_make_debug_copies: no frame of an earlier lookup may be
+ * in use. Returns how many objects it closed. */
+size_t ptp_symbolizer_release_filled(ptp_symbolizer *s);
 
 /* Writes the uncompressed copies of the compressed debug files that lookups
  * since the last call had to open (ptp_debugcache.h): a later process (or

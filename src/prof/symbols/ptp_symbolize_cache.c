@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -475,6 +476,43 @@ int ptp_symbolize_cache_debug_reset(ptp_symbolizer *s) {
 
 int ptp_symbolizer_make_debug_copies(ptp_symbolizer *s) {
   return s && s->dc ? ptp_debugcache_make_pending(s->dc) : 0;
+}
+
+/* See ptp_symbolize.h. A module is closed only when its cache answers
+ * every address without it: marked complete, saved (not dirty: what the
+ * fill added is on disk, so a block read back later holds it), not
+ * rejected. */
+size_t ptp_symbolizer_release_filled(ptp_symbolizer *s) {
+  if (!s) return 0;
+  size_t n = 0;
+  for (size_t i = 0; i < s->nmods; i++) {
+    sym_module *m = s->mods[i];
+    if (!m->loaded || !m->cache || m->cache_rejected || ptp_symcache_dirty(m->cache) ||
+        !(ptp_symcache_flags(m->cache) & PTP_SYMCACHE_COMPLETE))
+      continue;
+    s->st.fds_lost += (uint64_t)ptp_symbolize_module_unload(m);
+    /* and the cache's copy of what the fill added (all of it on disk):
+     * reopened at the next lookup, which reads only the blocks it needs */
+    ptp_symcache_del(m->cache);
+    m->cache = NULL;
+    m->cache_tried = false;
+    s->st.modules_released++;
+    n++;
+  }
+  if (n) {
+    /* the PC cache's frames may point into what the modules held */
+    ptp_u64map_clear(&s->pc);
+    s->nents = 0;
+    s->nframes = 0;
+#ifdef __GLIBC__
+    /* Freed is not given back: glibc keeps an arena's free chunks below
+     * its top. Tens of MB, once per object build in a process, so hand
+     * them back now (malloc_trim only releases free pages, the program's
+     * arenas included: nothing it holds moves). */
+    (void)malloc_trim(0);
+#endif
+  }
+  return n;
 }
 
 int ptp_symbolizer_set_cache_dir(ptp_symbolizer *s, const char *dir) {

@@ -278,6 +278,14 @@ const sym_elfsym *ptp_symbolize_syms_find(const sym_module *m, uint64_t addr);
  * number that is now the program's gets closed: its memory is kept), else
  * 0. */
 int ptp_symbolize_module_free(sym_module *m);
+/* Closes what ptp_symbolize_module_load opened and frees what lookups built
+ * from it (the Dwfl, symbol table, CU indexes, name copies), keeping the
+ * module itself (name, bias, segments, cache, has_syms/has_dwarf): loaded
+ * is false again, and a later miss loads it anew. Frames made from the
+ * module point into what this frees: the caller drops them first (the PC
+ * cache). Returns 1 when a descriptor had been closed by the program (the
+ * Dwfl is then left unended, as at free), else 0. */
+int ptp_symbolize_module_unload(sym_module *m);
 /* Opens m's file (once: sets m->loaded), its symbols and DWARF. Failures
  * leave m->mod NULL (nothing known) or m->dw NULL (symbols only). */
 void ptp_symbolize_module_load(sym_module *m);

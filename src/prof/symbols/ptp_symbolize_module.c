@@ -72,8 +72,7 @@ static void cu_index_free(cu_index *c) {
   free(c->segs);
 }
 
-int ptp_symbolize_module_free(sym_module *m) {
-  if (!m) return 0;
+int ptp_symbolize_module_unload(sym_module *m) {
   /* libdwfl closes the descriptors we handed it at dwfl_end: only if each
    * number still names the file we opened (see sym_module.fds). */
   int lost = 0;
@@ -82,14 +81,37 @@ int ptp_symbolize_module_free(sym_module *m) {
     if (!ptp_fd_is(m->fds[i], &m->fd_ids[i])) lost = 1;
   }
   if (m->dwfl && !lost) dwfl_end(m->dwfl);
+  m->nfds = 0;
+  m->dwfl = NULL;
+  m->mod = NULL;
+  m->dw = NULL;
+  m->dwbias = 0;
   free(m->syms);
+  m->syms = NULL;
+  m->nsyms = 0;
+  m->syms_direct = false;
   free(m->runs);
+  m->runs = NULL;
+  m->nruns = 0;
+  m->runs_end = 0;
+  m->runs_state = SYM_RUNS_UNBUILT;
   for (size_t i = 0; i < m->ncus; i++) cu_index_free(&m->cus[i]);
   free(m->cus);
+  m->cus = NULL;
+  m->ncus = m->capcus = 0;
+  m->last_cu = 0;
   ptp_strarena_free(&m->strs);
+  free(m->debug_path);
+  m->debug_path = NULL;
+  m->loaded = false;
+  return lost;
+}
+
+int ptp_symbolize_module_free(sym_module *m) {
+  if (!m) return 0;
+  int lost = ptp_symbolize_module_unload(m);
   free(m->name);
   free(m->open_path);
-  free(m->debug_path);
   if (m->cache) (void)ptp_symcache_save(m->cache);
   ptp_symcache_del(m->cache);
   free(m);

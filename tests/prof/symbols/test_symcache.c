@@ -522,6 +522,62 @@ PT_TEST_T(prof_symcache_object_whole, 120000) {
   free(root);
 }
 
+/* Once an object is cached whole and saved, the dump's release step closes
+ * it (its Dwfl, symbol tables and indexes are freed, the cache's in-memory
+ * copy too): the same addresses then resolve as before, from the cache,
+ * without opening anything; an object whose cache is not complete (here:
+ * none with the cache off) is never closed. */
+PT_TEST_T(prof_symcache_release_filled, 120000) {
+  char *root = pt_tmpdir("symrel");
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/c/symbols", root);
+  void *z = dlopen("libz.so.1", RTLD_NOW);
+  PT_ASSERT(z);
+  const void *zfn = dlsym(z, "crc32"), *dfn = (const void *)ptt_nofp_outer;
+  PT_ASSERT(zfn);
+  ptp_symbolizer *plain = sym_with(NULL);
+  pcset d = object_pcs(plain, dfn, 3), zs = object_pcs(plain, zfn, 11);
+  char **want_d = ptt_resolve_all(plain, &d), **want_z = ptt_resolve_all(plain, &zs);
+  /* no cache: nothing is complete, nothing is closed */
+  PT_ASSERT_UINT_EQ(ptp_symbolizer_release_filled(plain), 0);
+  ptp_symbolizer_stats st;
+  ptp_symbolizer_get_stats(plain, &st);
+  PT_ASSERT_UINT_EQ(st.modules_released, 0);
+
+  ptp_symbolizer *s = sym_with(dir);
+  assert_resolves_as(s, &d, want_d, "before the release, DWARF");
+  assert_resolves_as(s, &zs, want_z, "before the release, ELF symbols");
+  ptp_symbolizer_get_stats(s, &st);
+  PT_ASSERT_UINT_EQ(st.objects_filled, 2);
+  uint64_t opened = st.modules_opened;
+  /* not saved yet: the cache does not hold the fill on disk, kept open */
+  PT_ASSERT_UINT_EQ(ptp_symbolizer_release_filled(s), 0);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
+  PT_ASSERT_UINT_EQ(ptp_symbolizer_release_filled(s), 2);
+  PT_ASSERT_UINT_EQ(ptp_symbolizer_release_filled(s), 0);   /* nothing left open */
+  /* the same answers, every one from the cache, nothing opened again */
+  assert_resolves_as(s, &d, want_d, "after the release, DWARF");
+  assert_resolves_as(s, &zs, want_z, "after the release, ELF symbols");
+  ptp_symbolizer_stats st2;
+  ptp_symbolizer_get_stats(s, &st2);
+  PT_ASSERT_UINT_EQ(st2.modules_released, 2);
+  PT_ASSERT_UINT_EQ(st2.modules_opened, opened);
+  PT_ASSERT_UINT_EQ(st2.resolved, st.resolved);
+  PT_ASSERT(st2.cache_hits - st.cache_hits == st2.lookups - st.lookups);
+  PT_ASSERT(mapping_of(s, d.pc[0])->has_filenames);
+  PT_ASSERT(mapping_of(s, zs.pc[0])->has_functions);
+  ptp_symbolizer_del(s);
+
+  ptt_free_results(want_d, d.n);
+  ptt_free_results(want_z, zs.n);
+  ptp_symbolizer_del(plain);
+  free(d.pc);
+  free(zs.pc);
+  dlclose(z);
+  pt_rm_rf(root);
+  free(root);
+}
+
 /* The same for an object of many compile units: libptprof.so (71 CUs with
  * DWARF, -O2 inline chains), loaded inert (no PTPROF_DIR: its constructor
  * starts nothing). One miss fills it; a new process answers ~16k
