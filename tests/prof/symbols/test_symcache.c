@@ -424,6 +424,33 @@ static pcset object_pcs(ptp_symbolizer *s, const void *fn, size_t stride) {
   return out;
 }
 
+/* The two objects the whole-object tests use: a small library with DWARF
+ * (libptt_nofp, built here: dfn) and a Debian one without (zlib: zfn),
+ * with a fresh cache directory below a temp root. */
+typedef struct two_objs {
+  char *root;
+  char dir[512];
+  void *z;
+  const void *zfn, *dfn;
+} two_objs;
+
+static two_objs two_objs_open(const char *tag) {
+  two_objs o = {.root = pt_tmpdir(tag)};
+  snprintf(o.dir, sizeof o.dir, "%s/c/symbols", o.root);
+  o.z = dlopen("libz.so.1", RTLD_NOW);
+  PT_ASSERT(o.z);
+  o.zfn = dlsym(o.z, "crc32");
+  o.dfn = (const void *)ptt_nofp_outer;
+  PT_ASSERT(o.zfn);
+  return o;
+}
+
+static void two_objs_close(two_objs *o) {
+  dlclose(o->z);
+  pt_rm_rf(o->root);
+  free(o->root);
+}
+
 /* An object opened once for a miss is cached whole: a later process
  * answers every address of it (other functions, other compile units, the
  * PLT, padding, code outside any CU or symbol) from the cache without
@@ -431,13 +458,9 @@ static pcset object_pcs(ptp_symbolizer *s, const void *fn, size_t stride) {
  * with DWARF (libptt_nofp, built here) and a Debian library without
  * (zlib): every address of the first, one in seven of the second. */
 PT_TEST_T(prof_symcache_object_whole, 120000) {
-  char *root = pt_tmpdir("symwhole");
-  char dir[512];
-  snprintf(dir, sizeof dir, "%s/c/symbols", root);
-  void *z = dlopen("libz.so.1", RTLD_NOW);
-  PT_ASSERT(z);
-  const void *zfn = dlsym(z, "crc32"), *dfn = (const void *)ptt_nofp_outer;
-  PT_ASSERT(zfn);
+  two_objs o = two_objs_open("symwhole");
+  const char *dir = o.dir;
+  const void *zfn = o.zfn, *dfn = o.dfn;
 
   ptp_symbolizer *plain = sym_with(NULL);
   pcset d = object_pcs(plain, dfn, 1), zs = object_pcs(plain, zfn, 7);
@@ -517,9 +540,7 @@ PT_TEST_T(prof_symcache_object_whole, 120000) {
   free(one.pc);
   free((void *)files[0]);
   free((void *)files[1]);
-  dlclose(z);
-  pt_rm_rf(root);
-  free(root);
+  two_objs_close(&o);
 }
 
 /* Once an object is cached whole and saved, the dump's release step closes
@@ -528,13 +549,9 @@ PT_TEST_T(prof_symcache_object_whole, 120000) {
  * without opening anything; an object whose cache is not complete (here:
  * none with the cache off) is never closed. */
 PT_TEST_T(prof_symcache_release_filled, 120000) {
-  char *root = pt_tmpdir("symrel");
-  char dir[512];
-  snprintf(dir, sizeof dir, "%s/c/symbols", root);
-  void *z = dlopen("libz.so.1", RTLD_NOW);
-  PT_ASSERT(z);
-  const void *zfn = dlsym(z, "crc32"), *dfn = (const void *)ptt_nofp_outer;
-  PT_ASSERT(zfn);
+  two_objs o = two_objs_open("symrel");
+  const char *dir = o.dir;
+  const void *zfn = o.zfn, *dfn = o.dfn;
   ptp_symbolizer *plain = sym_with(NULL);
   pcset d = object_pcs(plain, dfn, 3), zs = object_pcs(plain, zfn, 11);
   char **want_d = ptt_resolve_all(plain, &d), **want_z = ptt_resolve_all(plain, &zs);
@@ -573,9 +590,7 @@ PT_TEST_T(prof_symcache_release_filled, 120000) {
   ptp_symbolizer_del(plain);
   free(d.pc);
   free(zs.pc);
-  dlclose(z);
-  pt_rm_rf(root);
-  free(root);
+  two_objs_close(&o);
 }
 
 /* The same for an object of many compile units: libptprof.so (71 CUs with
