@@ -46,6 +46,7 @@ import argparse
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -393,6 +394,9 @@ def main():
                          "snapshot checks (the baseline for memory)")
     a = ap.parse_args()
     s = Soak(a)
+    # A TERM (a timeout, kill) unwinds like Ctrl-C: the tmux server and the
+    # daemon are stopped below, not left running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t0 = time.monotonic()
     try:
         s.start()
