@@ -162,7 +162,7 @@ typedef struct rowvec {
 } rowvec;
 
 /* Whether the row [start, start + len) lies in the object's 4 GiB from
- * bias, as a compact row's u32 offset must (finish_tab checks the same). */
+ * bias, as a compact row's u32 offset must (finish_tab relies on it). */
 static int row_in_window(uintptr_t bias, uintptr_t start, uint64_t len) {
   return start >= bias && start - bias <= UINT32_MAX &&
          len <= (uint64_t)UINT32_MAX + 1 - (start - bias);
@@ -550,7 +550,7 @@ static int cmp_row(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int finish_tab(rowvec *rvp, uintptr_t bias, ptp_cfi_tab **out);
+static int finish_tab(rowvec *rvp, ptp_cfi_tab **out);
 
 int ptp_cfi_parse_eh(const ptp_cfi_objinfo *o, size_t max_rows, ptp_cfi_tab **out) {
   *out = NULL;
@@ -570,7 +570,7 @@ int ptp_cfi_parse_eh(const ptp_cfi_objinfo *o, size_t max_rows, ptp_cfi_tab **ou
     if (r.err) break;
     parse_fde(&o->m, fde, &rv, &cc, 0, 0, 0);
   }
-  return finish_tab(&rv, o->bias, out);
+  return finish_tab(&rv, out);
 }
 
 int ptp_cfi_parse_debug_frame(const uint8_t *sec, size_t len, uintptr_t bias, size_t max_rows,
@@ -588,7 +588,7 @@ int ptp_cfi_parse_debug_frame(const uint8_t *sec, size_t len, uintptr_t bias, si
     if (elen >= 4) parse_fde(&m, a, &rv, &cc, 1, (uintptr_t)sec, bias);
     a += 4 + (uintptr_t)elen;
   }
-  return finish_tab(&rv, bias, out);
+  return finish_tab(&rv, out);
 }
 
 /* The distinct rules of a table being finished: an open-addressing set of
@@ -645,15 +645,17 @@ static long ruleset_index(ruleset *rs, const ptp_cfi_rule *r) {
 }
 
 /* Sorts and clips the rows of rv, then stores them as one compact table
- * (ptp_unwind.h): each distinct rule once, rows relative to bias and at
- * most PTP_CFI_ROW_LEN_MAX long. A row outside [bias, bias + 2^32) is
- * dropped (no code of the object lies there: it came from a corrupt or
- * foreign FDE). Rows and rules together are at most rv's max (both are 8
- * bytes: the memory cap counts them alike), else -E2BIG. Frees rv. */
-static int finish_tab(rowvec *rvp, uintptr_t bias, ptp_cfi_tab **out) {
+ * (ptp_unwind.h): each distinct rule once, rows relative to rv's bias and
+ * at most PTP_CFI_ROW_LEN_MAX long. Every row lies in the object's 4 GiB
+ * window already (push_row dropped the others: no code of the object lies
+ * there, they came from a corrupt or foreign FDE). Rows and rules together
+ * are at most rv's max (both are 8 bytes: the memory cap counts them
+ * alike), else -E2BIG. Frees rv. */
+static int finish_tab(rowvec *rvp, ptp_cfi_tab **out) {
   _Static_assert(sizeof(ptp_cfi_row) == 8 && sizeof(ptp_cfi_rule) == 8,
                  "rows and rules are 8 bytes (file format, memory cap)");
   rowvec rv = *rvp;
+  const uintptr_t bias = rv.bias;
   if (rv.oom) {
     int big = rv.n == rv.max;
     free(rv.v);
@@ -666,13 +668,10 @@ static int finish_tab(rowvec *rvp, uintptr_t bias, ptp_cfi_tab **out) {
   for (size_t i = 1; i < rv.n && sorted; i++) sorted = rv.v[i - 1].start <= rv.v[i].start;
   if (!sorted) qsort(rv.v, rv.n, sizeof *rv.v, cmp_row);
   /* Overlapping FDEs should not exist; if they do, clip so binary search
-   * stays correct. Rows outside the object's 4 GiB go here too. */
+   * stays correct. */
   size_t w = 0;
   for (size_t i = 0; i < rv.n; i++) {
     wrow row = rv.v[i];
-    if (row.start < bias || row.start - bias > UINT32_MAX ||
-        row.len > (uint64_t)UINT32_MAX + 1 - (row.start - bias))
-      continue;
     if (w) {
       wrow *p = &rv.v[w - 1];
       if (p->start + p->len > row.start) p->len = (uint32_t)(row.start - p->start);
