@@ -91,9 +91,7 @@ int ptp_symbolizer_lookup(ptp_symbolizer *s, uint64_t addr, ptp_sym_result *out)
   if (s->nents >= SYM_PC_CACHE_MAX) {
     /* Bound memory in long-running processes (a process has far fewer hot
      * PCs than this; hitting it means churn): start the cache over. */
-    ptp_u64map_clear(&s->pc);
-    s->nents = 0;
-    s->nframes = 0;
+    ptp_symbolize_pc_cache_clear(s);
   }
   int mi = find_mapping(s, addr);
   if (mi < 0) {
@@ -374,9 +372,7 @@ static int rescan(ptp_symbolizer *s, scan_state *st) {
   s->nmaps = nmaps;
   for (size_t i = 0; i < nm; i++) update_flags(s, i);
   /* Mapping indexes changed and new objects may cover cached "unknown" PCs. */
-  ptp_u64map_clear(&s->pc);
-  s->nents = 0;
-  s->nframes = 0;
+  ptp_symbolize_pc_cache_clear(s);
   s->adds = st->adds;
   s->subs = st->subs;
   s->have_counts = true;

@@ -501,9 +501,7 @@ size_t ptp_symbolizer_release_filled(ptp_symbolizer *s) {
   }
   if (n) {
     /* the PC cache's frames may point into what the modules held */
-    ptp_u64map_clear(&s->pc);
-    s->nents = 0;
-    s->nframes = 0;
+    ptp_symbolize_pc_cache_clear(s);
 #ifdef __GLIBC__
     /* Freed is not given back: glibc keeps an arena's free chunks below
      * its top. Tens of MB, once per object build in a process, so hand

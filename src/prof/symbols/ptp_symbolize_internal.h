@@ -309,6 +309,15 @@ int ptp_symbolize_module_resolve(ptp_symbolizer *s, sym_module *m, uint64_t pc);
 /* Appends one frame to s->frames. 0 or -ENOMEM. */
 int ptp_symbolize_push_frame(ptp_symbolizer *s, const ptp_sym_frame *f);
 
+/* Empties the PC -> frames cache (its frames too), keeping its memory. For
+ * when its answers may be wrong (objects came or went) or may point into
+ * freed module data, or it is full. */
+static inline void ptp_symbolize_pc_cache_clear(ptp_symbolizer *s) {
+  ptp_u64map_clear(&s->pc);
+  s->nents = 0;
+  s->nframes = 0;
+}
+
 /* ---- ptp_symbolize_cache.c ---- */
 
 /* (Re)creates s->dc for s->cache_dir (NULL when the cache is off), with
