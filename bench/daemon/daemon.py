@@ -112,22 +112,31 @@ def final_snapshot_comments(home):
     return r.stdout.strip().splitlines() if r.returncode == 0 else ["(unreadable: %s)" % r.stderr[-200:]]
 
 
-def daemon_pid(pid, conf):
-    """The daemon's pid: pid itself, or (perf) the polytokend below perf and
-    cpuwrap, found through /proc/PID/task/*/children."""
-    if conf != "perf":
-        return pid
-    todo = [pid]
+def find_process(pids, comm):
+    """The first process named comm among pids and their descendants
+    (/proc/PID/task/*/children), or None."""
+    todo = list(pids)
     while todo:
         p = todo.pop()
         try:
-            if open("/proc/%d/comm" % p).read().strip() == "polytokend":
+            if open("/proc/%d/comm" % p).read().strip() == comm:
                 return p
             for t in os.listdir("/proc/%d/task" % p):
                 todo += [int(c) for c in open("/proc/%d/task/%s/children" % (p, t)).read().split()]
         except OSError:
-            continue
-    raise RuntimeError("perf: no polytokend below pid %d" % pid)
+            continue   # gone meanwhile
+    return None
+
+
+def daemon_pid(pid, conf):
+    """The daemon's pid: pid itself, or (perf) the polytokend below perf and
+    cpuwrap."""
+    if conf != "perf":
+        return pid
+    found = find_process([pid], "polytokend")
+    if found is None:
+        raise RuntimeError("perf: no polytokend below pid %d" % pid)
+    return found
 
 
 def thread_cpu_ms(pid):

@@ -52,7 +52,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
-from daemon import PROMPTS, free_port  # noqa: E402  (the daemon bench's prompts and port picker)
+from daemon import PROMPTS, find_process, free_port  # noqa: E402  (shared with the daemon bench)
 
 class Soak:
     def __init__(self, a):
@@ -189,17 +189,9 @@ class Soak:
         end = time.monotonic() + 30
         while time.monotonic() < end:
             pane = self.T("list-panes", "-F", "#{pane_pid}").stdout.split()
-            todo = [int(p) for p in pane]
-            while todo:
-                p = todo.pop()
-                try:
-                    if open("/proc/%d/comm" % p).read().strip() == "polytoken":
-                        return p
-                    for t in os.listdir("/proc/%d/task" % p):
-                        todo += [int(c) for c in
-                                 open("/proc/%d/task/%s/children" % (p, t)).read().split()]
-                except OSError:
-                    continue
+            found = find_process([int(p) for p in pane], "polytoken")
+            if found is not None:
+                return found
             time.sleep(0.05)
         raise RuntimeError("no TUI process in the tmux pane")
 
