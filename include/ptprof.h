@@ -318,13 +318,16 @@ PTPROF_API int ptprof_dump_if_sampled(ptprof *p, char *path_out, size_t cap);
  * program's "[lost: kernel mode]". Begin and end pair up on one thread;
  * sections nest (the outermost one counts); the struct lives on the
  * caller's stack in between and its fields are the library's. Works with
- * no sampler started (it marks the thread only). Cost: a thread-local
- * counter; under the perf engine limited to user mode, one read of the
- * thread's CPU clock at each end and, at the end, the registry's mutex.
+ * no sampler started (it marks the thread only). While a sampler runs,
+ * the outermost section's CPU (by the thread's clock) is kept out of the
+ * thread's figure in the snapshot's "threads' CPU" comment and told as the
+ * profiler's. Cost: a thread-local counter; while a sampler runs, one read
+ * of the thread's CPU clock and the registry's mutex at each end of the
+ * outermost section.
  * Any thread; not in a signal handler. Never bracket the program's own
  * work with it: what a section hides is in no profile. */
 typedef struct ptprof_own_section {
-  int timed_;         /* the library's: timed under user-mode-only perf */
+  int timed_;         /* the library's: timed (a sampler runs, the thread has a record) */
   int64_t cpu0_;      /* the library's: the thread's CPU clock at begin */
   uint64_t hits0_;    /* the library's: own-work samples seen at begin */
 } ptprof_own_section;

@@ -16,6 +16,9 @@
 #  - the coverage comment agrees with the process's CPU clock: the samples
 #    (pseudo-frames included: the threads' exit accounting) hold 90-110 %
 #    of the program's CPU, and its numbers add up;
+#  - the threads' CPU line: the sh3 threads' CPU by their clocks, their
+#    samples, and all names with the profiler's own work add up to the
+#    process's CPU;
 #  - PTPROF_ENGINE=auto picks perf where it works.
 source "$(dirname "${BASH_SOURCE[0]}")/prof_lib.sh"
 prof_require sampler_prog
@@ -77,6 +80,37 @@ assert 90 <= pct <= 110, "samples hold %d %% of the program's CPU" % pct
 print("# %s: samples hold %d %% of %.1f ms" % (e, pct, g))
 PY
   check_traces "${f[0]}" "$e"
+  # The threads' CPU line: the sh3 threads (all 120, exited) by their
+  # clocks hold what the program measured of them (plus each thread's start
+  # and exit), their samples are those tagged thread_name=sh3, and every
+  # name with the profiler's own work adds up to the process's CPU.
+  local thr tagged
+  thr=$(grep "^threads' CPU since sampling started" "$d/comments.txt") \
+    || { cat "$d/comments.txt" >&2; fail "$e: no threads' CPU line"; }
+  tagged=$(go tool pprof -tags -sample_index=samples "${f[0]}" 2>/dev/null \
+           | awk '/^ *thread_name:/ { t = 1; next } /^ *[a-z_]+: Total/ { t = 0 }
+                  t && $NF == "sh3" { printf "%d", $1 }')
+  python3 - "$e" "$thr" "$(cat "$d/out.txt")" "${tagged:-0}" "$cov" \
+    "$(grep "^profiler's own work" "$d/comments.txt")" <<'PY' || fail "$e: threads' CPU line: $thr"
+import re, sys
+e, line, out, tagged, cov, own = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]
+measured = float(re.search(r"sh3 cpu_ms ([0-9.]+)", out).group(1))
+m = re.search(r"sh3 ([0-9.]+) ms \((\d+) threads, (\d+) samples?", line)
+assert m, "no sh3 entry"
+cpu, nthr, smp = float(m.group(1)), int(m.group(2)), int(m.group(3))
+assert nthr == 120, "sh3: %d threads" % nthr
+assert measured <= cpu <= measured * 1.1 + 5, "sh3: %.1f ms by the line, %.1f measured" % (cpu, measured)
+assert smp == tagged, "sh3: %d samples by tid, %d tagged sh3" % (smp, tagged)
+names = sum(float(x) for x in re.findall(r"[,:] (?:\S+|\(no name\)) ([0-9.]+) ms \(", line))
+onthr = float(re.search(r"own work apart \(([0-9.]+) ms on these threads", line).group(1))
+sampler = float(re.search(r"([0-9.]+) ms on the sampler's own thread", own).group(1))
+proc = float(re.search(r"process CPU since sampling started: ([0-9.]+) ms", cov).group(1))
+total = names + onthr + sampler
+# Short of the process by each exited thread's teardown after its exit
+# destructor read its clock (libc, the kernel: ~50 us a thread here).
+assert proc - 3 - 0.15 * nthr <= total <= proc + 1, "threads %.1f + own %.1f + sampler %.1f against process %.1f" % (names, onthr, sampler, proc)
+print("# %s: sh3 %.1f ms by the line (%.1f measured), %d samples; all threads %.1f of process %.1f ms" % (e, cpu, measured, smp, total, proc))
+PY
 }
 
 run_engine timer "POSIX CPU-time timer per thread"

@@ -428,7 +428,7 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
    * (also 0), the blind window before this one, the profiler's own work,
    * symbolization; then the sampler's own lines (w->comments: engine,
    * unwind tables). */
-  int64_t cidx[10];
+  int64_t cidx[12];
   size_t nc = 0;
   {
     char t0[64], t1[64];
@@ -492,6 +492,49 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
                                  "signalled yet: the kernel checks them at its tick)"
                                : "more in the samples than the clock says (periods begun before "
                                  "the window)"));
+    }
+    /* Threads' CPU by name, with their samples: a thread whose CPU is
+     * under a period may have none, and the reader filtering by
+     * thread_name sees here what it used. */
+    if (w->nthread_cpu) {
+      enum { LISTED = 16 };
+      ptp_strbuf tl = {0};
+      ptp_strbuf_printf(&tl, "threads' CPU %s, by each thread's CPU clock, the profiler's own work "
+                        "apart (%.1f ms on these threads, and its own thread), with their samples:",
+                        first ? "since sampling started" : "since the previous snapshot's cut",
+                        (double)w->thread_own_ns / 1e6);
+      uint64_t more_thr = 0, more_smp = 0;
+      int64_t more_ns = 0;
+      for (size_t i = 0; i < w->nthread_cpu; i++) {
+        const ptp_thread_cpu *t = &w->thread_cpu[i];
+        if (i >= LISTED) {
+          more_thr += t->nthreads;
+          more_smp += t->samples;
+          more_ns += t->cpu_ns;
+          continue;
+        }
+        char nm[16];
+        memcpy(nm, t->name, 15);
+        nm[15] = 0;
+        ptp_strbuf_printf(&tl, "%s %s %.1f ms (", i ? "," : "", nm[0] ? nm : "(no name)",
+                          (double)t->cpu_ns / 1e6);
+        if (t->nthreads != 1) ptp_strbuf_printf(&tl, "%u threads, ", t->nthreads);
+        ptp_strbuf_printf(&tl, "%llu sample%s", (unsigned long long)t->samples,
+                          t->samples == 1 ? "" : "s");
+        /* labelled with another name: the thread renamed itself */
+        for (int j = 0; j < 2 && t->sampled_as[j][0]; j++)
+          ptp_strbuf_printf(&tl, "%s%.15s", j ? ", " : ", thread_name ", t->sampled_as[j]);
+        ptp_strbuf_printf(&tl, "%s)", t->sampled_as_more ? ", ..." : "");
+      }
+      if (w->nthread_cpu > LISTED)
+        ptp_strbuf_printf(&tl, "; %zu more names: %.1f ms (%llu threads, %llu sample%s)",
+                          w->nthread_cpu - LISTED, (double)more_ns / 1e6,
+                          (unsigned long long)more_thr, (unsigned long long)more_smp,
+                          more_smp == 1 ? "" : "s");
+      ptp_strbuf_printf(&tl, "; a name with less CPU than a period (%.1f ms) has a sample with "
+                        "probability CPU / period", period_ms);
+      int terr;
+      cidx[nc++] = intern_owned(&e, ptp_strbuf_take(&tl, &terr));
     }
     if (s) {
       const char *cd = ptp_symbolizer_cache_dir(s);

@@ -155,6 +155,25 @@ typedef struct ptp_thread {
   char name[16];           /* NUL-terminated (comm, at most 15 chars) */
 } ptp_thread;
 
+/* The CPU of the threads of one name since the previous cut (or since
+ * sampling started), by the threads' own CPU clocks: live threads read at
+ * the cut, exited ones at their exit (runtime/ptp_threads.h,
+ * ptp_threads_cpu_cut). samples: the window's expirations of those
+ * threads (pseudo-frames included), for the reader to set against the
+ * CPU. An entry with name "" and nthreads 0 is never made; the
+ * threads of no name have name "". */
+typedef struct ptp_thread_cpu {
+  char name[16];           /* NUL-terminated */
+  uint32_t nthreads;       /* threads of this name that ran in the window */
+  int64_t cpu_ns;
+  uint64_t samples;        /* of these threads (by tid), whatever their
+                              thread_name label says */
+  char sampled_as[2][16];  /* other thread_name labels of those samples (a
+                              thread that renames itself, e.g. per job):
+                              up to two, "" unused */
+  int sampled_as_more;     /* ... and more than two */
+} ptp_thread_cpu;
+
 typedef struct ptp_window {
   int64_t start_ns;        /* CLOCK_REALTIME ns since the epoch: time_nanos */
   int64_t duration_ns;     /* exact window length: duration_nanos */
@@ -176,6 +195,12 @@ typedef struct ptp_window {
                               (or since sampling started): the blind window
                               and this window, every thread, the profiler's
                               own included; 0 = not known (no line) */
+  const ptp_thread_cpu *thread_cpu; /* every name, most CPU first; NULL/0
+                              = not known (no line) */
+  size_t nthread_cpu;
+  int64_t thread_own_ns;   /* the profiler's own work on those threads over
+                              the same span (own-work sections, by their
+                              CPU clocks), kept out of their cpu_ns */
   const char *const *comments;  /* extra comment lines, may be NULL */
   size_t ncomments;
 } ptp_window;

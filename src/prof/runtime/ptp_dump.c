@@ -136,6 +136,10 @@ typedef struct dump {
   uint32_t *tids;
   ptp_thread *threads;
   ptp_labels_res *lres;
+  ptp_cpu_live *live;             /* threads' CPU since the previous cut */
+  size_t nlive;                   /* listed in live (0: no thread CPU line) */
+  ptp_cpu_exited exited;
+  ptp_thread_cpu *tcpu;           /* w.thread_cpu */
   uint8_t *buf;                   /* the encoded snapshot */
   size_t len;
 } dump;
@@ -172,6 +176,15 @@ static void dump_cut(ptprof *p, dump *d) {
   d->w.own_thread_cpu_ns = ccpu > p->consumer_cpu_at_cut ? ccpu - p->consumer_cpu_at_cut : 0;
   p->consumer_cpu_at_cut = ccpu;
   atomic_fetch_add(&p->st_own_cpu, d->w.own_thread_cpu_ns);
+  /* Each thread's CPU over the same span. Every thread is cut even without
+   * memory for the list (then the snapshot has no line of threads' CPU,
+   * and the next one still covers only its own span). */
+  ptp_threads_stats ts;
+  ptp_threads_get_stats(&ts);
+  size_t lcap = (size_t)ts.live + 16;
+  d->live = ptp_malloc(lcap * sizeof *d->live);
+  size_t nl = ptp_threads_cpu_cut(d->live, d->live ? lcap : 0, &d->exited);
+  d->nlive = d->live && nl <= lcap ? nl : 0;
   /* The process's CPU over the same span as the own-work count (the blind
    * window and this window), for the coverage comment. */
   int64_t pcpu = ptp_process_cpu_ns();
@@ -316,6 +329,99 @@ static int dump_resolve(dump *d) {
   return 0;
 }
 
+static int cmp_tcpu_name(const void *a, const void *b) {
+  return strncmp(((const ptp_thread_cpu *)a)->name, ((const ptp_thread_cpu *)b)->name, 16);
+}
+
+static int cmp_tcpu_cpu(const void *a, const void *b) {
+  const ptp_thread_cpu *x = a, *y = b;
+  if (x->cpu_ns != y->cpu_ns) return x->cpu_ns > y->cpu_ns ? -1 : 1;
+  return strncmp(x->name, y->name, 16);
+}
+
+static int cmp_thread_tid(const void *a, const void *b) {
+  uint32_t x = ((const ptp_thread *)a)->tid, y = ((const ptp_thread *)b)->tid;
+  return x < y ? -1 : x > y;
+}
+
+/* Step 4b, the threads' CPU by name (ptp_window.thread_cpu): the live
+ * threads' CPU taken at the cut, named now (a thread gone since, by its
+ * name at exit), and the exited threads' summed by name at their exits;
+ * then each name's samples: those of its threads, by tid (the window's
+ * name of the tid, read the same way), also when the sample's thread_name
+ * label differs (a thread that renamed itself: the label's name is noted
+ * in sampled_as, so the reader knows what to filter by). Best effort:
+ * without memory, no line. */
+static void dump_thread_cpu(dump *d) {
+  if (!d->nlive && !d->exited.n && !d->exited.others.nthreads) return;
+  size_t cap = d->nlive + d->exited.n + 1;
+  ptp_thread *names = d->nlive ? ptp_calloc(d->nlive, sizeof *names) : NULL;
+  ptp_thread_cpu *t = ptp_calloc(cap, sizeof *t);
+  ptp_thread *bytid = d->w.nthreads ? ptp_malloc(d->w.nthreads * sizeof *bytid) : NULL;
+  if (!t || (d->nlive && !names) || (d->w.nthreads && !bytid)) {
+    free(names);
+    free(t);
+    free(bytid);
+    return;
+  }
+  for (size_t i = 0; i < d->nlive; i++) names[i].tid = d->live[i].tid;
+  ptp_threads_names(names, d->nlive);
+  size_t n = 0;
+  for (size_t i = 0; i < d->nlive; i++) {
+    memcpy(t[n].name, names[i].name, 16);
+    t[n].nthreads = 1;
+    t[n++].cpu_ns = d->live[i].cpu_ns;
+  }
+  for (size_t i = 0; i < d->exited.n; i++) t[n++] = d->exited.by_name[i];
+  if (d->exited.others.nthreads) {
+    t[n] = d->exited.others;
+    snprintf(t[n++].name, 16, "(other names)");   /* exits beyond PTP_EXITED_NAMES names */
+  }
+  free(names);
+  /* one entry per name */
+  qsort(t, n, sizeof *t, cmp_tcpu_name);
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (m && strncmp(t[m - 1].name, t[i].name, 16) == 0) {
+      t[m - 1].nthreads += t[i].nthreads;
+      t[m - 1].cpu_ns += t[i].cpu_ns;
+    } else {
+      t[m++] = t[i];
+    }
+  }
+  /* samples by name */
+  if (d->w.nthreads) {
+    memcpy(bytid, d->w.threads, d->w.nthreads * sizeof *bytid);
+    qsort(bytid, d->w.nthreads, sizeof *bytid, cmp_thread_tid);
+  }
+  for (size_t i = 0; i < d->w.nsamples; i++) {
+    const ptp_sample *sm = &d->w.samples[i];
+    ptp_thread key = { .tid = sm->tid };
+    const ptp_thread *th = bytid && sm->tid ? bsearch(&key, bytid, d->w.nthreads, sizeof *bytid,
+                                                      cmp_thread_tid) : NULL;
+    const char *label = sm->thread_name && sm->thread_name[0] ? sm->thread_name : NULL;
+    const char *nm = th && th->name[0] ? th->name : label;
+    if (!nm) continue;
+    ptp_thread_cpu k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.name, sizeof k.name, "%s", nm);
+    ptp_thread_cpu *e = bsearch(&k, t, m, sizeof *t, cmp_tcpu_name);
+    if (!e) continue;
+    e->samples += sm->count;
+    if (!label || strncmp(label, e->name, 15) == 0) continue;
+    int j = 0;
+    while (j < 2 && e->sampled_as[j][0] && strncmp(e->sampled_as[j], label, 15) != 0) j++;
+    if (j == 2) e->sampled_as_more = 1;
+    else if (!e->sampled_as[j][0]) snprintf(e->sampled_as[j], 16, "%.15s", label);
+  }
+  free(bytid);
+  qsort(t, m, sizeof *t, cmp_tcpu_cpu);
+  d->tcpu = t;
+  d->w.thread_cpu = t;
+  d->w.nthread_cpu = m;
+  d->w.thread_own_ns = d->exited.own_ns;
+}
+
 /* Step 5, encoding and writing: the symbolizer follows dlopen/dlclose (it
  * is made at the first dump), the window is encoded and written whole by
  * the snapshot store (nothing partial is ever visible). Returns 0 or the
@@ -338,6 +444,8 @@ static void dump_free(dump *d) {
   free(d->tids);
   free(d->comments[0]);
   free(d->comments[1]);
+  free(d->live);
+  free(d->tcpu);
   ptp_agg_reset(d->full);
 }
 
@@ -421,6 +529,7 @@ int ptp_dump_run(ptprof *p, char *path_out, size_t cap, int skip_empty) {
   int crc = dump_comments(p, &d);                  /* also keeps flushed_at_cut current */
   if (rc == 0) rc = crc;
   if (rc == 0) rc = dump_resolve(&d);
+  if (rc == 0) dump_thread_cpu(&d);
   if (rc == 0) rc = dump_write(p, &d, path_out, cap);
   dump_free(&d);
   dump_latch(p, &d, rc);

@@ -32,6 +32,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -78,6 +79,7 @@ static struct {
   uint32_t fork_parent_tid;     /* tid of the thread calling fork */
   uintptr_t main_lo, main_hi;   /* main thread's stack, read once at init */
   _Atomic uint64_t registered, live;
+  ptp_cpu_exited exited;        /* exits since the last cut, by name */
 } reg = {
   .once = PTHREAD_ONCE_INIT,
   .mu = PTHREAD_MUTEX_INITIALIZER,
@@ -137,6 +139,10 @@ static ptp_thread_rec *rec_insert(uint32_t tid, uintptr_t lo, uintptr_t hi) {
   r->exec_paused = 0;
   r->accounted = 0;
   r->start_ticks = 0;
+  r->cpu_cut = 0;               /* a new thread's clock starts at 0; the sweep
+                                   and activate read it instead */
+  r->own_ns = 0;
+  r->own_open = -1;
   r->name[0] = 0;
   atomic_store_explicit(&r->sig->perf_fd, -1, memory_order_relaxed);
   atomic_store_explicit(&r->sig->perf_first, 0, memory_order_relaxed);
@@ -197,11 +203,13 @@ static void atfork_child(void) {
     ptp_engine_forget_in_child(r);
     if (r != mine) rec_remove(r);
   }
+  memset(&reg.exited, 0, sizeof reg.exited);   /* the parent's exits */
   if (mine) {
     /* Same stack, new tid: re-key the record (its exit destructor, if any,
      * still points at it). */
     atomic_store_explicit(&TIDMAP[reg.fork_parent_tid], 0, memory_order_relaxed);
     mine->excluded = 0;
+    mine->cpu_cut = 0;          /* the child's CPU clock starts at 0 */
     atomic_store_explicit(&mine->sig->tid, me, memory_order_release);
     atomic_store_explicit(&TIDMAP[me], (uint32_t)(mine - reg.recs) + 1, memory_order_release);
   }
@@ -229,6 +237,25 @@ static void account_blocked(ptp_thread_rec *r, uint32_t tid) {
 
 /* ---- exit ------------------------------------------------------------- */
 
+/* An exiting thread's CPU since the last cut, summed by name until the
+ * next cut takes it (ptp_threads_cpu_cut). reg.mu held; no allocation
+ * (exit destructors run in any thread, also under memory pressure). */
+static void add_exited(const char *name, int64_t ns) {
+  if (ns < 0) ns = 0;
+  ptp_cpu_exited *x = &reg.exited;
+  ptp_thread_cpu *e = NULL;
+  for (size_t i = 0; i < x->n && !e; i++)
+    if (strncmp(x->by_name[i].name, name, sizeof x->by_name[i].name) == 0) e = &x->by_name[i];
+  if (!e && x->n < PTP_EXITED_NAMES) {
+    e = &x->by_name[x->n++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name);
+  }
+  if (!e) e = &x->others;
+  e->nthreads++;
+  e->cpu_ns += ns;
+}
+
 /* TLS-key destructor: runs on the exiting thread (return from the start
  * routine, pthread_exit, cancellation). */
 static void on_thread_exit(void *arg) {
@@ -244,6 +271,14 @@ static void on_thread_exit(void *arg) {
     return;
   }
   if (r->has_perf || r->has_timer) account_blocked(r, me);   /* exits with SIGPROF blocked */
+  if (ptp_engine_active() && !r->excluded) {
+    int64_t now = ptp_engine_cpu_ns(me);
+    if (now >= 0) {
+      int64_t own = r->own_ns + (r->own_open >= 0 && now > r->own_open ? now - r->own_open : 0);
+      reg.exited.own_ns += own;
+      add_exited(name, now - r->cpu_cut - own);
+    }
+  }
   ptp_exitacct_exit(r, me);            /* disarms the source too */
   rec_remove(r);
   pthread_mutex_unlock(&reg.mu);
@@ -394,9 +429,15 @@ int ptp_threads_activate(uint32_t magic, int64_t period_ns, int engine) {
     return -EBUSY;
   }
   ptp_engine_start(magic, period_ns, engine);
+  memset(&reg.exited, 0, sizeof reg.exited);
   for (uint32_t i = 0; i < reg.hwm; i++) {
     ptp_thread_rec *r = &reg.recs[i];
-    if (rec_tid(r)) ptp_engine_arm(r);
+    uint32_t tid = rec_tid(r);
+    if (!tid) continue;
+    r->cpu_cut = ptp_engine_cpu_ns(tid);      /* the window starts now */
+    r->own_ns = 0;
+    if (r->own_open >= 0) r->own_open = r->cpu_cut;
+    ptp_engine_arm(r);
   }
   pthread_mutex_unlock(&reg.mu);
   return ptp_threads_sweep();
@@ -446,6 +487,8 @@ int ptp_threads_sweep(void) {
       if (tids[i] == pid) { lo = reg.main_lo; hi = reg.main_hi; }
       r = rec_insert(tids[i], lo, hi);
       if (!r) continue;
+      /* its CPU before we saw it is not known to be the window's */
+      r->cpu_cut = ptp_engine_cpu_ns(tids[i]);
       atomic_fetch_add(&reg.registered, 1);
     } else if (ptp_engine_source_stale(r, tids[i])) {
       ptp_engine_disarm(r);     /* the dead thread's; the live one gets its own */
@@ -536,6 +579,32 @@ size_t ptp_threads_collect_unsignalled(ptp_unsignalled *out, size_t cap) {
   return n;
 }
 
+size_t ptp_threads_cpu_cut(ptp_cpu_live *live, size_t cap, ptp_cpu_exited *exited) {
+  memset(exited, 0, sizeof *exited);
+  if (ptp_threads_init() != 0) return 0;
+  size_t n = 0;
+  pthread_mutex_lock(&reg.mu);
+  for (uint32_t i = 0; i < reg.hwm; i++) {
+    ptp_thread_rec *r = &reg.recs[i];
+    uint32_t tid = rec_tid(r);
+    if (!tid || r->excluded) continue;
+    int64_t now = ptp_engine_cpu_ns(tid);
+    if (now < 0) continue;             /* gone (a foreign thread the sweep has not seen go) */
+    int64_t own = r->own_ns + (r->own_open >= 0 && now > r->own_open ? now - r->own_open : 0);
+    int64_t prog = now - r->cpu_cut - own;
+    if (n < cap) live[n] = (ptp_cpu_live){ tid, prog > 0 ? prog : 0 };
+    n++;
+    reg.exited.own_ns += own;
+    r->cpu_cut = now;
+    r->own_ns = 0;
+    if (r->own_open >= 0) r->own_open = now;   /* the section's rest: the next span's */
+  }
+  *exited = reg.exited;
+  memset(&reg.exited, 0, sizeof reg.exited);
+  pthread_mutex_unlock(&reg.mu);
+  return n;
+}
+
 /* ---- misc ------------------------------------------------------------ */
 
 void ptp_threads_get_stats(ptp_threads_stats *out) {
@@ -561,13 +630,24 @@ static int64_t self_cpu_ns(void) {
   return ptp_clock_ns(CLOCK_THREAD_CPUTIME_ID, -1);
 }
 
+/* The outermost section of a thread with a record, while a sampler runs,
+ * is timed by the thread's CPU clock (own_open, own_ns): the threads' CPU
+ * line keeps it apart (ptp_threads_cpu_cut). Under the perf engine with
+ * exclude_kernel it also counts the section's unsignalled periods (below). */
 PTP_OWN_TEXT void ptp_threads_own_begin(ptp_own_section *s) {
   s->timed_ = 0;
   if (ptp_own_work_enter() != 1) return;     /* nested: the outermost one counts */
-  if (!ptp_perf_excludes_kernel() || !atomic_load(&ptp_g_shared)) return;
+  if (!atomic_load(&ptp_g_shared) || ptp_threads_init() != 0) return;
   s->hits0_ = ptp_own_work_hits();
   s->cpu0_ = self_cpu_ns();
-  s->timed_ = s->cpu0_ >= 0;
+  if (s->cpu0_ < 0) return;
+  pthread_mutex_lock(&reg.mu);
+  ptp_thread_rec *r = rec_find(self_tid());
+  if (r && ptp_engine_active()) {
+    r->own_open = s->cpu0_;
+    s->timed_ = 1;
+  }
+  pthread_mutex_unlock(&reg.mu);
 }
 
 PTP_OWN_TEXT void ptp_threads_own_end(ptp_own_section *s) {
@@ -577,6 +657,12 @@ PTP_OWN_TEXT void ptp_threads_own_end(ptp_own_section *s) {
     uint64_t n = 0;
     pthread_mutex_lock(&reg.mu);
     ptp_thread_rec *r = rec_find(self_tid());
+    if (r && r->own_open >= 0) {
+      /* from the section's start, or from the last cut inside it */
+      if (cpu1 > r->own_open) r->own_ns += cpu1 - r->own_open;
+      r->own_open = -1;
+    }
+    if (!ptp_perf_excludes_kernel()) cpu1 = -1;   /* no kernel-mode periods to count */
     if (cpu1 >= 0 && r && r->has_perf && ptp_engine_active() && r->sig->armed_cpu_ns >= 0) {
       /* the section's periods by the schedule the event follows (armed
        * CPU, first period, period), minus those the handler saw */

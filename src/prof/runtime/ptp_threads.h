@@ -63,6 +63,14 @@ typedef struct ptp_thread_rec {
   uint64_t accounted;         /* perf: periods already reported unsignalled */
   uint64_t start_ticks;       /* foreign perf record: the thread's start time
                                  (/proc stat field 22), to detect tid reuse */
+  int64_t cpu_cut;            /* the thread's CPU clock at the last cut (or
+                                 when sampling started or the record was
+                                 made): ptp_threads_cpu_cut */
+  int64_t own_ns;             /* CPU of its closed own-work sections since
+                                 the last cut (ptp_threads_own_end) */
+  int64_t own_open;           /* CPU clock at the start of its open
+                                 outermost section (or at the last cut
+                                 inside it); -1: none open */
   char name[16];              /* foreign record: its comm at the last sweep,
                                  remembered when a sweep finds it gone */
   void *entry;                /* start routine */
@@ -145,6 +153,35 @@ void ptp_threads_account_blocked(void);
  * them under their cause's pseudo-frame. Any thread but the handler. */
 typedef struct ptp_unsignalled { uint32_t tid; int cause; uint64_t count; } ptp_unsignalled;
 size_t ptp_threads_collect_unsignalled(ptp_unsignalled *out, size_t cap);
+
+/* Each thread's CPU since the previous cut, for the snapshot's line of
+ * threads' CPU (ptp_window.thread_cpu). At a cut, under the registry
+ * mutex: every live thread's CPU clock is read and the part since its
+ * previous reading (the previous cut, the sampler's start, or the
+ * thread's creation) goes to live[0..cap) as (tid, ns), the reading kept
+ * for the next cut; the threads that exited since the previous cut were
+ * summed by name at their exit (their CPU clock read by themselves in the
+ * exit destructor) and are moved to *exited. The consumer (excluded) is
+ * not counted: its CPU is the profiler's own, told apart. Not counted
+ * either: a thread the sweep found (foreign) that exited between two
+ * sweeps, whose clock can no longer be read (its CPU since the previous
+ * cut is unknown). The CPU of the profiler's own work on a thread (its
+ * own-work sections, timed by its clock; the part of a section open at the
+ * cut up to the cut) is kept out of its figure and summed in
+ * exited->own_ns. Returns the number of live threads, which may exceed
+ * cap (all are cut; those beyond cap are not listed). Any thread but the
+ * handler; never allocates. */
+typedef struct ptp_cpu_live { uint32_t tid; int64_t cpu_ns; } ptp_cpu_live;
+#define PTP_EXITED_NAMES 32u
+typedef struct ptp_cpu_exited {
+  ptp_thread_cpu by_name[PTP_EXITED_NAMES];   /* samples 0 */
+  size_t n;
+  ptp_thread_cpu others;      /* exits beyond PTP_EXITED_NAMES names, name "" */
+  int64_t own_ns;             /* the profiler's own work (own-work sections,
+                                 ptp_threads_own_begin) on every thread cut,
+                                 live and exited: kept out of cpu_ns above */
+} ptp_cpu_exited;
+size_t ptp_threads_cpu_cut(ptp_cpu_live *live, size_t cap, ptp_cpu_exited *exited);
 
 /* Process-wide counters (for ptprof_stats). */
 typedef struct ptp_threads_stats {

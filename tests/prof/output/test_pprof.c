@@ -285,6 +285,65 @@ PT_TEST_T(prof_pprof_read_back_by_go_pprof, 120000) {
   free(file);
 }
 
+/* The threads' CPU line (ptp_window.thread_cpu): every name with its CPU,
+ * its threads when more than one, its samples and the other thread_name
+ * labels they carry; the 16 with the most CPU listed, the rest summed;
+ * read back by go tool pprof. */
+PT_TEST_T(prof_pprof_thread_cpu_line, 120000) {
+  fixture f;
+  fixture_init(&f);
+  ptp_thread_cpu t[18];
+  memset(t, 0, sizeof t);
+  t[0] = (ptp_thread_cpu){ .name = "worker-a", .nthreads = 1, .cpu_ns = 401000000, .samples = 37 };
+  t[1] = (ptp_thread_cpu){ .name = "pool", .nthreads = 4, .cpu_ns = 123450000, .samples = 13,
+                           .sampled_as = {"job-x", "job-y"}, .sampled_as_more = 1 };
+  t[2] = (ptp_thread_cpu){ .name = "", .nthreads = 1, .cpu_ns = 4000000, .samples = 1 };
+  for (int i = 3; i < 18; i++) {
+    snprintf(t[i].name, sizeof t[i].name, "idle-%02d", i);
+    t[i].nthreads = 2;
+    t[i].cpu_ns = 1000000 - i * 10000;
+    t[i].samples = i == 17;
+  }
+  f.w.thread_cpu = t;
+  f.w.nthread_cpu = 18;
+  f.w.thread_own_ns = 2500000;
+  uint8_t *gz;
+  size_t gzlen;
+  PT_ASSERT_INT_EQ(ptp_pprof_encode(&f.w, NULL, &gz, &gzlen), 0);
+  char *dir = pt_tmpdir("pprof-thr");
+  char *file = write_profile(dir, "t.pb.gz", gz, gzlen);
+  char *raw = pprof(file, "-raw", NULL, NULL);
+  const char *want =
+      "threads' CPU since the previous snapshot's cut, by each thread's CPU clock, the profiler's "
+      "own work apart (2.5 ms on these threads, and its own thread), with their samples: worker-a "
+      "401.0 ms (37 samples), pool 123.5 ms (4 threads, 13 samples, thread_name job-x, job-y, ...), "
+      "(no name) 4.0 ms (1 sample), idle-03 1.0 ms (2 threads, 0 samples)";
+  PT_ASSERT_MSG(strstr(raw, want), "thread CPU line:\n%s", raw);
+  /* 18 names: idle-03 .. idle-15 listed (16 in all), idle-16 and idle-17 summed */
+  PT_ASSERT_MSG(strstr(raw, "idle-15 0.8 ms (2 threads, 0 samples); 2 more names: 1.7 ms (4 "
+                            "threads, 1 sample); a name with less CPU than a period (10.1 ms) has "
+                            "a sample with probability CPU / period"),
+                "thread CPU line's tail:\n%s", raw);
+  PT_ASSERT_MSG(!strstr(raw, "idle-16"), "more than 16 names listed:\n%s", raw);
+  /* after the coverage line */
+  const char *cov = strstr(raw, "process CPU since");
+  PT_ASSERT_MSG(cov && strstr(cov, "threads' CPU"), "thread CPU line not after coverage:\n%s", raw);
+  free(raw);
+  /* no list, no line */
+  f.w.nthread_cpu = 0;
+  free(gz);
+  PT_ASSERT_INT_EQ(ptp_pprof_encode(&f.w, NULL, &gz, &gzlen), 0);
+  free(file);
+  file = write_profile(dir, "n.pb.gz", gz, gzlen);
+  raw = pprof(file, "-raw", NULL, NULL);
+  PT_ASSERT_MSG(!strstr(raw, "threads' CPU"), "a line without a list:\n%s", raw);
+  free(raw);
+  free(gz);
+  pt_rm_rf(dir);
+  free(dir);
+  free(file);
+}
+
 PT_TEST(prof_pprof_single_gzip_member_and_header) {
   fixture f;
   fixture_init(&f);

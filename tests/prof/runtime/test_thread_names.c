@@ -207,3 +207,145 @@ PT_TEST_T(prof_sampler_names_at_sample_time, 60000) {
   pt_rm_rf(dir);
   free(dir);
 }
+
+/* The threads' CPU of a window (ptp_window.thread_cpu, the snapshot's
+ * "threads' CPU" line): each name's CPU by its threads' clocks (a live
+ * thread read at the cut, exited ones at their exit, two threads of one
+ * name summed), its samples counted by tid, most CPU first; the
+ * profiler's own work on the dumping thread (30 ms burned in the window
+ * hook, after the cut: the next window's) kept out of that thread's
+ * figure and counted in thread_own_ns; with the sampler's own thread the
+ * figures add up to the process's CPU clock. */
+typedef struct tcpu_cap {
+  int nw;
+  ptp_thread_cpu t[2][16];
+  size_t n[2];
+  int64_t own[2], own_thread[2], process[2];
+  uint64_t live_samples[2];       /* samples of tc-live's tid */
+  _Atomic uint32_t live_tid;
+  int64_t burn_ns;
+} tcpu_cap;
+
+static tcpu_cap g_tc;
+
+static void tcpu_hook(const ptp_window *w, void *ctx) {
+  tcpu_cap *c = ctx;
+  if (c->nw < 2) {
+    int i = c->nw;
+    c->n[i] = w->nthread_cpu < 16 ? w->nthread_cpu : 16;
+    memcpy(c->t[i], w->thread_cpu, c->n[i] * sizeof *w->thread_cpu);
+    c->own[i] = w->thread_own_ns;
+    c->own_thread[i] = w->own_thread_cpu_ns;
+    c->process[i] = w->process_cpu_ns;
+    for (size_t k = 0; k < w->nsamples; k++)
+      if (w->samples[k].tid == atomic_load(&c->live_tid)) c->live_samples[i] += w->samples[k].count;
+  }
+  c->nw++;
+  if (c->burn_ns) ptt_fn_hot_c(c->burn_ns);    /* the profiler's work, as a symbolization */
+}
+
+static const ptp_thread_cpu *tcpu_find(int wi, const char *name) {
+  for (size_t i = 0; i < g_tc.n[wi]; i++)
+    if (strcmp(g_tc.t[wi][i].name, name) == 0) return &g_tc.t[wi][i];
+  return NULL;
+}
+
+static int g_tc_pipe[2];
+static _Atomic int64_t g_tc_live_used;
+
+static void *tc_live(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "tc-live");
+  atomic_store(&g_tc.live_tid, (uint32_t)gettid());
+  int64_t t0 = ptt_thread_cpu_ns();
+  ptt_fn_hot_a(40000000);
+  atomic_store(&g_tc_live_used, ptt_thread_cpu_ns() - t0);
+  char b;
+  (void)!read(g_tc_pipe[0], &b, 1);          /* alive, idle, until both dumps are done */
+  return NULL;
+}
+
+#define PT_ASSERT_CPU(e, used, what)                                                        \
+  PT_ASSERT_MSG((e) && (e)->cpu_ns >= (used) && (e)->cpu_ns <= (used) + 3000000,            \
+                "%s: %lld ns by the line, %lld used", what, (e) ? (long long)(e)->cpu_ns : -1LL, \
+                (long long)(used))
+
+PT_TEST_T(prof_sampler_thread_cpu_line, 60000) {
+  char *dir = pt_tmpdir("thread-cpu");
+  memset(&g_tc, 0, sizeof g_tc);
+  g_tc.burn_ns = 30000000;
+  PT_ASSERT_INT_EQ(pipe(g_tc_pipe), 0);
+  ptprof_options o;
+  ptprof_options_init(&o);
+  o.hz = 99;
+  o.dir = dir;
+  o.prefix = "ptt-";
+  ptprof *p;
+  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
+  ptp_set_window_hook(p, tcpu_hook, &g_tc);
+  PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  pthread_t live;
+  PT_ASSERT_INT_EQ(pthread_create(&live, NULL, tc_live, NULL), 0);
+  worker ex = { .fn = ptt_fn_hot_b, .cpu_ns = 20000000, .name = "tc-exit" };
+  worker tw[2] = { { .fn = ptt_fn_hot_b, .cpu_ns = 5000000, .name = "tc-twin" },
+                   { .fn = ptt_fn_hot_b, .cpu_ns = 5000000, .name = "tc-twin" } };
+  ptt_worker_start(&ex);
+  ptt_worker_start(&tw[0]);
+  ptt_worker_start(&tw[1]);
+  ptt_worker_join(&ex);
+  ptt_worker_join(&tw[0]);
+  ptt_worker_join(&tw[1]);
+  while (!atomic_load(&g_tc_live_used)) usleep(1000);      /* tc-live has burned its CPU */
+  PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(ptprof_dump(p, NULL, 0), 0);
+  PT_ASSERT_INT_EQ(write(g_tc_pipe[1], "x", 1), 1);
+  PT_ASSERT_INT_EQ(pthread_join(live, NULL), 0);
+  ptprof_del(p);
+  close(g_tc_pipe[0]);
+  close(g_tc_pipe[1]);
+  PT_ASSERT_INT_EQ(g_tc.nw, 2);
+
+  int64_t sum = 0;
+  for (size_t i = 0; i < g_tc.n[0]; i++) {
+    const ptp_thread_cpu *t = &g_tc.t[0][i];
+    printf("# window 1: %-15s %7.2f ms, %u threads, %llu samples\n", t->name, t->cpu_ns / 1e6,
+           t->nthreads, (unsigned long long)t->samples);
+    sum += t->cpu_ns;
+    if (i) PT_ASSERT_MSG(t->cpu_ns <= g_tc.t[0][i - 1].cpu_ns, "not sorted by CPU");
+  }
+  /* the worker's own measure is its start routine's CPU; the thread's
+   * clock adds its start and exit (microseconds) */
+  const ptp_thread_cpu *lv = tcpu_find(0, "tc-live"), *ex1 = tcpu_find(0, "tc-exit"),
+                       *twin = tcpu_find(0, "tc-twin");
+  PT_ASSERT_CPU(lv, g_tc_live_used, "tc-live (alive at the cut)");
+  PT_ASSERT_CPU(ex1, ex.used_ns, "tc-exit (exited)");
+  PT_ASSERT_CPU(twin, tw[0].used_ns + tw[1].used_ns, "tc-twin (two exited)");
+  PT_ASSERT_UINT_EQ(lv->nthreads, 1);
+  PT_ASSERT_UINT_EQ(twin->nthreads, 2);
+  PT_ASSERT_UINT_EQ(lv->samples, g_tc.live_samples[0]);
+  PT_ASSERT_MSG(lv->samples >= 1, "tc-live: 40 ms of CPU at 99 Hz and no sample");
+  /* every thread's CPU, the profiler's own on them and its own thread's:
+   * the process's clock (read first at the cut; a thread not followed, as
+   * the library's I/O helper, only adds to it) */
+  int64_t acct = sum + g_tc.own[0] + g_tc.own_thread[0];
+  printf("# window 1: threads %.2f + own %.2f + sampler thread %.2f = %.2f ms, process %.2f ms\n",
+         sum / 1e6, g_tc.own[0] / 1e6, g_tc.own_thread[0] / 1e6, acct / 1e6, g_tc.process[0] / 1e6);
+  PT_ASSERT_MSG(acct >= g_tc.process[0] - 5000000 && acct <= g_tc.process[0] + 1000000,
+                "threads %lld ns against the process's %lld", (long long)acct,
+                (long long)g_tc.process[0]);
+  /* window 2: the hook's 30 ms on the dumping thread (this one) after the
+   * first cut are the profiler's, not the thread's */
+  char me[16] = "";
+  pthread_getname_np(pthread_self(), me, sizeof me);
+  const ptp_thread_cpu *m2 = tcpu_find(1, me);
+  printf("# window 2: own work on threads %.2f ms, this thread %.2f ms\n", g_tc.own[1] / 1e6,
+         m2 ? m2->cpu_ns / 1e6 : -1.0);
+  PT_ASSERT_MSG(g_tc.own[1] >= 30000000, "own work %lld ns, the hook burned 30 ms", (long long)g_tc.own[1]);
+  PT_ASSERT_MSG(m2 && m2->cpu_ns < 10000000, "the dumping thread's own work in its figure");
+  const ptp_thread_cpu *lv2 = tcpu_find(1, "tc-live");
+  PT_ASSERT_MSG(lv2 && lv2->cpu_ns < 1000000, "tc-live, idle in window 2: %lld ns",
+                lv2 ? (long long)lv2->cpu_ns : -1LL);
+  PT_ASSERT_MSG(!tcpu_find(1, "tc-exit"), "an exit of window 1 counted again");
+  pt_rm_rf(dir);
+  free(dir);
+}
