@@ -459,14 +459,20 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
                                         (double)w->blind_ns / 1e6, (long long)w->blind_ns,
                                         (unsigned long long)nb, nb == 1 ? "" : "s",
                                         (double)nb * period_ms));
+    /* By the threads' CPU clocks: the own-work sections on application
+     * threads (timed, ptp_threads_own_begin) and the sampler's own thread;
+     * the samples dropped there are counted beside, not multiplied out (a
+     * count of periods is the CPU to within a period per section). */
     double own_thr_ms = (double)w->own_thread_cpu_ns / 1e6;
-    double own_ms = (double)no * period_ms + own_thr_ms;
+    double own_app_ms = (double)w->thread_own_ns / 1e6;
+    double own_ms = own_app_ms + own_thr_ms;
     cidx[nc++] = intern_owned(&e, fmt("profiler's own work in this window and the blind window "
-                                      "before it: %.1f ms CPU (%llu sample%s (%.1f ms) dropped on "
-                                      "application threads, %.1f ms on the sampler's own thread); "
-                                      "not in the samples above",
-                                      own_ms, (unsigned long long)no, no == 1 ? "" : "s",
-                                      (double)no * period_ms, own_thr_ms));
+                                      "before it: %.1f ms CPU by the threads' clocks (%.1f ms on "
+                                      "application threads, %.1f ms on the sampler's own thread; "
+                                      "%llu sample%s dropped on application threads); not in the "
+                                      "samples above",
+                                      own_ms, own_app_ms, own_thr_ms, (unsigned long long)no,
+                                      no == 1 ? "" : "s"));
     /* Coverage: what the process's CPU clock says it used over the same
      * span, against what the lines above account for. The rest is each
      * thread's period under way at the cut (and, with the timer engine,

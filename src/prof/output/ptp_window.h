@@ -198,9 +198,11 @@ typedef struct ptp_window {
   const ptp_thread_cpu *thread_cpu; /* every name, most CPU first; NULL/0
                               = not known (no line) */
   size_t nthread_cpu;
-  int64_t thread_own_ns;   /* the profiler's own work on those threads over
-                              the same span (own-work sections, by their
-                              CPU clocks), kept out of their cpu_ns */
+  int64_t thread_own_ns;   /* the profiler's own work on application
+                              threads over the same span (own-work
+                              sections, by their CPU clocks), kept out of
+                              their cpu_ns; with own_thread_cpu_ns, the
+                              own-work comment's CPU */
   const char *const *comments;  /* extra comment lines, may be NULL */
   size_t ncomments;
 } ptp_window;

@@ -185,6 +185,7 @@ static void dump_cut(ptprof *p, dump *d) {
   d->live = ptp_malloc(lcap * sizeof *d->live);
   size_t nl = ptp_threads_cpu_cut(d->live, d->live ? lcap : 0, &d->exited);
   d->nlive = d->live && nl <= lcap ? nl : 0;
+  d->w.thread_own_ns = d->exited.own_ns;
   /* The process's CPU over the same span as the own-work count (the blind
    * window and this window), for the coverage comment. */
   int64_t pcpu = ptp_process_cpu_ns();
@@ -419,7 +420,6 @@ static void dump_thread_cpu(dump *d) {
   d->tcpu = t;
   d->w.thread_cpu = t;
   d->w.nthread_cpu = m;
-  d->w.thread_own_ns = d->exited.own_ns;
 }
 
 /* Step 5, encoding and writing: the symbolizer follows dlopen/dlclose (it

@@ -118,6 +118,7 @@ static void fixture_init(fixture *f) {
   f->w.drops[PTP_DROP_OWN_WORK] = 4;
   f->w.blind_ns = 1234567;
   f->w.own_thread_cpu_ns = 5000000;
+  f->w.thread_own_ns = 40400000;     /* own-work sections on application threads */
   f->w.process_cpu_ns = 700000000;
 }
 
@@ -223,13 +224,16 @@ PT_TEST_T(prof_pprof_read_back_by_go_pprof, 120000) {
                             "thread_exit=0 kernel_mode=0 undelivered=0 no_memory=0 own_work=4 blocked=0 fd_closed=0"),
                 "drop comment:\n%s", raw);
   /* The blind window and the profiler's own work: counted with their CPU
-   * (count x period: 7 and 4 x 10.1 ms), never samples. */
+   * (the blind window's: count x period, 7 x 10.1 ms; the own work's by
+   * the threads' clocks: 40.4 + 5.0 ms, its 4 samples counted beside),
+   * never samples. */
   PT_ASSERT_MSG(strstr(raw, "blind window before this one: 1.2 ms (1234567 ns, the previous dump's "
                             "encode and write): 7 samples (70.7 ms CPU) of application threads "
                             "dropped, not in this profile"), "blind comment:\n%s", raw);
   PT_ASSERT_MSG(strstr(raw, "profiler's own work in this window and the blind window before it: "
-                            "45.4 ms CPU (4 samples (40.4 ms) dropped on application threads, 5.0 "
-                            "ms on the sampler's own thread); not in the samples above"),
+                            "45.4 ms CPU by the threads' clocks (40.4 ms on application threads, "
+                            "5.0 ms on the sampler's own thread; 4 samples dropped on application "
+                            "threads); not in the samples above"),
                 "own work comment:\n%s", raw);
   /* Coverage: 700 ms of process CPU; own work and blind window 40.4 +
    * 5.0 + 70.7 = 116.1 ms; the program's 583.9 ms; samples 50 x 10.1 ms =
