@@ -198,23 +198,33 @@ void ptt_check_bands(uint64_t all, uint64_t lost, int64_t real_ns, int hz) {
   PT_ASSERT_MSG(real_stacks < 1.3, "sampled under real stacks/real %.2f", real_stacks);
 }
 
-ptprof *ptt_start_sampler_engine(const char *dir, int hz, capture *c, int engine) {
+/* A started sampler (hz, engine; snapshots "ptt-*" in dir) whose windows
+ * go to hook(w, ctx) when hook is set; resume, when set, runs after each
+ * dump's sampling resumed. */
+static ptprof *start_hooked(const char *dir, int hz, int engine, ptp_window_hook_fn hook,
+                            ptp_resume_hook_fn resume, void *ctx) {
   ptprof_options o;
   ptprof_options_init(&o);
-  o.hz = hz;
+  if (hz) o.hz = hz;
   o.engine = engine;
   o.dir = dir;
   o.prefix = "ptt-";
   ptprof *p = NULL;
   int rc = ptprof_new(&p, &o);
   PT_ASSERT_MSG(rc == 0, "ptprof_new: %s", ptprof_strerror(rc));
-  if (c) {
-    ptp_set_window_hook(p, ptt_cap_hook, c);
-    ptp_set_resume_hook(p, ptt_cap_resume_hook, c);
-  }
+  if (hook) ptp_set_window_hook(p, hook, ctx);
+  if (resume) ptp_set_resume_hook(p, resume, ctx);
   rc = ptprof_start(p);
   PT_ASSERT_MSG(rc == 0, "ptprof_start: %s", ptprof_strerror(rc));
   return p;
+}
+
+ptprof *ptt_start_with_hook(const char *dir, int hz, ptp_window_hook_fn hook, void *ctx) {
+  return start_hooked(dir, hz, PTPROF_ENGINE_AUTO, hook, NULL, ctx);
+}
+
+ptprof *ptt_start_sampler_engine(const char *dir, int hz, capture *c, int engine) {
+  return start_hooked(dir, hz, engine, c ? ptt_cap_hook : NULL, c ? ptt_cap_resume_hook : NULL, c);
 }
 
 ptprof *ptt_start_sampler(const char *dir, int hz, capture *c) {

@@ -22,6 +22,7 @@
 
 #include "ptprof.h"
 #include "prof/output/ptp_window.h"
+#include "prof/runtime/ptprof_internal.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define PTT_ASAN 1
@@ -136,6 +137,9 @@ void ptt_check_bands(uint64_t all, uint64_t lost, int64_t real_ns, int hz);
  * in c (may be NULL); asserts on failure. */
 ptprof *ptt_start_sampler_engine(const char *dir, int hz, capture *c, int engine);
 ptprof *ptt_start_sampler(const char *dir, int hz, capture *c);
+/* A started sampler at hz (0: the default rate), engine auto, snapshots
+ * "ptt-*" in dir, its windows handed to hook(w, ctx) (ptprof_internal.h). */
+ptprof *ptt_start_with_hook(const char *dir, int hz, ptp_window_hook_fn hook, void *ctx);
 /* Whether the perf engine can run here (perf_event_paranoid <= 2, no
  * seccomp policy against perf_event_open). */
 int ptt_perf_engine_works(void);

@@ -11,6 +11,7 @@
 #include "prof/signal/ptp_label_set.h"
 #include "prof/runtime/ptp_labels.h"
 #include "prof/runtime/ptprof_internal.h"
+#include "sampler_fixture.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -235,19 +236,10 @@ static void burn_ms(int ms) {
 
 PT_TEST_T(prof_labels_task_ended_before_dump, 60000) {
   char *dir = pt_tmpdir("labels-ended");
-  ptprof_options o;
-  ptprof_options_init(&o);
-  o.hz = 499;
-  o.dir = dir;
-  o.prefix = "ptt-";
-  ptprof *p;
-  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
   lcap c;
   memset(&c, 0, sizeof c);
   pthread_mutex_init(&c.mu, NULL);
-  ptp_set_window_hook(p, lhook, &c);
-  int rc = ptprof_start(p);
-  PT_ASSERT_MSG(rc == 0, "ptprof_start: %s", ptprof_strerror(rc));
+  ptprof *p = ptt_start_with_hook(dir, 499, lhook, &c);
 
   uint64_t id = ptcon_task_spawn("labels.ended", "task", "../../tests/prof/test_labels.c", 4242,
                                  NULL, 0);
@@ -271,7 +263,7 @@ PT_TEST_T(prof_labels_task_ended_before_dump, 60000) {
   PT_ASSERT(st.strings >= 2);   /* "phase", "burn": popped, kept until written */
 
   char path[512];
-  rc = ptprof_dump(p, path, sizeof path);
+  int rc = ptprof_dump(p, path, sizeof path);
   PT_ASSERT_MSG(rc == 0, "dump: %s", ptprof_strerror(rc));
   pthread_mutex_lock(&c.mu);
   /* 300 ms at 499 Hz is ~150 samples: the task must have most of them */
@@ -296,14 +288,7 @@ PT_TEST_T(prof_labels_task_ended_before_dump, 60000) {
 
 PT_TEST_T(prof_labels_table_full, 60000) {
   char *dir = pt_tmpdir("labels-full");
-  ptprof_options o;
-  ptprof_options_init(&o);
-  o.dir = dir;
-  o.prefix = "ptt-";
-  ptprof *p;
-  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
-  int rc = ptprof_start(p);
-  PT_ASSERT_MSG(rc == 0, "ptprof_start: %s", ptprof_strerror(rc));
+  ptprof *p = ptt_start_with_hook(dir, 0, NULL, NULL);
   /* While a sampler runs, popped strings stay until the next snapshot: a
    * stream of distinct values fills the table, and the dump empties it. */
   char v[32];

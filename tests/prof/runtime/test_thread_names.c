@@ -120,15 +120,7 @@ static void *short_named(void *arg) {
 PT_TEST_T(prof_sampler_names_many_exited, 120000) {
   char *dir = pt_tmpdir("thread-names");
   memset(&g_nc, 0, sizeof g_nc);
-  ptprof_options o;
-  ptprof_options_init(&o);
-  o.hz = 999;
-  o.dir = dir;
-  o.prefix = "ptt-";
-  ptprof *p;
-  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
-  ptp_set_window_hook(p, names_hook, &g_nc);
-  PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  ptprof *p = ptt_start_with_hook(dir, 999, names_hook, &g_nc);
   for (unsigned i = 0; i < NX; i += 4) {     /* four alive at a time */
     pthread_t th[4];
     for (unsigned k = 0; k < 4; k++)
@@ -185,15 +177,7 @@ static void *renaming(void *arg) {
 PT_TEST_T(prof_sampler_names_at_sample_time, 60000) {
   char *dir = pt_tmpdir("thread-rename");
   memset(&g_rc, 0, sizeof g_rc);
-  ptprof_options o;
-  ptprof_options_init(&o);
-  o.hz = 999;
-  o.dir = dir;
-  o.prefix = "ptt-";
-  ptprof *p;
-  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
-  ptp_set_window_hook(p, rename_hook, &g_rc);
-  PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  ptprof *p = ptt_start_with_hook(dir, 999, rename_hook, &g_rc);
   pthread_t th;
   PT_ASSERT_INT_EQ(pthread_create(&th, NULL, renaming, NULL), 0);
   PT_ASSERT_INT_EQ(pthread_join(th, NULL), 0);
@@ -275,15 +259,7 @@ PT_TEST_T(prof_sampler_thread_cpu_line, 60000) {
   memset(&g_tc, 0, sizeof g_tc);
   g_tc.burn_ns = 30000000;
   PT_ASSERT_INT_EQ(pipe(g_tc_pipe), 0);
-  ptprof_options o;
-  ptprof_options_init(&o);
-  o.hz = 99;
-  o.dir = dir;
-  o.prefix = "ptt-";
-  ptprof *p;
-  PT_ASSERT_INT_EQ(ptprof_new(&p, &o), 0);
-  ptp_set_window_hook(p, tcpu_hook, &g_tc);
-  PT_ASSERT_INT_EQ(ptprof_start(p), 0);
+  ptprof *p = ptt_start_with_hook(dir, 99, tcpu_hook, &g_tc);
   pthread_t live;
   PT_ASSERT_INT_EQ(pthread_create(&live, NULL, tc_live, NULL), 0);
   worker ex = { .fn = ptt_fn_hot_b, .cpu_ns = 20000000, .name = "tc-exit" };
