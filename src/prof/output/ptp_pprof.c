@@ -213,6 +213,31 @@ static int check_window(const ptp_window *w) {
   return 0;
 }
 
+/* A thread name (at most 15 bytes of name16) in the threads' CPU line, so
+ * that the line reads back unambiguously: as it is when it holds none of
+ * the line's delimiters; else in double quotes, with '"', '\\' and
+ * control bytes escaped ("\\x1f"); "(no name)" for an empty one, and
+ * "(other names)" for the bucket of exits beyond the per-name slots
+ * (others). UTF-8 passes as it is. */
+static void put_thread_name(ptp_strbuf *b, const char *name16, int others) {
+  char nm[16];
+  memcpy(nm, name16, 15);
+  nm[15] = 0;
+  if (others) { ptp_strbuf_printf(b, "(other names)"); return; }
+  if (!nm[0]) { ptp_strbuf_printf(b, "(no name)"); return; }
+  int quote = 0;
+  for (const unsigned char *c = (const unsigned char *)nm; *c; c++)
+    if (*c < 0x20 || *c == 0x7f || strchr(" ,;()\"\\", *c)) quote = 1;
+  if (!quote) { ptp_strbuf_printf(b, "%s", nm); return; }
+  ptp_strbuf_printf(b, "\"");
+  for (const unsigned char *c = (const unsigned char *)nm; *c; c++) {
+    if (*c == '"' || *c == '\\') ptp_strbuf_printf(b, "\\%c", *c);
+    else if (*c < 0x20 || *c == 0x7f) ptp_strbuf_printf(b, "\\x%02x", *c);
+    else ptp_strbuf_printf(b, "%c", *c);
+  }
+  ptp_strbuf_printf(b, "\"");
+}
+
 static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
   enc e = {0};
   uint64_t *ids = NULL;
@@ -519,17 +544,17 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
           more_ns += t->cpu_ns;
           continue;
         }
-        char nm[16];
-        memcpy(nm, t->name, 15);
-        nm[15] = 0;
-        ptp_strbuf_printf(&tl, "%s %s %.1f ms (", i ? "," : "", nm[0] ? nm : "(no name)",
-                          (double)t->cpu_ns / 1e6);
+        ptp_strbuf_printf(&tl, "%s ", i ? "," : "");
+        put_thread_name(&tl, t->name, t->others);
+        ptp_strbuf_printf(&tl, " %.1f ms (", (double)t->cpu_ns / 1e6);
         if (t->nthreads != 1) ptp_strbuf_printf(&tl, "%u threads, ", t->nthreads);
         ptp_strbuf_printf(&tl, "%llu sample%s", (unsigned long long)t->samples,
                           t->samples == 1 ? "" : "s");
         /* labelled with another name: the thread renamed itself */
-        for (int j = 0; j < 2 && t->sampled_as[j][0]; j++)
-          ptp_strbuf_printf(&tl, "%s%.15s", j ? ", " : ", thread_name ", t->sampled_as[j]);
+        for (int j = 0; j < 2 && t->sampled_as[j][0]; j++) {
+          ptp_strbuf_printf(&tl, "%s", j ? ", " : ", thread_name ");
+          put_thread_name(&tl, t->sampled_as[j], 0);
+        }
         ptp_strbuf_printf(&tl, "%s)", t->sampled_as_more ? ", ..." : "");
       }
       if (w->nthread_cpu > LISTED)

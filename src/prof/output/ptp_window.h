@@ -172,6 +172,8 @@ typedef struct ptp_thread_cpu {
                               thread that renames itself, e.g. per job):
                               up to two, "" unused */
   int sampled_as_more;     /* ... and more than two */
+  int others;              /* the bucket of exits beyond the per-name slots
+                              (name "(other names)"), printed as such */
 } ptp_thread_cpu;
 
 typedef struct ptp_window {

@@ -376,6 +376,7 @@ static void dump_thread_cpu(dump *d) {
   for (size_t i = 0; i < d->exited.n; i++) t[n++] = d->exited.by_name[i];
   if (d->exited.others.nthreads) {
     t[n] = d->exited.others;
+    t[n].others = 1;
     snprintf(t[n++].name, 16, "(other names)");   /* exits beyond PTP_EXITED_NAMES names */
   }
   free(names);
@@ -386,6 +387,7 @@ static void dump_thread_cpu(dump *d) {
     if (m && strncmp(t[m - 1].name, t[i].name, 16) == 0) {
       t[m - 1].nthreads += t[i].nthreads;
       t[m - 1].cpu_ns += t[i].cpu_ns;
+      t[m - 1].others |= t[i].others;
     } else {
       t[m++] = t[i];
     }

@@ -300,7 +300,7 @@ PT_TEST_T(prof_pprof_thread_cpu_line, 120000) {
   memset(t, 0, sizeof t);
   t[0] = (ptp_thread_cpu){ .name = "worker-a", .nthreads = 1, .cpu_ns = 401000000, .samples = 37 };
   t[1] = (ptp_thread_cpu){ .name = "pool", .nthreads = 4, .cpu_ns = 123450000, .samples = 13,
-                           .sampled_as = {"job-x", "job-y"}, .sampled_as_more = 1 };
+                           .sampled_as = {"job-x", "job y"}, .sampled_as_more = 1 };
   t[2] = (ptp_thread_cpu){ .name = "", .nthreads = 1, .cpu_ns = 4000000, .samples = 1 };
   for (int i = 3; i < 18; i++) {
     snprintf(t[i].name, sizeof t[i].name, "idle-%02d", i);
@@ -308,6 +308,13 @@ PT_TEST_T(prof_pprof_thread_cpu_line, 120000) {
     t[i].cpu_ns = 1000000 - i * 10000;
     t[i].samples = i == 17;
   }
+  /* names holding the line's delimiters are quoted, with '"', '\\' and
+   * control bytes escaped; the bucket of exits beyond the per-name slots
+   * is said as such */
+  strcpy(t[3].name, "a, b\"(c)\\\t");
+  strcpy(t[4].name, "(other names)");
+  t[4].others = 1;
+  strcpy(t[5].name, "(other names)");   /* a thread of that name: quoted */
   f.w.thread_cpu = t;
   f.w.nthread_cpu = 18;
   f.w.thread_own_ns = 2500000;
@@ -320,8 +327,10 @@ PT_TEST_T(prof_pprof_thread_cpu_line, 120000) {
   const char *want =
       "threads' CPU since the previous snapshot's cut, by each thread's CPU clock, the profiler's "
       "own work apart (2.5 ms on these threads, and its own thread), with their samples: worker-a "
-      "401.0 ms (37 samples), pool 123.5 ms (4 threads, 13 samples, thread_name job-x, job-y, ...), "
-      "(no name) 4.0 ms (1 sample), idle-03 1.0 ms (2 threads, 0 samples)";
+      "401.0 ms (37 samples), pool 123.5 ms (4 threads, 13 samples, thread_name job-x, \"job y\", "
+      "...), (no name) 4.0 ms (1 sample), \"a, b\\\"(c)\\\\\\x09\" 1.0 ms (2 threads, 0 samples), "
+      "(other names) 1.0 ms (2 threads, 0 samples), \"(other names)\" 0.9 ms (2 threads, 0 samples), "
+      "idle-06 0.9 ms";
   PT_ASSERT_MSG(strstr(raw, want), "thread CPU line:\n%s", raw);
   /* 18 names: idle-03 .. idle-15 listed (16 in all), idle-16 and idle-17 summed */
   PT_ASSERT_MSG(strstr(raw, "idle-15 0.8 ms (2 threads, 0 samples); 2 more names: 1.7 ms (4 "
