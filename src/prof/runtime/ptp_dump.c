@@ -178,13 +178,14 @@ static void dump_cut(ptprof *p, dump *d) {
   atomic_fetch_add(&p->st_own_cpu, d->w.own_thread_cpu_ns);
   /* Each thread's CPU over the same span. Every thread is cut even without
    * memory for the list (then the snapshot has no line of threads' CPU,
-   * and the next one still covers only its own span). */
+   * and the next one still covers only its own span); threads started
+   * since the count below beyond its margin are cut but not listed. */
   ptp_threads_stats ts;
   ptp_threads_get_stats(&ts);
-  size_t lcap = (size_t)ts.live + 16;
+  size_t lcap = (size_t)ts.live + 64;
   d->live = ptp_malloc(lcap * sizeof *d->live);
   size_t nl = ptp_threads_cpu_cut(d->live, d->live ? lcap : 0, &d->exited);
-  d->nlive = d->live && nl <= lcap ? nl : 0;
+  d->nlive = !d->live ? 0 : nl < lcap ? nl : lcap;
   d->w.thread_own_ns = d->exited.own_ns;
   /* The process's CPU over the same span as the own-work count (the blind
    * window and this window), for the coverage comment. */
