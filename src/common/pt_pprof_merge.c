@@ -32,6 +32,7 @@
 #include "common/pt_alloc.h"
 #include "common/pt_err.h"
 #include "common/pt_fmt.h"
+#include "common/pt_threadcpu_line.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -122,6 +123,10 @@ struct pt_pprof_merge {
   size_t n_in_comments, cap_in_comments;
   window *wins;
   size_t n_wins, cap_wins;
+  /* the inputs' threads' CPU lines summed (pt_threadcpu_line.h); tcl_bad:
+   * one did not parse, so no sum is told */
+  pt_tcl_sum tcl;
+  bool tcl_bad;
   /* the last result */
   pt_pprof res;
   pt_pprof_sample *res_samples;
@@ -586,6 +591,14 @@ static int add_inner(pt_pprof_merge *m, const pt_pprof *p, in_map *im, const cha
 
   for (size_t i = 0; i < p->n_comments; i++) {
     uint32_t c;
+    /* a snapshot's threads' CPU line: summed into the merge's own (one
+     * that does not parse is only kept, below) */
+    if (p->comments[i] < p->n_strings) {
+      const pt_pprof_str *cs = &p->strings[p->comments[i]];
+      int t = pt_tcl_add(&m->tcl, cs->s, cs->len);
+      if (t == -ENOMEM) return t;
+      if (t == -EINVAL) m->tcl_bad = true;
+    }
     if ((r = map_str(m, im, p->comments[i], &c)) < 0) return r;
     if (m->is_comment[c]) continue;
     if ((r = GROW(m, m->in_comments, m->cap_in_comments, m->n_in_comments + 1)) < 0) return r;
@@ -693,14 +706,20 @@ int pt_pprof_merge_result(pt_pprof_merge *m, const pt_pprof **out, char *err, si
     return -EINVAL;
   }
   free_result(m);
-  size_t n_texts = 1 + m->n_wins + (m->periods_differ ? 1 : 0);
+  /* the windows' threads' CPU summed: only when every window had its line
+   * and each parsed (a sum over some of them would pass for all) */
+  char *tcl = m->n_wins > 1 && !m->tcl_bad && m->tcl.lines == m->n_wins
+                  ? pt_tcl_format(&m->tcl, m->n_wins) : NULL;
+  size_t n_texts = 1 + m->n_wins + (m->periods_differ ? 1 : 0) + (tcl ? 1 : 0);
   m->res_texts = pt_calloc(n_texts, sizeof *m->res_texts);
   m->res_samples = pt_calloc(m->n_samps ? m->n_samps : 1, sizeof *m->res_samples);
   m->res_locs = pt_calloc(m->n_locs ? m->n_locs : 1, sizeof *m->res_locs);
   m->res_strs = pt_malloc((m->n_strs + n_texts) * sizeof *m->res_strs);
   m->res_comments = pt_malloc((n_texts + m->n_in_comments) * sizeof *m->res_comments);
-  if (!m->res_texts || !m->res_samples || !m->res_locs || !m->res_strs || !m->res_comments)
+  if (!m->res_texts || !m->res_samples || !m->res_locs || !m->res_strs || !m->res_comments) {
+    free(tcl);
     goto nomem;
+  }
   /* The window: earliest start to latest end. */
   int64_t t0 = 0, end = 0, sum = 0, samples = 0;
   for (size_t i = 0; i < m->n_wins; i++) {
@@ -732,6 +751,7 @@ int pt_pprof_merge_result(pt_pprof_merge *m, const pt_pprof **out, char *err, si
   if (m->periods_differ)
     m->res_texts[m->n_res_texts++] =
         textf("the windows' sampling periods differ; period is the largest, %" PRId64, m->period);
+  if (tcl) m->res_texts[m->n_res_texts++] = tcl;   /* owned by res_texts from here */
   for (size_t i = 0; i < m->n_res_texts; i++)
     if (!m->res_texts[i]) goto nomem;
 
@@ -829,5 +849,6 @@ void pt_pprof_merge_del(pt_pprof_merge *m) {
   free(m->valpool);
   free(m->in_comments);
   free(m->wins);
+  pt_tcl_sum_free(&m->tcl);
   free(m);
 }

@@ -11,6 +11,6 @@ fuzz_require
 fuzz_build fuzz_pprof_read "$PT_SRC/tests/common/fuzz_pprof_read.c" \
   "$PT_SRC/src/common/pt_pprof_read.c" "$PT_SRC/src/common/pt_pprof_summary.c" \
   "$PT_SRC/src/common/pt_gunzip.c" "$PT_SRC/src/common/pt_alloc.c" \
-  "$PT_SRC/src/common/pt_pprof_write.c" "$PT_SRC/src/common/pt_pprof_merge.c" "$PT_SRC/src/common/pt_fmt.c" \
+  "$PT_SRC/src/common/pt_pprof_write.c" "$PT_SRC/src/common/pt_pprof_merge.c" "$PT_SRC/src/common/pt_threadcpu_line.c" "$PT_SRC/src/common/pt_fmt.c" \
   -I"$PT_SRC/tests/common" -lz
 fuzz_run fuzz_pprof_read "$PT_SRC/tests/common/fuzz_seeds/pprof_read" -max_len=65536

@@ -16,6 +16,6 @@ fuzz_build fuzz_catalog_load "$PT_SRC/tests/daemon/fuzz_catalog_load.c" \
   "$PT_SRC/src/common/pt_write_all.c" "$PT_SRC/src/common/pt_alloc.c" \
   "$PT_SRC/src/common/pt_gunzip.c" "$PT_SRC/src/common/pt_gzip.c" \
   "$PT_SRC/src/common/pt_pprof_read.c" "$PT_SRC/src/common/pt_pprof_write.c" \
-  "$PT_SRC/src/common/pt_pprof_merge.c" "$PT_SRC/src/common/pt_fmt.c" \
+  "$PT_SRC/src/common/pt_pprof_merge.c" "$PT_SRC/src/common/pt_threadcpu_line.c" "$PT_SRC/src/common/pt_fmt.c" \
   $(pkg-config --cflags --libs jansson libcrypto zlib)
 fuzz_run fuzz_catalog_load "$PT_SRC/tests/daemon/fuzz_seeds/catalog_json" -max_len=4096

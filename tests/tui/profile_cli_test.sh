@@ -12,7 +12,8 @@
 #    without that comment shows "-";
 #  - `profile merge`: go tool pprof reads the merged file, and its -top and
 #    -tags are exactly those of go tool pprof merging the same files
-#    itself; its comments name each window; --session merges a session's
+#    itself; its comments name each window and sum the windows' threads'
+#    CPU lines into one (each name's CPU and samples); --session merges a session's
 #    snapshots; profiles of other sample types are refused;
 #  - thread names: the daemon's threads are named (>= 3 distinct names in
 #    /proc: the loop, the pool, the console) and every thread_name in its
@@ -161,6 +162,24 @@ for i in 1 2 3; do
     fail "no comment for window $i ($b): $(cat "$TMPDIR/comments")"
 done
 [ "$(grep -c '^sampler engine: ' "$TMPDIR/comments")" -ge 1 ] || fail "inputs' comments not kept"
+# the windows' threads' CPU lines, summed into one: each name's CPU and
+# samples are the sums of the three windows' lines
+python3 - "$TMPDIR/comments" <<'PY' || fail "the merged threads' CPU line"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+merged = [l for l in lines if l.startswith("threads' CPU over the 3 windows merged")]
+wins = [l for l in lines if l.startswith("threads' CPU since")]
+assert len(merged) == 1 and len(wins) == 3, (merged, wins)
+ent = re.compile(r"[:,] (\S+) ([0-9]+\.[0-9]) ms \((?:[0-9]+ threads, )?([0-9]+) samples?")
+want = {}
+for w in wins:
+    for name, ms, smp in ent.findall(w.split("; a name with")[0]):
+        c, s = want.get(name, (0, 0))
+        want[name] = (c + round(float(ms) * 10), s + int(smp))
+got = {name: (round(float(ms) * 10), int(smp)) for name, ms, smp in ent.findall(merged[0])}
+assert got == want, (got, want)
+print("merged threads' CPU:", merged[0].split("samples:", 1)[1])
+PY
 
 # merge --session: the session's snapshots (copied there: the CLI's turns
 # do not attach a session, so the daemon wrote to the state root's).
