@@ -45,11 +45,11 @@ static int skip_past(cur *c, const char *s) {
   return 0;
 }
 
-/* An unsigned integer of at most 18 digits. */
-static int uint_(cur *c, uint64_t *v) {
+/* An unsigned integer of at most `digits` digits (no more follow). */
+static int uint_n(cur *c, uint64_t *v, int digits) {
   uint64_t x = 0;
   int n = 0;
-  while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && n < 18) {
+  while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && n < digits) {
     x = x * 10 + (uint64_t)(*c->p++ - '0');
     n++;
   }
@@ -58,11 +58,16 @@ static int uint_(cur *c, uint64_t *v) {
   return 1;
 }
 
-/* MS: digits "." one digit, in tenths. */
+/* Counts: up to 18 digits (sums of them wrap, unsigned). */
+static int uint_(cur *c, uint64_t *v) { return uint_n(c, v, 18); }
+
+/* MS: digits "." one digit, in tenths. At most 12 digits of whole
+ * milliseconds (31 years of CPU), so sums over any number of lines a merge
+ * can hold stay far from int64's limit. */
 static int tenths(cur *c, int64_t *v) {
   uint64_t whole, frac;
   const char *f;
-  if (!uint_(c, &whole) || !lit(c, ".")) return 0;
+  if (!uint_n(c, &whole, 12) || !lit(c, ".")) return 0;
   f = c->p;
   if (!uint_(c, &frac) || c->p - f != 1) return 0;
   *v = (int64_t)(whole * 10 + frac);

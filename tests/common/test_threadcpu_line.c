@@ -67,6 +67,7 @@ PT_TEST(common_threadcpu_line_not_or_bad) {
       " loop 1.0 ms (x threads, 1 sample)",
       " loop 1.0 ms (1 sample, thread_name )",
       " loop 1.0 ms (1 sample); 3 more names: 1.0 ms (2 samples)",   /* tail without threads */
+      " loop 1234567890123.0 ms (1 sample)",     /* past 12 digits of ms: sums stay in range */
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char line[512];
