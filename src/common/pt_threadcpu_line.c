@@ -120,13 +120,13 @@ static int name_(cur *c, char out[16], int *kind) {
 }
 
 /* "(" [INT " threads, "] INT " sample" ["s"] ")" with the labels skipped;
- * want_threads: the threads count is required (the "more names" part). */
-static int counts(cur *c, uint64_t *nthreads, uint64_t *samples, int want_threads) {
+ * want_threads: the threads count is required (the "more names" part).
+ * The count of threads is checked but not kept: it does not add across
+ * windows (a thread that ran in several is in each one's count). */
+static int counts(cur *c, uint64_t *samples, int want_threads) {
   uint64_t a;
-  *nthreads = 1;
   if (!lit(c, "(") || !uint_(c, &a)) return 0;
   if (lit(c, " threads, ")) {
-    *nthreads = a;
     if (!uint_(c, &a)) return 0;
   } else if (want_threads) {
     return 0;
@@ -173,7 +173,7 @@ int pt_tcl_add(pt_tcl_sum *s, const char *line, size_t len) {
     memset(&x, 0, sizeof x);
     if (!lit(&c, " ") || !name_(&c, x.name, &x.kind) || !lit(&c, " ") ||
         !tenths(&c, &x.cpu_tenths) || !lit(&c, " ms ") ||
-        !counts(&c, &x.nthreads, &x.samples, 0))
+        !counts(&c, &x.samples, 0))
       goto out;
     if ((r = grow(&le, &lcap, ln + 1)) < 0) goto out;
     r = -EINVAL;
@@ -191,7 +191,7 @@ int pt_tcl_add(pt_tcl_sum *s, const char *line, size_t len) {
     x.kind = PT_TCL_UNLISTED;
     if (lit(&c, " ") && uint_(&c, &nmore) && lit(&c, " more names: ")) {
       if (!tenths(&c, &x.cpu_tenths) || !lit(&c, " ms ") ||
-          !counts(&c, &x.nthreads, &x.samples, 1))
+          !counts(&c, &x.samples, 1))
         goto out;
       if ((r = grow(&le, &lcap, ln + 1)) < 0) goto out;
       r = -EINVAL;
@@ -200,12 +200,9 @@ int pt_tcl_add(pt_tcl_sum *s, const char *line, size_t len) {
       c = save;
     }
   }
-  /* into the sum: by (kind, name) */
-  for (size_t i = 0; i < ln; i++) {
-    size_t j = 0;
-    while (j < s->n && !(s->e[j].kind == le[i].kind && strcmp(s->e[j].name, le[i].name) == 0)) j++;
-    if (j == s->n && (r = grow(&s->e, &s->cap, s->n + ln - i)) < 0) goto out;
-  }
+  /* into the sum, by (kind, name); room for all of the line's first, so
+   * nothing fails half-way */
+  if ((r = grow(&s->e, &s->cap, s->n + ln)) < 0) goto out;
   for (size_t i = 0; i < ln; i++) {
     size_t j = 0;
     while (j < s->n && !(s->e[j].kind == le[i].kind && strcmp(s->e[j].name, le[i].name) == 0)) j++;
@@ -213,7 +210,6 @@ int pt_tcl_add(pt_tcl_sum *s, const char *line, size_t len) {
       s->e[s->n++] = le[i];
       continue;
     }
-    s->e[j].nthreads += le[i].nthreads;
     s->e[j].cpu_tenths += le[i].cpu_tenths;
     s->e[j].samples += le[i].samples;
   }
@@ -292,14 +288,14 @@ char *pt_tcl_format(const pt_tcl_sum *s, size_t nwindows) {
       "(each thread's CPU clock, the profiler's own work apart: %lld.%lld ms on these threads), "
       "with their samples:", nwindows, (long long)(s->own_tenths / 10),
       (long long)(s->own_tenths % 10));
-  uint64_t more_thr = 0, more_smp = 0;
+  uint64_t more_smp = 0;
   int64_t more = 0;
-  size_t listed = 0, unlisted_names = 0;
+  size_t listed = 0, tail = 0, unlisted_names = 0;
   for (size_t i = 0; i < s->n; i++) {
     if (e[i].kind == PT_TCL_UNLISTED || listed == LISTED) {
       more += e[i].cpu_tenths;
-      more_thr += e[i].nthreads;
       more_smp += e[i].samples;
+      tail++;
       unlisted_names += e[i].kind != PT_TCL_UNLISTED;
       continue;
     }
@@ -314,7 +310,7 @@ char *pt_tcl_format(const pt_tcl_sum *s, size_t nwindows) {
         (unsigned long long)e[i].samples, e[i].samples == 1 ? "" : "s");
     listed++;
   }
-  if (more_thr || more)
+  if (tail)
     app(&b, &len, &cap, &err, "; %s: %lld.%lld ms (%llu sample%s)",
         unlisted_names ? "the other names" : "names their windows did not list",
         (long long)(more / 10), (long long)(more % 10), (unsigned long long)more_smp,

@@ -33,7 +33,6 @@ enum {
 typedef struct pt_tcl_entry {
   int kind;             /* PT_TCL_* */
   char name[16];        /* decoded, NUL-terminated; "" unless PT_TCL_NAMED */
-  uint64_t nthreads;
   int64_t cpu_tenths;   /* CPU in tenths of a millisecond, as the lines print it */
   uint64_t samples;
 } pt_tcl_entry;

@@ -11,6 +11,7 @@
  * name (up to 15, up to a NUL) are quoted, parsed back and must come out
  * the same. Built and run by tests/common/threadcpu_line_fuzz_test.sh.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@ static void add_checked(pt_tcl_sum *s, const char *line, size_t len) {
   int64_t own0 = s->own_tenths;
   int64_t cpu0 = n0 ? s->e[0].cpu_tenths : 0;
   int r = pt_tcl_add(s, line, len);
-  CHECK(r == 0 || r == 1 || r == -22 /* EINVAL */ || r == -12 /* ENOMEM */);
+  CHECK(r == 0 || r == 1 || r == -EINVAL || r == -ENOMEM);
   if (r != 0) {
     CHECK(s->n == n0 && s->lines == lines0 && s->own_tenths == own0);
     CHECK(!n0 || s->e[0].cpu_tenths == cpu0);
@@ -77,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memset(&t, 0, sizeof t);
     int r = pt_tcl_add(&t, l2, hl + (size_t)k);
     free(l2);
-    if (r == -12) return 0;
+    if (r == -ENOMEM) return 0;
     /* a name spelled like one of the line's own words reads back as it */
     if (strcmp(name, "(no name)") && strcmp(name, "(other names)")) {
       CHECK(r == 0 && t.n == 1 && t.e[0].kind == PT_TCL_NAMED && strcmp(t.e[0].name, name) == 0);

@@ -346,9 +346,16 @@ static int cmp_thread_tid(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* The entry of tid in v[0..n), sorted by tid; NULL if none (or tid 0). */
+static const ptp_thread *find_tid(const ptp_thread *v, size_t n, uint32_t tid) {
+  ptp_thread key = { .tid = tid };
+  return v && n && tid ? bsearch(&key, v, n, sizeof *v, cmp_thread_tid) : NULL;
+}
+
 /* Step 4b, the threads' CPU by name (ptp_window.thread_cpu): the live
- * threads' CPU taken at the cut, named now (a thread gone since, by its
- * name at exit), and the exited threads' summed by name at their exits;
+ * threads' CPU taken at the cut, named as the window names their tids
+ * (those without samples read now, a thread gone since by its name at
+ * exit), and the exited threads' summed by name at their exits;
  * then each name's samples: those of its threads, by tid (the window's
  * name of the tid, read the same way), also when the sample's thread_name
  * label differs (a thread that renamed itself: the label's name is noted
@@ -366,14 +373,29 @@ static void dump_thread_cpu(dump *d) {
     free(bytid);
     return;
   }
-  for (size_t i = 0; i < d->nlive; i++) names[i].tid = d->live[i].tid;
-  ptp_threads_names(names, d->nlive);
-  size_t n = 0;
-  for (size_t i = 0; i < d->nlive; i++) {
-    memcpy(t[n].name, names[i].name, 16);
-    t[n].nthreads = 1;
-    t[n++].cpu_ns = d->live[i].cpu_ns;
+  /* the window's names by tid (dump_resolve read them), sorted */
+  if (d->w.nthreads) {
+    memcpy(bytid, d->w.threads, d->w.nthreads * sizeof *bytid);
+    qsort(bytid, d->w.nthreads, sizeof *bytid, cmp_thread_tid);
   }
+  /* A live thread with samples takes the window's name of its tid (read
+   * once, so its entry and its samples agree); the others are read now. */
+  size_t nres = 0;
+  for (size_t i = 0; i < d->nlive; i++) {
+    const ptp_thread *th = find_tid(bytid, d->w.nthreads, d->live[i].tid);
+    t[i] = (ptp_thread_cpu){ .nthreads = 1, .cpu_ns = d->live[i].cpu_ns };
+    if (th && th->name[0]) memcpy(t[i].name, th->name, 16);
+    else names[nres++].tid = d->live[i].tid;
+  }
+  if (nres) {
+    ptp_threads_names(names, nres);
+    qsort(names, nres, sizeof *names, cmp_thread_tid);
+    for (size_t i = 0; i < d->nlive; i++) {
+      const ptp_thread *th = t[i].name[0] ? NULL : find_tid(names, nres, d->live[i].tid);
+      if (th) memcpy(t[i].name, th->name, 16);
+    }
+  }
+  size_t n = d->nlive;
   for (size_t i = 0; i < d->exited.n; i++) t[n++] = d->exited.by_name[i];
   if (d->exited.others.nthreads) {
     t[n] = d->exited.others;
@@ -394,15 +416,9 @@ static void dump_thread_cpu(dump *d) {
     }
   }
   /* samples by name */
-  if (d->w.nthreads) {
-    memcpy(bytid, d->w.threads, d->w.nthreads * sizeof *bytid);
-    qsort(bytid, d->w.nthreads, sizeof *bytid, cmp_thread_tid);
-  }
   for (size_t i = 0; i < d->w.nsamples; i++) {
     const ptp_sample *sm = &d->w.samples[i];
-    ptp_thread key = { .tid = sm->tid };
-    const ptp_thread *th = bytid && sm->tid ? bsearch(&key, bytid, d->w.nthreads, sizeof *bytid,
-                                                      cmp_thread_tid) : NULL;
+    const ptp_thread *th = find_tid(bytid, d->w.nthreads, sm->tid);
     const char *label = sm->thread_name && sm->thread_name[0] ? sm->thread_name : NULL;
     const char *nm = th && th->name[0] ? th->name : label;
     if (!nm) continue;

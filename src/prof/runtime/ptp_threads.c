@@ -237,6 +237,12 @@ static void account_blocked(ptp_thread_rec *r, uint32_t tid) {
 
 /* ---- exit ------------------------------------------------------------- */
 
+/* The CPU of r's own-work sections since the last cut, up to its clock
+ * now: the closed ones and the open one's part. reg.mu held. */
+static int64_t own_since_cut(const ptp_thread_rec *r, int64_t now) {
+  return r->own_ns + (r->own_open >= 0 && now > r->own_open ? now - r->own_open : 0);
+}
+
 /* An exiting thread's CPU since the last cut, summed by name until the
  * next cut takes it (ptp_threads_cpu_cut). reg.mu held; no allocation
  * (exit destructors run in any thread, also under memory pressure). */
@@ -274,7 +280,7 @@ static void on_thread_exit(void *arg) {
   if (ptp_engine_active() && !r->excluded) {
     int64_t now = ptp_engine_cpu_ns(me);
     if (now >= 0) {
-      int64_t own = r->own_ns + (r->own_open >= 0 && now > r->own_open ? now - r->own_open : 0);
+      int64_t own = own_since_cut(r, now);
       reg.exited.own_ns += own;
       add_exited(name, now - r->cpu_cut - own);
     }
@@ -590,7 +596,7 @@ size_t ptp_threads_cpu_cut(ptp_cpu_live *live, size_t cap, ptp_cpu_exited *exite
     if (!tid || r->excluded) continue;
     int64_t now = ptp_engine_cpu_ns(tid);
     if (now < 0) continue;             /* gone (a foreign thread the sweep has not seen go) */
-    int64_t own = r->own_ns + (r->own_open >= 0 && now > r->own_open ? now - r->own_open : 0);
+    int64_t own = own_since_cut(r, now);
     int64_t prog = now - r->cpu_cut - own;
     if (n < cap) live[n] = (ptp_cpu_live){ tid, prog > 0 ? prog : 0 };
     n++;
