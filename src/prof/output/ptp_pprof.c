@@ -571,14 +571,19 @@ static int encode(const ptp_window *w, ptp_symbolizer *s, ptp_pb_buf *b) {
       const char *cd = ptp_symbolizer_cache_dir(s);
       cidx[nc++] = intern_owned(&e, fmt("symbols: %llu new addresses, %llu from the symbol cache "
                                         "(%s), %llu resolved from the objects, %llu objects opened, "
-                                        "%.1f ms CPU",
+                                        "%.1f ms CPU; %.1f MB kept for later snapshots (given "
+                                        "back past %.1f MB: %llu time%s so far)",
                                         (unsigned long long)(st1.lookups - st0.lookups),
                                         (unsigned long long)(st1.cache_hits - st0.cache_hits),
                                         cd ? cd : "off",
                                         (unsigned long long)(st1.resolved - st0.resolved),
                                         (unsigned long long)(st1.modules_opened - st0.modules_opened),
                                         (double)(sym_t1.tv_sec - sym_t0.tv_sec) * 1e3 +
-                                            (double)(sym_t1.tv_nsec - sym_t0.tv_nsec) / 1e6));
+                                            (double)(sym_t1.tv_nsec - sym_t0.tv_nsec) / 1e6,
+                                        (double)ptp_symbolizer_held(s) / 1048576.0,
+                                        (double)ptp_symbolizer_held_max(s) / 1048576.0,
+                                        (unsigned long long)st1.held_resets,
+                                        st1.held_resets == 1 ? "" : "s"));
       /* JIT code: only when the window had addresses in no object. Says
        * where names came from and why some may be missing (no map, a map
        * refused, lines skipped). */

@@ -560,6 +560,9 @@ int ptp_dump_run(ptprof *p, char *path_out, size_t cap, int skip_empty) {
    * their memory given back (a cold fill of libc's debug info holds ~45 MB
    * that no later lookup needs) */
   (void)ptp_symbolizer_release_filled(p->sym);
+  /* and, past its bound, what the symbolizer keeps for later snapshots
+   * (every address a long run ever sampled, the cache blocks they read) */
+  (void)ptp_symbolizer_trim(p->sym);
   if (p->resume_hook) p->resume_hook(p->resume_hook_ctx);
   ptp_threads_own_end(&own);
   return rc;

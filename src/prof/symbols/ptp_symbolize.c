@@ -416,6 +416,7 @@ int ptp_symbolizer_new(ptp_symbolizer **out) {
    * touched at the first lookup/flush (no eager symbol work at start). */
   s->fill_budget = SYM_FILL_BUDGET;
   s->dc_max = PTP_DEBUGCACHE_MAX;
+  s->held_max = PTP_SYMBOLIZER_HELD_MAX;
   char dir[PATH_MAX];
   if ((ptp_symcache_default_dir(dir, sizeof dir) == 0 && !(s->cache_dir = ptp_strdup(dir))) ||
       ptp_symbolize_cache_debug_reset(s) != 0) {

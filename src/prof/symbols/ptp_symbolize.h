@@ -84,6 +84,7 @@ typedef struct ptp_symbolizer_stats {
                                    had closed (their Dwfl left unended) */
   uint64_t modules_released;    /* opened objects closed again once their cache
                                    was complete (ptp_symbolizer_release_filled) */
+  uint64_t held_resets;         /* times ptp_symbolizer_trim started over */
   /* addresses in no loaded object (JIT code; ptp_symbolize_jit.c) */
   uint64_t jit_lookups;         /* looked up (never cached: the map changes) */
   uint64_t jit_named;           /* of those, named by the runtime's perf map */
@@ -115,6 +116,26 @@ int ptp_symbolizer_flush(ptp_symbolizer *s);
  * ptp_symbolizer_make_debug_copies: no frame of an earlier lookup may be
  * in use. Returns how many objects it closed. */
 size_t ptp_symbolizer_release_filled(ptp_symbolizer *s);
+
+/* What a symbolizer keeps from one snapshot to the next that it can give
+ * back: its PC cache (every address looked up, with its frames) and the
+ * blocks of the persistent cache's files read by lookups
+ * (ptp_symcache_resident). Both grow with every address a long run ever
+ * samples; ptp_symbolizer_trim bounds them. */
+#define PTP_SYMBOLIZER_HELD_MAX (4u << 20)
+/* Bytes held as above (the arrays' capacities, the blocks read). */
+size_t ptp_symbolizer_held(const ptp_symbolizer *s);
+/* The bound ptp_symbolizer_trim applies (default PTP_SYMBOLIZER_HELD_MAX;
+ * tests set a small one). */
+void ptp_symbolizer_set_held_max(ptp_symbolizer *s, size_t bytes);
+size_t ptp_symbolizer_held_max(const ptp_symbolizer *s);
+/* When more than the bound is held, starts over: the PC cache freed and
+ * every symbol cache's blocks given back (ptp_symcache_evict; a file that
+ * cannot be read again keeps its blocks), counted in held_resets. Later
+ * lookups give the same answers, reading again what they need. Meant to
+ * run after a snapshot is written: no frame of an earlier lookup may be in
+ * use. Returns the bytes given back (0: under the bound, or s NULL). */
+size_t ptp_symbolizer_trim(ptp_symbolizer *s);
 
 /* Writes the uncompressed copies of the compressed debug files that lookups
  * since the last call had to open (ptp_debugcache.h): a later process (or

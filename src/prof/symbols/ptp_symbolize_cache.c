@@ -513,6 +513,43 @@ size_t ptp_symbolizer_release_filled(ptp_symbolizer *s) {
   return n;
 }
 
+size_t ptp_symbolizer_held(const ptp_symbolizer *s) {
+  if (!s) return 0;
+  size_t n = s->capents * sizeof *s->ents + s->capframes * sizeof *s->frames +
+             s->pc.cap * (sizeof *s->pc.keys + sizeof *s->pc.vals);
+  for (size_t i = 0; i < s->nmods; i++) n += ptp_symcache_resident(s->mods[i]->cache);
+  return n;
+}
+
+void ptp_symbolizer_set_held_max(ptp_symbolizer *s, size_t bytes) {
+  if (s) s->held_max = bytes;
+}
+
+size_t ptp_symbolizer_held_max(const ptp_symbolizer *s) { return s ? s->held_max : 0; }
+
+size_t ptp_symbolizer_trim(ptp_symbolizer *s) {
+  size_t before = ptp_symbolizer_held(s);
+  if (!s || before <= s->held_max) return 0;
+  /* Start over: what a long run keeps grows with every address it ever
+   * sampled (the PC cache) and every block of a symbol cache those
+   * addresses read. The next snapshots read again only what they use:
+   * a hit on a block read again costs a pread and a checksum. */
+  for (size_t i = 0; i < s->nmods; i++) {
+    ptp_symcache *c = s->mods[i]->cache;
+    (void)ptp_symcache_evict(c);
+    ptp_symcache_release(c);   /* evict may have opened it again */
+  }
+  ptp_u64map_free(&s->pc);
+  free(s->ents);
+  free(s->frames);
+  s->ents = NULL;
+  s->frames = NULL;
+  s->nents = s->capents = s->nframes = s->capframes = 0;
+  s->st.held_resets++;
+  size_t after = ptp_symbolizer_held(s);
+  return before > after ? before - after : 0;
+}
+
 int ptp_symbolizer_set_cache_dir(ptp_symbolizer *s, const char *dir) {
   (void)ptp_symbolizer_flush(s);
   for (size_t i = 0; i < s->nmods; i++) {

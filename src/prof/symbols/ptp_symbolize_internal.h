@@ -206,6 +206,7 @@ struct ptp_symbolizer {
   size_t nents, capents;
   ptp_sym_frame *frames;
   size_t nframes, capframes;
+  size_t held_max;         /* ptp_symbolizer_trim's bound */
 
   char *cache_dir;         /* persistent symbol cache, NULL = off */
   bool cache_dir_checked;  /* ptp_cachefile_prepare_dir ran (first use) */

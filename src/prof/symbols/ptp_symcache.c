@@ -178,6 +178,8 @@ struct ptp_symcache {
   const char **interned;
   size_t ninterned, capinterned;
   size_t bytes;                 /* estimated file size of what is held */
+  size_t resident;              /* bytes of the segments' blocks read into
+                                   file (ptp_symcache_resident) */
 };
 
 /* ---- directory ---- */
@@ -662,8 +664,14 @@ static int sc_load(ptp_symcache *c, sc_seg *g, uint32_t b) {
   if (g->loaded[b]) return 0;
   int r = sc_reopen(c);
   if (!r) r = seg_load(&c->rd, g, b);
-  if (r) sc_drop(c, r);
-  return r;
+  if (r) {
+    sc_drop(c, r);
+    return r;
+  }
+  uint64_t off, len;
+  seg_block_span(g, b, &off, &len);
+  c->resident += (size_t)len;
+  return 0;
 }
 
 /* The interval of segment g holding rel, or NULL (also when its block
@@ -790,6 +798,36 @@ int ptp_symcache_open(ptp_symcache **out, const char *dir, const char *build_id)
 int ptp_symcache_verify(ptp_symcache *c) {
   int r = sc_load_all(c);
   return r ? r : c->state == PTP_SYMCACHE_REJECTED ? -EBADMSG : 0;
+}
+
+size_t ptp_symcache_resident(const ptp_symcache *c) { return c && c->nsegs ? c->resident : 0; }
+
+/* Bytes of segment g's body (intervals, frames, strings: its blocks), which
+ * starts at g->off. */
+static uint64_t seg_body_bytes(const sc_seg *g) {
+  return (uint64_t)g->niv * sizeof(sc_ival_disk) + (uint64_t)g->nfr * sizeof(sc_frame_disk) + g->strbytes;
+}
+
+size_t ptp_symcache_evict(ptp_symcache *c) {
+  /* nsegs == 0: nothing read lazily any more (never loaded, dropped, or
+   * absorbed by a rewrite, whose frames point into file for good) */
+  if (!c || !c->nsegs || !c->resident || !c->file) return 0;
+  /* only what can be read again: the file read, open or reopened now */
+  if (sc_reopen(c)) return 0;
+  uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), base = (uintptr_t)c->file;
+  for (size_t i = 0; i < c->nsegs; i++) {
+    sc_seg *g = &c->segs[i];
+    /* whole pages inside the body only: the pages it shares with its own
+     * index or the next segment's header keep those (read at open, never
+     * again); a block on such a page is read again over identical bytes */
+    uintptr_t a = (base + (uintptr_t)g->off + pg - 1) & ~(pg - 1),
+              z = (base + (uintptr_t)(g->off + seg_body_bytes(g))) & ~(pg - 1);
+    if (z > a) (void)madvise((void *)a, z - a, MADV_DONTNEED);   /* private anonymous: zero-filled */
+    memset(g->loaded, 0, seg_nblocks(g));
+  }
+  size_t n = c->resident;
+  c->resident = 0;
+  return n;
 }
 
 void ptp_symcache_release(ptp_symcache *c) {

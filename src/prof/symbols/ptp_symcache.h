@@ -198,8 +198,8 @@ int ptp_symcache_not_whole_limits(const ptp_symcache *c, ptp_symcache_limits *ou
 
 /* The frames of the interval holding rel (address - load bias): 1 and
  * frames and n (n may be 0: known to resolve to nothing), or 0 when not
- * cached. Frame strings stay valid until del; the frames array until the
- * next find or add. */
+ * cached. Frame strings stay valid until del or evict; the frames array
+ * until the next find or add. */
 int ptp_symcache_find(ptp_symcache *c, uint64_t rel, const ptp_sym_frame **frames, uint32_t *n);
 
 /* Adds [lo, hi) -> frames[0..n) (strings copied). An interval that one
@@ -211,6 +211,22 @@ int ptp_symcache_find(ptp_symcache *c, uint64_t rel, const ptp_sym_frame **frame
  * reached; nothing added), -ENOMEM. */
 int ptp_symcache_add(ptp_symcache *c, uint64_t lo, uint64_t hi, const ptp_sym_frame *frames,
                      uint32_t n);
+
+/* Bytes of the file's blocks read into memory by lookups so far, that
+ * ptp_symcache_evict can give back (0 once the file was dropped or
+ * absorbed by a rewrite: those bytes stay until del). */
+size_t ptp_symcache_resident(const ptp_symcache *c);
+
+/* Gives back the memory of the file's blocks read so far (their pages are
+ * discarded, MADV_DONTNEED), so a long-running process holds only what its
+ * lookups use since: a block is read and checked again when a lookup next
+ * needs it. Done only when every block can be read again now: the file
+ * read is still open, or opens again as the same file (same device and
+ * inode, not shorter; its descriptor then stays open until
+ * ptp_symcache_release). Strings and frames returned by earlier finds die
+ * here. Returns the bytes given back (0: none read, or they cannot be
+ * read again now and are kept). */
+size_t ptp_symcache_evict(ptp_symcache *c);
 
 /* Segments of the file on disk as this cache last read or wrote it (0:
  * none it could append to: missing, rejected, torn, or a write failed).

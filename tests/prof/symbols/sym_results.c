@@ -2,6 +2,7 @@
 #include "sym_results.h"
 #include "pt_test.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -35,4 +36,13 @@ char **ptt_resolve_all(ptp_symbolizer *sy, const pcset *s) {
 void ptt_free_results(char **v, size_t n) {
   for (size_t i = 0; i < n; i++) free(v[i]);
   free(v);
+}
+
+int ptt_count_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  PT_ASSERT(d);
+  int n = 0;
+  while (readdir(d)) n++;
+  closedir(d);
+  return n;
 }

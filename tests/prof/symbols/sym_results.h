@@ -20,5 +20,8 @@ void ptt_pcs_add_range(pcset *s, const void *fn, size_t len);
 /* One string per PC of s: "map=M n=N | name / system @ file:line (start L) col C | ...". */
 char **ptt_resolve_all(ptp_symbolizer *sy, const pcset *s);
 void ptt_free_results(char **v, size_t n);
+/* Descriptors this process has open (entries of /proc/self/fd, its own
+ * directory stream's included: compare counts, not absolute values). */
+int ptt_count_fds(void);
 
 #endif

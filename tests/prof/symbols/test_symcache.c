@@ -593,6 +593,60 @@ PT_TEST_T(prof_symcache_release_filled, 120000) {
   two_objs_close(&o);
 }
 
+/* What a long run keeps between snapshots, bounded: the PC cache and the
+ * cache blocks its lookups read are counted (held); under the bound trim
+ * does nothing; past it, everything is given back (held 0, one reset
+ * counted, no descriptor left open), and the same addresses resolve the
+ * same again, from the cache, opening nothing. */
+PT_TEST_T(prof_symcache_trim_bounds_held, 120000) {
+  two_objs o = two_objs_open("symtrim");
+  ptp_symbolizer *plain = sym_with(NULL);
+  pcset d = object_pcs(plain, o.dfn, 3), zs = object_pcs(plain, o.zfn, 11);
+  char **want_d = ptt_resolve_all(plain, &d), **want_z = ptt_resolve_all(plain, &zs);
+  PT_ASSERT_UINT_EQ(ptp_symbolizer_held_max(plain), PTP_SYMBOLIZER_HELD_MAX);
+
+  ptp_symbolizer *s = sym_with(o.dir);
+  assert_resolves_as(s, &d, want_d, "filling");
+  assert_resolves_as(s, &zs, want_z, "filling");
+  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
+  PT_ASSERT_UINT_EQ(ptp_symbolizer_release_filled(s), 2);   /* caches read lazily from now */
+  assert_resolves_as(s, &d, want_d, "from the cache");
+  assert_resolves_as(s, &zs, want_z, "from the cache");
+  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
+  size_t held = ptp_symbolizer_held(s);
+  PT_ASSERT(held > 0);
+  PT_ASSERT_UINT_EQ(ptp_symbolizer_trim(s), 0);              /* under the default bound */
+  PT_ASSERT_UINT_EQ(ptp_symbolizer_held(s), held);
+  ptp_symbolizer_stats st;
+  ptp_symbolizer_get_stats(s, &st);
+  PT_ASSERT_UINT_EQ(st.held_resets, 0);
+
+  int fds0 = ptt_count_fds();
+  ptp_symbolizer_set_held_max(s, held - 1);
+  PT_ASSERT_UINT_EQ(ptp_symbolizer_trim(s), held);
+  PT_ASSERT_UINT_EQ(ptp_symbolizer_held(s), 0);
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);
+  ptp_symbolizer_get_stats(s, &st);
+  PT_ASSERT_UINT_EQ(st.held_resets, 1);
+  assert_resolves_as(s, &d, want_d, "after the trim");
+  assert_resolves_as(s, &zs, want_z, "after the trim");
+  ptp_symbolizer_stats st2;
+  ptp_symbolizer_get_stats(s, &st2);
+  PT_ASSERT_UINT_EQ(st2.modules_opened, st.modules_opened);
+  PT_ASSERT_UINT_EQ(st2.resolved, st.resolved);
+  PT_ASSERT_UINT_EQ(st2.cache_hits - st.cache_hits, st2.lookups - st.lookups);
+  PT_ASSERT(st2.lookups > st.lookups);                      /* looked up again, not remembered */
+  PT_ASSERT(ptp_symbolizer_held(s) > 0);
+  ptp_symbolizer_del(s);
+
+  ptt_free_results(want_d, d.n);
+  ptt_free_results(want_z, zs.n);
+  ptp_symbolizer_del(plain);
+  free(d.pc);
+  free(zs.pc);
+  two_objs_close(&o);
+}
+
 /* The same for an object of many compile units: libptprof.so (71 CUs with
  * DWARF, -O2 inline chains), loaded inert (no PTPROF_DIR: its constructor
  * starts nothing). One miss fills it; a new process answers ~16k

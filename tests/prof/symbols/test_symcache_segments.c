@@ -33,6 +33,9 @@
  *     never read or closed by the cache (its file reopened by path); a
  *     file replaced after a release is never read with the old index (its
  *     blocks not read yet miss);
+ *   - eviction: the blocks read are counted and given back (their pages
+ *     leave memory), read again by later lookups with the same answers;
+ *     a file replaced since is never evicted (it could not be read again);
  *   - the directory bound after appends: with an old (sparse) file of
  *     another build id filling the directory to just under
  *     PTP_SYMCACHE_DIR_MAX, an append that stays below
@@ -43,6 +46,7 @@
 #include "pt_test.h"
 #include "prof/cache/ptp_crc.h"
 #include "prof/symbols/ptp_symcache.h"
+#include "sym_results.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -50,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -655,15 +660,6 @@ PT_TEST(prof_symcache_format5_multiblock) {
   free(dir);
 }
 
-static int count_fds(void) {
-  DIR *d = opendir("/proc/self/fd");
-  PT_ASSERT(d);
-  int n = 0;
-  while (readdir(d)) n++;
-  closedir(d);
-  return n;
-}
-
 /* The descriptor: open from ptp_symcache_open to ptp_symcache_release; a
  * lookup after the release opens the same file again and reads on; a file
  * replaced after the release (another process's rewrite) is never read
@@ -677,17 +673,17 @@ PT_TEST(prof_symcache_release_and_reopen) {
   PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
   ptp_symcache_del(c);
 
-  int fds0 = count_fds();
+  int fds0 = ptt_count_fds();
   c = open_ok(dir, PTP_SYMCACHE_LOADED);
-  PT_ASSERT_INT_EQ(count_fds(), fds0 + 1);
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0 + 1);
   PT_ASSERT(has_many(c, 0x10000, 1, "a"));
   ptp_symcache_release(c);
-  PT_ASSERT_INT_EQ(count_fds(), fds0);
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);
   PT_ASSERT(has_many(c, 0x10000, 1500, "a"));   /* reopened, every block read */
   PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);
   ptp_symcache_release(c);
   ptp_symcache_release(c);                      /* twice: fine */
-  PT_ASSERT_INT_EQ(count_fds(), fds0);
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);
   ptp_symcache_del(c);
 
   /* the program closes our number and opens a file of its own there: the
@@ -734,7 +730,75 @@ PT_TEST(prof_symcache_release_and_reopen) {
   PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x10000 + 16 * 1499 + 7, &g, &k), 0);
   PT_ASSERT_UINT_EQ(ptp_symcache_size(c), 0);
   PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);   /* replaced, not corrupt */
-  PT_ASSERT_INT_EQ(count_fds(), fds0);
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);
+  ptp_symcache_del(c);
+  free(opath);
+  free(path);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* Whether the page holding p is resident (mincore). */
+static bool page_resident(const void *p) {
+  uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+  unsigned char v = 0;
+  PT_ASSERT_INT_EQ(mincore((void *)((uintptr_t)p & ~(pg - 1)), pg, &v), 0);
+  return v & 1;
+}
+
+/* Eviction: the blocks lookups read are counted (resident), given back
+ * (the page of a name read is no longer in memory) and read again by the
+ * next lookups, with the same answers; after a release, evict opens the
+ * same file again (and release closes it); a file replaced since cannot be
+ * read again, so nothing is given back and what was read keeps answering. */
+PT_TEST(prof_symcache_evict_reads_again) {
+  char *dir = pt_tmpdir("symcache-evict");
+  char *path = sc_file(dir);
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  add_many(c, 0x10000, 1500, "a");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT_UINT_EQ(ptp_symcache_resident(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_evict(c), 0);            /* nothing read yet */
+  PT_ASSERT(has_many(c, 0x10000, 1500, "a"));
+  /* every block: 1500 intervals and frames of 24 bytes, the strings */
+  size_t all = ptp_symcache_resident(c);
+  PT_ASSERT(all >= 2 * 1500 * 24 + 1500 * 48);
+  const ptp_sym_frame *f;
+  uint32_t n;
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x10000 + 16 * 700 + 7, &f, &n), 1);
+  const char *name = f[0].name;   /* in the file's memory, a strings block */
+  PT_ASSERT(page_resident(name));
+  int fds0 = ptt_count_fds();
+  ptp_symcache_release(c);
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0 - 1);
+  PT_ASSERT_UINT_EQ(ptp_symcache_evict(c), all);
+  PT_ASSERT_UINT_EQ(ptp_symcache_resident(c), 0);
+  PT_ASSERT(!page_resident(name));
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);                     /* opened again to check it can */
+  PT_ASSERT(has_many(c, 0x10000, 1500, "a"));
+  PT_ASSERT_UINT_EQ(ptp_symcache_resident(c), all);
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);
+  ptp_symcache_release(c);
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0 - 1);
+
+  /* replaced by another process's rewrite: cannot be read again, kept */
+  char other[600];
+  snprintf(other, sizeof other, "%s/other", dir);
+  PT_ASSERT_INT_EQ(mkdir(other, 0700), 0);
+  ptp_symcache *w = open_ok(other, PTP_SYMCACHE_MISSING);
+  add_many(w, 0x10000, 1500, "z");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(w), 0);
+  ptp_symcache_del(w);
+  char *opath = sc_file(other);
+  PT_ASSERT_INT_EQ(rename(opath, path), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_evict(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_resident(c), all);
+  PT_ASSERT(page_resident(name));
+  PT_ASSERT(has_many(c, 0x10000, 1500, "a"));              /* every block was read: still ours */
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0 - 1);
   ptp_symcache_del(c);
   free(opath);
   free(path);
