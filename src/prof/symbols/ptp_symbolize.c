@@ -446,8 +446,6 @@ void ptp_symbolizer_del(ptp_symbolizer *s) {
   free(s->cache_dir);
   ptp_debugcache_del(s->dc);
   ptp_symbolize_jit_free(s);
-  ptp_u64map_free(&s->pc);
-  free(s->ents);
-  free(s->frames);
+  ptp_symbolize_pc_cache_free(s);
   free(s);
 }

@@ -539,12 +539,7 @@ size_t ptp_symbolizer_trim(ptp_symbolizer *s) {
     (void)ptp_symcache_evict(c);
     ptp_symcache_release(c);   /* evict may have opened it again */
   }
-  ptp_u64map_free(&s->pc);
-  free(s->ents);
-  free(s->frames);
-  s->ents = NULL;
-  s->frames = NULL;
-  s->nents = s->capents = s->nframes = s->capframes = 0;
+  ptp_symbolize_pc_cache_free(s);
   s->st.held_resets++;
   size_t after = ptp_symbolizer_held(s);
   return before > after ? before - after : 0;

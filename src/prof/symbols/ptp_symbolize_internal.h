@@ -319,6 +319,16 @@ static inline void ptp_symbolize_pc_cache_clear(ptp_symbolizer *s) {
   s->nframes = 0;
 }
 
+/* Empties the PC cache and frees its memory (trim, del). */
+static inline void ptp_symbolize_pc_cache_free(ptp_symbolizer *s) {
+  ptp_u64map_free(&s->pc);
+  free(s->ents);
+  free(s->frames);
+  s->ents = NULL;
+  s->frames = NULL;
+  s->nents = s->capents = s->nframes = s->capframes = 0;
+}
+
 /* ---- ptp_symbolize_cache.c ---- */
 
 /* (Re)creates s->dc for s->cache_dir (NULL when the cache is off), with

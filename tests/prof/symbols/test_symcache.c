@@ -548,6 +548,23 @@ PT_TEST_T(prof_symcache_object_whole, 120000) {
  * copy too): the same addresses then resolve as before, from the cache,
  * without opening anything; an object whose cache is not complete (here:
  * none with the cache off) is never closed. */
+/* d and zs resolved by s again as want_d and want_z say, every address
+ * from the cache: no object opened and nothing resolved since st. Returns
+ * s's stats after. */
+static ptp_symbolizer_stats again_from_cache(ptp_symbolizer *s, const pcset *d, char **want_d,
+                                             const pcset *zs, char **want_z,
+                                             const ptp_symbolizer_stats *st, const char *what) {
+  assert_resolves_as(s, d, want_d, what);
+  assert_resolves_as(s, zs, want_z, what);
+  ptp_symbolizer_stats st2;
+  ptp_symbolizer_get_stats(s, &st2);
+  PT_ASSERT_MSG(st2.modules_opened == st->modules_opened, "%s: an object opened again", what);
+  PT_ASSERT_MSG(st2.resolved == st->resolved, "%s: resolved again", what);
+  PT_ASSERT_MSG(st2.cache_hits - st->cache_hits == st2.lookups - st->lookups,
+                "%s: a lookup not answered by the cache", what);
+  return st2;
+}
+
 PT_TEST_T(prof_symcache_release_filled, 120000) {
   two_objs o = two_objs_open("symrel");
   const char *dir = o.dir;
@@ -566,21 +583,14 @@ PT_TEST_T(prof_symcache_release_filled, 120000) {
   assert_resolves_as(s, &zs, want_z, "before the release, ELF symbols");
   ptp_symbolizer_get_stats(s, &st);
   PT_ASSERT_UINT_EQ(st.objects_filled, 2);
-  uint64_t opened = st.modules_opened;
   /* not saved yet: the cache does not hold the fill on disk, kept open */
   PT_ASSERT_UINT_EQ(ptp_symbolizer_release_filled(s), 0);
   PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
   PT_ASSERT_UINT_EQ(ptp_symbolizer_release_filled(s), 2);
   PT_ASSERT_UINT_EQ(ptp_symbolizer_release_filled(s), 0);   /* nothing left open */
   /* the same answers, every one from the cache, nothing opened again */
-  assert_resolves_as(s, &d, want_d, "after the release, DWARF");
-  assert_resolves_as(s, &zs, want_z, "after the release, ELF symbols");
-  ptp_symbolizer_stats st2;
-  ptp_symbolizer_get_stats(s, &st2);
+  ptp_symbolizer_stats st2 = again_from_cache(s, &d, want_d, &zs, want_z, &st, "after the release");
   PT_ASSERT_UINT_EQ(st2.modules_released, 2);
-  PT_ASSERT_UINT_EQ(st2.modules_opened, opened);
-  PT_ASSERT_UINT_EQ(st2.resolved, st.resolved);
-  PT_ASSERT(st2.cache_hits - st.cache_hits == st2.lookups - st.lookups);
   PT_ASSERT(mapping_of(s, d.pc[0])->has_filenames);
   PT_ASSERT(mapping_of(s, zs.pc[0])->has_functions);
   ptp_symbolizer_del(s);
@@ -628,13 +638,7 @@ PT_TEST_T(prof_symcache_trim_bounds_held, 120000) {
   PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);
   ptp_symbolizer_get_stats(s, &st);
   PT_ASSERT_UINT_EQ(st.held_resets, 1);
-  assert_resolves_as(s, &d, want_d, "after the trim");
-  assert_resolves_as(s, &zs, want_z, "after the trim");
-  ptp_symbolizer_stats st2;
-  ptp_symbolizer_get_stats(s, &st2);
-  PT_ASSERT_UINT_EQ(st2.modules_opened, st.modules_opened);
-  PT_ASSERT_UINT_EQ(st2.resolved, st.resolved);
-  PT_ASSERT_UINT_EQ(st2.cache_hits - st.cache_hits, st2.lookups - st.lookups);
+  ptp_symbolizer_stats st2 = again_from_cache(s, &d, want_d, &zs, want_z, &st, "after the trim");
   PT_ASSERT(st2.lookups > st.lookups);                      /* looked up again, not remembered */
   PT_ASSERT(ptp_symbolizer_held(s) > 0);
   ptp_symbolizer_del(s);

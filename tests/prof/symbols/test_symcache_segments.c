@@ -538,6 +538,27 @@ static bool has_many(ptp_symcache *c, uint64_t lo, unsigned count, const char *t
   return true;
 }
 
+/* A new cache file in dir (none there yet): 1500 intervals from 0x10000,
+ * named by tag (add_many). */
+static void write_many(const char *dir, const char *tag) {
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
+  add_many(c, 0x10000, 1500, tag);
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  ptp_symcache_del(c);
+}
+
+/* Another process's rewrite of path, the file of dir: a save of its own
+ * (in dir/other) renamed over it, the same 1500 addresses named "z_...". */
+static void replace_by_other(const char *dir, const char *path) {
+  char other[600];
+  snprintf(other, sizeof other, "%s/other", dir);
+  PT_ASSERT_INT_EQ(mkdir(other, 0700), 0);
+  write_many(other, "z");
+  char *opath = sc_file(other);
+  PT_ASSERT_INT_EQ(rename(opath, path), 0);
+  free(opath);
+}
+
 /* Whether c's NOT_WHOLE mark records exactly (points, bytes). */
 static bool nw_is(const ptp_symcache *c, uint32_t points, uint32_t bytes) {
   ptp_symcache_limits l;
@@ -620,11 +641,8 @@ PT_TEST(prof_symcache_not_whole_limits_recorded) {
 PT_TEST(prof_symcache_format5_multiblock) {
   char *dir = pt_tmpdir("symcache-blocks");
   char *path = sc_file(dir);
-  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
-  add_many(c, 0x10000, 1500, "a");      /* 9 blocks of intervals, 9 of frames, 23 of strings */
-  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
-  ptp_symcache_del(c);
-  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  write_many(dir, "a");   /* 9 blocks of intervals, 9 of frames, 23 of strings */
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_LOADED);
   PT_ASSERT(has_many(c, 0x10000, 1500, "a"));
   add_many(c, 0x100000, 1500, "b");
   PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
@@ -668,13 +686,10 @@ PT_TEST(prof_symcache_format5_multiblock) {
 PT_TEST(prof_symcache_release_and_reopen) {
   char *dir = pt_tmpdir("symcache-release");
   char *path = sc_file(dir);
-  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
-  add_many(c, 0x10000, 1500, "a");
-  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
-  ptp_symcache_del(c);
+  write_many(dir, "a");
 
   int fds0 = ptt_count_fds();
-  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_LOADED);
   PT_ASSERT_INT_EQ(ptt_count_fds(), fds0 + 1);
   PT_ASSERT(has_many(c, 0x10000, 1, "a"));
   ptp_symcache_release(c);
@@ -715,15 +730,7 @@ PT_TEST(prof_symcache_release_and_reopen) {
   PT_ASSERT(has_many(c, 0x10000, 1, "a"));
   ptp_symcache_release(c);
   /* another process rewrites the file: same addresses, other names */
-  char other[600];
-  snprintf(other, sizeof other, "%s/other", dir);
-  PT_ASSERT_INT_EQ(mkdir(other, 0700), 0);
-  ptp_symcache *w = open_ok(other, PTP_SYMCACHE_MISSING);
-  add_many(w, 0x10000, 1500, "z");
-  PT_ASSERT_INT_EQ(ptp_symcache_save(w), 0);
-  ptp_symcache_del(w);
-  char *opath = sc_file(other);
-  PT_ASSERT_INT_EQ(rename(opath, path), 0);
+  replace_by_other(dir, path);
   const ptp_sym_frame *g;
   uint32_t k;
   /* the last interval's block was never read: not read from the new file */
@@ -732,7 +739,6 @@ PT_TEST(prof_symcache_release_and_reopen) {
   PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);   /* replaced, not corrupt */
   PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);
   ptp_symcache_del(c);
-  free(opath);
   free(path);
   pt_rm_rf(dir);
   free(dir);
@@ -754,12 +760,9 @@ static bool page_resident(const void *p) {
 PT_TEST(prof_symcache_evict_reads_again) {
   char *dir = pt_tmpdir("symcache-evict");
   char *path = sc_file(dir);
-  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_MISSING);
-  add_many(c, 0x10000, 1500, "a");
-  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
-  ptp_symcache_del(c);
+  write_many(dir, "a");
 
-  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_LOADED);
   PT_ASSERT_UINT_EQ(ptp_symcache_resident(c), 0);
   PT_ASSERT_UINT_EQ(ptp_symcache_evict(c), 0);            /* nothing read yet */
   PT_ASSERT(has_many(c, 0x10000, 1500, "a"));
@@ -777,7 +780,7 @@ PT_TEST(prof_symcache_evict_reads_again) {
   PT_ASSERT_UINT_EQ(ptp_symcache_evict(c), all);
   PT_ASSERT_UINT_EQ(ptp_symcache_resident(c), 0);
   PT_ASSERT(!page_resident(name));
-  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);                     /* opened again to check it can */
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);   /* opened again to check it can */
   PT_ASSERT(has_many(c, 0x10000, 1500, "a"));
   PT_ASSERT_UINT_EQ(ptp_symcache_resident(c), all);
   PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);
@@ -785,22 +788,13 @@ PT_TEST(prof_symcache_evict_reads_again) {
   PT_ASSERT_INT_EQ(ptt_count_fds(), fds0 - 1);
 
   /* replaced by another process's rewrite: cannot be read again, kept */
-  char other[600];
-  snprintf(other, sizeof other, "%s/other", dir);
-  PT_ASSERT_INT_EQ(mkdir(other, 0700), 0);
-  ptp_symcache *w = open_ok(other, PTP_SYMCACHE_MISSING);
-  add_many(w, 0x10000, 1500, "z");
-  PT_ASSERT_INT_EQ(ptp_symcache_save(w), 0);
-  ptp_symcache_del(w);
-  char *opath = sc_file(other);
-  PT_ASSERT_INT_EQ(rename(opath, path), 0);
+  replace_by_other(dir, path);
   PT_ASSERT_UINT_EQ(ptp_symcache_evict(c), 0);
   PT_ASSERT_UINT_EQ(ptp_symcache_resident(c), all);
   PT_ASSERT(page_resident(name));
-  PT_ASSERT(has_many(c, 0x10000, 1500, "a"));              /* every block was read: still ours */
+  PT_ASSERT(has_many(c, 0x10000, 1500, "a"));   /* every block was read: still ours */
   PT_ASSERT_INT_EQ(ptt_count_fds(), fds0 - 1);
   ptp_symcache_del(c);
-  free(opath);
   free(path);
   pt_rm_rf(dir);
   free(dir);
