@@ -8,9 +8,12 @@
  * one vector of the intervals added since (sorted and de-overlapped lazily
  * before a lookup) with the frames they index and interned copies of their
  * strings in a ptp_strarena (chunks that never move). So a frame's string
- * pointers stay valid until del while the vectors grow, and after the file
- * is dropped (sc_drop: a corrupt block, or the file replaced after a
- * release): its memory stays, only its segments are forgotten.
+ * pointers stay valid until del (or evict) while the vectors grow, and
+ * after the file is dropped (sc_drop: a corrupt block, a file that cannot
+ * be read again): its memory stays, only its segments are forgotten.
+ * A file replaced after a release (another process's rewrite, which holds
+ * what it held and more) is followed (sc_follow): the new one is read as
+ * at open, the old one's memory kept aside (retired) until evict or del.
  *
  * A save appends the added intervals as one new segment when the file is
  * still the one we read or last wrote (same device, inode, size, mtime):
@@ -66,6 +69,8 @@
 #define SC_BID_MAX 128
 #define SC_SUFFIX ".sym"
 #define SC_TMP_AGE_S 3600
+#define SC_FOLLOW_TRIES 2       /* a lookup looks again after a replaced file was
+                                 * followed (sc_follow) at most this often */
 #define SC_FRAMES_MAX PTP_SYMCACHE_FRAMES_MAX   /* frames per interval (inline depth) we keep */
 
 typedef struct sc_fhdr {
@@ -132,6 +137,10 @@ typedef struct sc_rd {
  * file, then added earlier). saved: already in the file on disk. */
 typedef struct sc_ival { uint64_t lo, hi; uint32_t first, n, ord; bool saved; } sc_ival;
 
+/* The memory of a file read before the current one (sc_follow): strings
+ * returned from it may still be in use until evict or del. */
+typedef struct sc_retired { uint8_t *file; size_t len; } sc_retired;
+
 /* The file as we last read or wrote it: a save appends only to that. */
 typedef struct sc_ident {
   bool valid;
@@ -180,6 +189,11 @@ struct ptp_symcache {
   size_t bytes;                 /* estimated file size of what is held */
   size_t resident;              /* bytes of the segments' blocks read into
                                    file (ptp_symcache_resident) */
+  unsigned gen;                 /* the file read changed (sc_follow): a
+                                   lookup under way looks again */
+  sc_retired *old;              /* files read before this one (sc_follow) */
+  size_t nold, capold;
+  size_t old_resident;          /* bytes of their blocks read */
 };
 
 /* ---- directory ---- */
@@ -659,11 +673,122 @@ static int sc_reopen(ptp_symcache *c) {
   return 0;
 }
 
-/* Block b of g ready to read; on failure the file is dropped (sc_drop). */
+/* A cache file opened and its headers and indexes read (sc_read_lazy),
+ * not yet the cache's (sc_adopt). */
+typedef struct sc_lazy {
+  sc_rd rd;          /* its descriptor, and memory of the file's size */
+  sc_seg *segs;
+  size_t nsegs;
+  struct stat st;
+  bool torn;
+} sc_lazy;
+
+/* Opens the cache file and reads its header and its segments' headers
+ * and indexes, nothing of their bodies (blocks are read as lookups need
+ * them) into *z: 0, or why not: -ENOENT (no file), open's or fstat's
+ * -errno (-ELOOP for a symbolic link, -EACCES, -EMFILE, ...), the
+ * cache-file rule's (-EPERM, -EBADMSG for a file shorter than a header,
+ * -EFBIG; the directory's), or sc_parse's (-ESTALE, -EBADMSG, -ENOMEM).
+ * c is not changed. */
+static int sc_read_lazy(const ptp_symcache *c, sc_lazy *z) {
+  int r, fd = sc_open_file(c, false, &z->st);
+  if (fd < 0) return fd;
+  size_t len = (size_t)z->st.st_size;
+  /* not populated: only the pages of what is read are ever touched. Our
+   * own memory, never a mapping of the file: a file truncated in place
+   * under a mapping faults with SIGBUS (see the top of ptp_symcache.h) */
+  uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) { r = -errno; close(fd); return r; }
+  z->rd = (sc_rd){fd, p, len, 0};
+  r = sc_parse(c, &z->rd, false, &z->segs, &z->nsegs, &z->torn);
+  if (r) {
+    munmap(p, len);
+    close(fd);
+    return r;
+  }
+  return 0;
+}
+
+/* Makes *z the file c reads (its descriptor, memory and segments; nothing
+ * of it read yet), and the one a save appends to unless torn (a torn file
+ * is rewritten, never appended to). What c read before must be freed or
+ * retired by the caller. */
+static void sc_adopt(ptp_symcache *c, const sc_lazy *z) {
+  c->rd = z->rd;
+  c->file = z->rd.base;
+  c->file_len = z->rd.len;
+  c->segs = z->segs;
+  c->nsegs = c->nsegs_alloc = c->file_segs = z->nsegs;
+  c->file_dev = z->st.st_dev;
+  c->file_ino = z->st.st_ino;
+  c->resident = 0;
+  if (!z->torn) ident_of(&c->id, &z->st);
+  else c->id.valid = false;
+}
+
+/* The file read was replaced since (sc_reopen said -ESTALE: after a
+ * release, another process's rewrite renamed a new file over it, holding
+ * everything the old one held that it did not replace; or it was cut
+ * short in place): the one there now is read as open reads it, and lookups
+ * go on from it instead of losing every answer of the old one (which made
+ * the symbolizer open the object's debug info again: tens of MB and up to
+ * ~100 ms for libc, and a whole fill). The old one's memory is retired,
+ * not freed: frames a lookup returned from it may be in use until evict
+ * or del. Intervals added and not saved stay; the new file's complete mark
+ * is taken (with our own flags kept while they are not saved); a save
+ * appends to the new file. Bumps c->gen, so that a lookup under way looks
+ * through the new segments. 0, or why the new file could not be read
+ * (sc_read_lazy's errors; c unchanged: the caller drops the file). */
+static int sc_follow(ptp_symcache *c) {
+  if (sc_reserve((void **)&c->old, &c->capold, c->nold + 1, sizeof *c->old)) return -ENOMEM;
+  sc_lazy z;
+  int r = sc_read_lazy(c, &z);
+  if (r) return r;
+  c->old[c->nold++] = (sc_retired){c->file, c->file_len};
+  c->old_resident += c->resident;
+  size_t old_len = c->file_len;
+  if (sc_fd_ours(c)) close(c->rd.fd);
+  segs_free(c->segs, c->nsegs_alloc);
+  sc_adopt(c, &z);
+  const sc_seg *last = &c->segs[c->nsegs - 1];
+  if (!c->dirty) {
+    c->flags = last->flags;
+    c->nw = last->nw;
+  } else if (last->flags & PTP_SYMCACHE_COMPLETE) {
+    /* as the symbolizer marks it: complete, the NOT_WHOLE mark gone */
+    c->flags = (c->flags & ~PTP_SYMCACHE_NOT_WHOLE) | PTP_SYMCACHE_COMPLETE;
+    c->nw = (ptp_symcache_limits){0, 0};
+  }
+  c->bytes = (c->bytes > old_len ? c->bytes - old_len : 0) + c->file_len;
+  c->gen++;
+  return 0;
+}
+
+/* Frees the memory of files read before the current one (sc_follow).
+ * Strings returned from them die. Returns the bytes of their blocks that
+ * had been read. */
+static size_t sc_free_retired(ptp_symcache *c) {
+  for (size_t i = 0; i < c->nold; i++) sc_unmap(c->old[i].file, c->old[i].len);
+  c->nold = 0;
+  size_t n = c->old_resident;
+  c->old_resident = 0;
+  return n;
+}
+
+/* Block b of g ready to read. A file replaced since it was read is
+ * followed (sc_follow): then b, a block of the old one, is not read and
+ * -ESTALE returned with c->gen changed (the caller looks again through the
+ * new segments); g is freed by then. On any other failure the file is
+ * dropped (sc_drop). */
 static int sc_load(ptp_symcache *c, sc_seg *g, uint32_t b) {
   if (g->loaded[b]) return 0;
   int r = sc_reopen(c);
-  if (!r) r = seg_load(&c->rd, g, b);
+  if (r == -ESTALE) {
+    r = sc_follow(c);
+    if (!r) return -ESTALE;
+  } else if (!r) {
+    r = seg_load(&c->rd, g, b);
+  }
   if (r) {
     sc_drop(c, r);
     return r;
@@ -722,52 +847,33 @@ static int seg_frame(ptp_symcache *c, sc_seg *g, uint32_t i, ptp_sym_frame *out)
 }
 
 /* Every block of every segment read and checked (a rewrite absorbs them
- * all). 0, or the error that dropped the file. */
+ * all), of the file there now if it was replaced since (sc_follow). 0, or
+ * the error that dropped the file. */
 static int sc_load_all(ptp_symcache *c) {
-  for (size_t s = 0; s < c->nsegs; s++)
-    for (uint32_t b = 0; b < seg_nblocks(&c->segs[s]); b++) {
-      int r = sc_load(c, &c->segs[s], b);
-      if (r) return r;
+  for (int tries = 0;; tries++) {
+    unsigned gen = c->gen;
+    int r = 0;
+    for (size_t s = 0; !r && s < c->nsegs; s++)
+      for (uint32_t b = 0; !r && b < seg_nblocks(&c->segs[s]); b++) r = sc_load(c, &c->segs[s], b);
+    if (!r || c->gen == gen) return r;   /* all read, or dropped */
+    if (tries == SC_FOLLOW_TRIES) {      /* replaced again and again meanwhile */
+      sc_drop(c, r);
+      return r;
     }
-  return 0;
+  }
 }
 
-/* Opens the cache file and reads its header and its segments' headers
- * and indexes, nothing of their bodies (blocks are read as lookups need
- * them): 0 (c->segs, c->file, c->rd's descriptor open), or why not:
- * -ENOENT (no file), open's or fstat's -errno (-ELOOP for a symbolic
- * link, -EACCES, -EMFILE, ...), the cache-file rule's (-EPERM, -EBADMSG
- * for a file shorter than a header, -EFBIG; the directory's), or
- * sc_parse's (-ESTALE, -EBADMSG, -ENOMEM). */
+/* Reads the cache file's headers and indexes (sc_read_lazy) and makes it
+ * the one c reads, with its flags: 0 (c->segs, c->file, c->rd's
+ * descriptor open), or sc_read_lazy's error (c unchanged). */
 static int sc_open_lazy(ptp_symcache *c) {
-  struct stat st;
-  int r, fd = sc_open_file(c, false, &st);
-  if (fd < 0) return fd;
-  size_t len = (size_t)st.st_size;
-  /* not populated: only the pages of what is read are ever touched. Our
-   * own memory, never a mapping of the file: a file truncated in place
-   * under a mapping faults with SIGBUS (see the top of ptp_symcache.h) */
-  uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) { r = -errno; close(fd); return r; }
-  c->rd = (sc_rd){fd, p, len, 0};
-  bool torn;
-  r = sc_parse(c, &c->rd, false, &c->segs, &c->nsegs, &torn);
-  if (r) {
-    munmap(p, len);
-    close(fd);
-    c->rd = (sc_rd){-1, NULL, 0, 0};
-    return r;
-  }
-  c->file = p;
-  c->file_len = len;
-  c->nsegs_alloc = c->nsegs;
-  c->file_dev = st.st_dev;
-  c->file_ino = st.st_ino;
+  sc_lazy z;
+  int r = sc_read_lazy(c, &z);
+  if (r) return r;
+  sc_adopt(c, &z);
   c->flags = c->segs[c->nsegs - 1].flags;
   c->nw = c->segs[c->nsegs - 1].nw;
-  c->bytes = len;
-  c->file_segs = c->nsegs;
-  if (!torn) ident_of(&c->id, &st);   /* a torn file is rewritten, never appended to */
+  c->bytes = c->file_len;
   return 0;
 }
 
@@ -800,7 +906,9 @@ int ptp_symcache_verify(ptp_symcache *c) {
   return r ? r : c->state == PTP_SYMCACHE_REJECTED ? -EBADMSG : 0;
 }
 
-size_t ptp_symcache_resident(const ptp_symcache *c) { return c && c->nsegs ? c->resident : 0; }
+size_t ptp_symcache_resident(const ptp_symcache *c) {
+  return c ? (c->nsegs ? c->resident : 0) + c->old_resident : 0;
+}
 
 /* Bytes of segment g's body (intervals, frames, strings: its blocks), which
  * starts at g->off. */
@@ -809,11 +917,16 @@ static uint64_t seg_body_bytes(const sc_seg *g) {
 }
 
 size_t ptp_symcache_evict(ptp_symcache *c) {
+  if (!c) return 0;
+  size_t n = sc_free_retired(c);
   /* nsegs == 0: nothing read lazily any more (never loaded, dropped, or
    * absorbed by a rewrite, whose frames point into file for good) */
-  if (!c || !c->nsegs || !c->resident || !c->file) return 0;
-  /* only what can be read again: the file read, open or reopened now */
-  if (sc_reopen(c)) return 0;
+  if (!c->nsegs || !c->resident || !c->file) return n;
+  /* only what can be read again: the file read, open or reopened now; one
+   * replaced since is followed, its memory given back whole */
+  int r = sc_reopen(c);
+  if (r == -ESTALE && sc_follow(c) == 0) return n + sc_free_retired(c);
+  if (r) return n;
   uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), base = (uintptr_t)c->file;
   for (size_t i = 0; i < c->nsegs; i++) {
     sc_seg *g = &c->segs[i];
@@ -825,7 +938,7 @@ size_t ptp_symcache_evict(ptp_symcache *c) {
     if (z > a) (void)madvise((void *)a, z - a, MADV_DONTNEED);   /* private anonymous: zero-filled */
     memset(g->loaded, 0, seg_nblocks(g));
   }
-  size_t n = c->resident;
+  n += c->resident;
   c->resident = 0;
   return n;
 }
@@ -843,6 +956,8 @@ void ptp_symcache_del(ptp_symcache *c) {
   free(c->dir);
   segs_free(c->segs, c->nsegs_alloc);
   sc_unmap(c->file, c->file_len);
+  (void)sc_free_retired(c);
+  free(c->old);
   free(c->iv);
   free(c->fr);
   free(c->scratch);
@@ -908,19 +1023,24 @@ int ptp_symcache_find(ptp_symcache *c, uint64_t rel, const ptp_sym_frame **frame
    * wins (any of them is right: every interval holds only addresses that
    * resolve to its frames). A block that cannot be read drops the file
    * (sc_drop: nsegs becomes 0, ending this loop) and the lookup goes on
-   * with what was added. */
-  for (size_t s = 0; s < c->nsegs; s++) {
-    sc_seg *g = &c->segs[s];
-    const sc_ival_disk *v = seg_search(c, g, rel);
-    if (!v) continue;
-    if (sc_reserve((void **)&c->scratch, &c->capscratch, v->n ? v->n : 1, sizeof *c->scratch))
-      return 0;   /* no memory: a miss, resolved the slow way */
-    uint32_t i = 0;
-    while (i < v->n && seg_frame(c, g, v->first + i, &c->scratch[i]) == 0) i++;
-    if (i < v->n) break;   /* dropped */
-    *frames = v->n ? c->scratch : NULL;
-    *n = v->n;
-    return 1;
+   * with what was added; a file replaced since is followed (c->gen
+   * changes) and looked through again. */
+  for (int tries = 0; tries <= SC_FOLLOW_TRIES; tries++) {
+    unsigned gen = c->gen;
+    for (size_t s = 0; s < c->nsegs && c->gen == gen; s++) {
+      sc_seg *g = &c->segs[s];
+      const sc_ival_disk *v = seg_search(c, g, rel);
+      if (!v) continue;
+      if (sc_reserve((void **)&c->scratch, &c->capscratch, v->n ? v->n : 1, sizeof *c->scratch))
+        return 0;   /* no memory: a miss, resolved the slow way */
+      uint32_t i = 0;
+      while (i < v->n && seg_frame(c, g, v->first + i, &c->scratch[i]) == 0) i++;
+      if (i < v->n) break;   /* dropped, or followed */
+      *frames = v->n ? c->scratch : NULL;
+      *n = v->n;
+      return 1;
+    }
+    if (c->gen == gen) break;
   }
   const sc_ival *v = sc_search(c, rel);
   if (!v) return 0;
@@ -929,11 +1049,16 @@ int ptp_symcache_find(ptp_symcache *c, uint64_t rel, const ptp_sym_frame **frame
   return 1;
 }
 
-/* Whether one interval of the file's segments holds all of [lo, hi). */
+/* Whether one interval of the file's segments holds all of [lo, hi) (of
+ * the file there now, if it was replaced since: sc_follow). */
 static bool segs_cover(ptp_symcache *c, uint64_t lo, uint64_t hi) {
-  for (size_t s = 0; s < c->nsegs; s++) {
-    const sc_ival_disk *v = seg_search(c, &c->segs[s], lo);
-    if (v && v->hi >= hi) return true;
+  for (int tries = 0; tries <= SC_FOLLOW_TRIES; tries++) {
+    unsigned gen = c->gen;
+    for (size_t s = 0; s < c->nsegs && c->gen == gen; s++) {
+      const sc_ival_disk *v = seg_search(c, &c->segs[s], lo);
+      if (v && v->hi >= hi) return true;
+    }
+    if (c->gen == gen) break;
   }
   return false;
 }

@@ -159,12 +159,17 @@ int ptp_symcache_verify(ptp_symcache *c);
 
 /* Closes the file descriptor the cache reads its file through (open from
  * ptp_symcache_open until this call). A later find that needs a block not
- * read yet opens the file again by path and uses it only if it is still
- * the same file (device, inode, not shorter, the cache-file rule); if
- * not, the file's segments are dropped (as for a corrupt block, but the
- * state stays). The symbolizer calls this at the end of every profile
- * encode, so no descriptor stays open in the program between dumps.
- * NULL is fine. */
+ * read yet opens the file again by path and reads on if it is still the
+ * same file (device, inode, not shorter, the cache-file rule). If another
+ * file is there now (another process's rewrite renamed over it, or the
+ * file cut short in place), that one is read as open reads it and the
+ * lookups go on from it: the intervals added and not saved stay (a save
+ * appends them to it), its complete mark is taken, and the old file's
+ * memory is kept until evict or del (strings returned from it stay
+ * valid). A file that cannot be read then has its segments dropped (as
+ * for a corrupt block; the state says rejected only when it is corrupt).
+ * The symbolizer calls this at the end of every profile encode, so no
+ * descriptor stays open in the program between dumps. NULL is fine. */
 void ptp_symcache_release(ptp_symcache *c);
 
 ptp_symcache_state ptp_symcache_file_state(const ptp_symcache *c);
@@ -213,8 +218,9 @@ int ptp_symcache_add(ptp_symcache *c, uint64_t lo, uint64_t hi, const ptp_sym_fr
                      uint32_t n);
 
 /* Bytes of the file's blocks read into memory by lookups so far, that
- * ptp_symcache_evict can give back (0 once the file was dropped or
- * absorbed by a rewrite: those bytes stay until del). */
+ * ptp_symcache_evict can give back: the current file's (0 once it was
+ * dropped or absorbed by a rewrite: those bytes stay until del) and those
+ * of files read before it was replaced (see ptp_symcache_release). */
 size_t ptp_symcache_resident(const ptp_symcache *c);
 
 /* Gives back the memory of the file's blocks read so far (their pages are
@@ -223,8 +229,10 @@ size_t ptp_symcache_resident(const ptp_symcache *c);
  * needs it. Done only when every block can be read again now: the file
  * read is still open, or opens again as the same file (same device and
  * inode, not shorter; its descriptor then stays open until
- * ptp_symcache_release). Strings and frames returned by earlier finds die
- * here. Returns the bytes given back (0: none read, or they cannot be
+ * ptp_symcache_release); a file replaced since is followed here (see
+ * ptp_symcache_release) and the old one's memory freed whole, as is that
+ * of files followed before. Strings and frames returned by earlier finds
+ * die here. Returns the bytes given back (0: none read, or they cannot be
  * read again now and are kept). */
 size_t ptp_symcache_evict(ptp_symcache *c);
 

@@ -10,7 +10,8 @@
  * input, so mutations get past the checksums to the checks behind them
  * (order, bounds, string termination, torn tails). Bit 1: the lazy cache
  * releases its descriptor halfway through its lookups (the rest reopen the
- * file). The file is written as <dir>/<build id>.sym, 0600, in a private
+ * file); with bit 2 as well, the file is then replaced by a new one of the
+ * same bytes (another process's rewrite), which the rest follow. The file is written as <dir>/<build id>.sym, 0600, in a private
  * directory, and then:
  *  - lazy: ptp_symcache_open, then lookups of probe addresses (the lo, the
  *    hi - 1 and the hi of every interval the layout places in the input,
@@ -175,7 +176,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   answer *got = calloc(np, sizeof *got);
   CHECK(got);
   for (size_t i = 0; i < np; i++) {
-    if ((ctl & 2) && i == np / 2) ptp_symcache_release(lz);
+    if ((ctl & 2) && i == np / 2) {
+      ptp_symcache_release(lz);
+      if (ctl & 4) write_file(b, n);   /* unlinked and made anew: a new inode */
+    }
     got[i] = lookup(lz, probes[i]);
   }
   /* whole */

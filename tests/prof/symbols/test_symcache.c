@@ -651,6 +651,80 @@ PT_TEST_T(prof_symcache_trim_bounds_held, 120000) {
   two_objs_close(&o);
 }
 
+/* Another process's rewrite of the cache file at path: a new file with
+ * the same bytes renamed over it (what a rewrite that found nothing new
+ * writes). */
+static void rewrite_as_other(const char *path) {
+  size_t len;
+  char *b = pt_read_file(path, &len);
+  PT_ASSERT(b);
+  char tmp[600];
+  snprintf(tmp, sizeof tmp, "%s.other-tmp", path);
+  pt_write_file(tmp, b, len);
+  PT_ASSERT_INT_EQ(rename(tmp, path), 0);
+  free(b);
+}
+
+/* A cache file replaced between two snapshots by another process's
+ * rewrite is followed: the addresses whose blocks were not read yet
+ * resolve as before, from the new file, opening nothing (before, the
+ * file was dropped and the object's debug info opened again); the old
+ * file's memory counts as held until a trim gives it back. */
+PT_TEST_T(prof_symcache_replaced_file_followed, 120000) {
+  two_objs o = two_objs_open("symfollow");
+  ptp_symbolizer *plain = sym_with(NULL);
+  pcset d = object_pcs(plain, o.dfn, 3), zs = object_pcs(plain, o.zfn, 11);
+  char **want_d = ptt_resolve_all(plain, &d), **want_z = ptt_resolve_all(plain, &zs);
+
+  ptp_symbolizer *s = sym_with(o.dir);
+  assert_resolves_as(s, &d, want_d, "filling");
+  assert_resolves_as(s, &zs, want_z, "filling");
+  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
+  PT_ASSERT_UINT_EQ(ptp_symbolizer_release_filled(s), 2);   /* caches read lazily from now */
+  /* a snapshot that looks up one address of each */
+  pcset one = {0};
+  ptt_pcs_add_range(&one, (const void *)(uintptr_t)d.pc[0], 1);
+  ptt_pcs_add_range(&one, (const void *)(uintptr_t)zs.pc[0], 1);
+  char **got = ptt_resolve_all(s, &one);
+  PT_ASSERT_STR_EQ(got[0], want_d[0]);
+  PT_ASSERT_STR_EQ(got[1], want_z[0]);
+  ptt_free_results(got, one.n);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);   /* no descriptor kept */
+  size_t held = ptp_symbolizer_held(s);
+
+  char *fd_ = cache_file_of(s, o.dir, d.pc[0]), *fz = cache_file_of(s, o.dir, zs.pc[0]);
+  rewrite_as_other(fd_);
+  rewrite_as_other(fz);
+  int fds0 = ptt_count_fds();
+  ptp_symbolizer_stats st;
+  ptp_symbolizer_get_stats(s, &st);
+  ptp_symbolizer_stats st2 = again_from_cache(s, &d, want_d, &zs, want_z, &st, "after the rewrite");
+  PT_ASSERT_UINT_EQ(st2.cache_files_rejected, 0);
+  PT_ASSERT_INT_EQ(ptp_symbolizer_flush(s), 0);
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);
+  /* the old files' blocks read before are held too, until a trim */
+  size_t after = ptp_symbolizer_held(s);
+  PT_ASSERT(after > held);
+  ptp_symbolizer_set_held_max(s, 0);
+  PT_ASSERT_UINT_EQ(ptp_symbolizer_trim(s), after);
+  PT_ASSERT_UINT_EQ(ptp_symbolizer_held(s), 0);
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);
+  ptp_symbolizer_set_held_max(s, PTP_SYMBOLIZER_HELD_MAX);
+  ptp_symbolizer_get_stats(s, &st);
+  again_from_cache(s, &d, want_d, &zs, want_z, &st, "after the trim");
+  ptp_symbolizer_del(s);
+
+  free(fd_);
+  free(fz);
+  free(one.pc);
+  ptt_free_results(want_d, d.n);
+  ptt_free_results(want_z, zs.n);
+  ptp_symbolizer_del(plain);
+  free(d.pc);
+  free(zs.pc);
+  two_objs_close(&o);
+}
+
 /* The same for an object of many compile units: libptprof.so (71 CUs with
  * DWARF, -O2 inline chains), loaded inert (no PTPROF_DIR: its constructor
  * starts nothing). One miss fills it; a new process answers ~16k

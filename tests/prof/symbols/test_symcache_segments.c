@@ -548,11 +548,12 @@ static void write_many(const char *dir, const char *tag) {
 }
 
 /* Another process's rewrite of path, the file of dir: a save of its own
- * (in dir/other) renamed over it, the same 1500 addresses named "z_...". */
+ * (in dir/other) renamed over it, the same 1500 addresses named "z_...".
+ * Again and again if need be: each time a new file. */
 static void replace_by_other(const char *dir, const char *path) {
   char other[600];
   snprintf(other, sizeof other, "%s/other", dir);
-  PT_ASSERT_INT_EQ(mkdir(other, 0700), 0);
+  PT_ASSERT(mkdir(other, 0700) == 0 || errno == EEXIST);
   write_many(other, "z");
   char *opath = sc_file(other);
   PT_ASSERT_INT_EQ(rename(opath, path), 0);
@@ -727,16 +728,40 @@ PT_TEST(prof_symcache_release_and_reopen) {
   close(prog);
 
   c = open_ok(dir, PTP_SYMCACHE_LOADED);
-  PT_ASSERT(has_many(c, 0x10000, 1, "a"));
-  ptp_symcache_release(c);
-  /* another process rewrites the file: same addresses, other names */
-  replace_by_other(dir, path);
   const ptp_sym_frame *g;
   uint32_t k;
-  /* the last interval's block was never read: not read from the new file */
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x10000 + 7, &g, &k), 1);
+  const char *first = g[0].name;   /* in the first file's memory */
+  PT_ASSERT_STR_EQ(first, "a_function_with_a_rather_long_symbol_name_00000");
+  ptp_symcache_release(c);
+  /* another process rewrites the file: same addresses, other names (a
+   * real rewrite holds the same answers; other names show which file
+   * answered) */
+  replace_by_other(dir, path);
+  /* the last interval's block was never read: the file there now is read
+   * and answers, as every other lookup from then on */
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x10000 + 16 * 1499 + 7, &g, &k), 1);
+  PT_ASSERT_STR_EQ(g[0].name, "z_function_with_a_rather_long_symbol_name_01499");
+  PT_ASSERT(has_many(c, 0x10000, 1500, "z"));
+  PT_ASSERT_UINT_EQ(ptp_symcache_size(c), 1500);
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);   /* replaced, not corrupt */
+  /* a string returned from the first file is still there until del */
+  PT_ASSERT_STR_EQ(first, "a_function_with_a_rather_long_symbol_name_00000");
+  ptp_symcache_release(c);
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);
+  ptp_symcache_del(c);
+
+  /* cut short in place instead (same inode, shorter, no segment left):
+   * what is there now is read as at open, found unusable, and the file
+   * dropped: nothing answers from it, nothing stays open */
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_many(c, 0x10000, 1, "z"));
+  ptp_symcache_release(c);
+  PT_ASSERT_INT_EQ(truncate(path, 200), 0);
   PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x10000 + 16 * 1499 + 7, &g, &k), 0);
   PT_ASSERT_UINT_EQ(ptp_symcache_size(c), 0);
-  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);   /* replaced, not corrupt */
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x10000 + 7, &g, &k), 0);   /* its memory, not its answers */
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_REJECTED);
   PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);
   ptp_symcache_del(c);
   free(path);
@@ -744,19 +769,24 @@ PT_TEST(prof_symcache_release_and_reopen) {
   free(dir);
 }
 
-/* Whether the page holding p is resident (mincore). */
+/* Whether the page holding p is resident (mincore; a page no longer
+ * mapped is not). */
 static bool page_resident(const void *p) {
   uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
   unsigned char v = 0;
-  PT_ASSERT_INT_EQ(mincore((void *)((uintptr_t)p & ~(pg - 1)), pg, &v), 0);
+  if (mincore((void *)((uintptr_t)p & ~(pg - 1)), pg, &v) != 0) {
+    PT_ASSERT_INT_EQ(errno, ENOMEM);
+    return false;
+  }
   return v & 1;
 }
 
 /* Eviction: the blocks lookups read are counted (resident), given back
  * (the page of a name read is no longer in memory) and read again by the
  * next lookups, with the same answers; after a release, evict opens the
- * same file again (and release closes it); a file replaced since cannot be
- * read again, so nothing is given back and what was read keeps answering. */
+ * same file again (and release closes it); a file replaced since is
+ * followed: the old one's memory is given back whole and the new one
+ * answers. */
 PT_TEST(prof_symcache_evict_reads_again) {
   char *dir = pt_tmpdir("symcache-evict");
   char *path = sc_file(dir);
@@ -787,14 +817,99 @@ PT_TEST(prof_symcache_evict_reads_again) {
   ptp_symcache_release(c);
   PT_ASSERT_INT_EQ(ptt_count_fds(), fds0 - 1);
 
-  /* replaced by another process's rewrite: cannot be read again, kept */
+  /* replaced by another process's rewrite: the new file followed, the old
+   * one's memory given back (unmapped), the new one read as needed */
   replace_by_other(dir, path);
-  PT_ASSERT_UINT_EQ(ptp_symcache_evict(c), 0);
-  PT_ASSERT_UINT_EQ(ptp_symcache_resident(c), all);
-  PT_ASSERT(page_resident(name));
-  PT_ASSERT(has_many(c, 0x10000, 1500, "a"));   /* every block was read: still ours */
+  PT_ASSERT_UINT_EQ(ptp_symcache_evict(c), all);
+  PT_ASSERT_UINT_EQ(ptp_symcache_resident(c), 0);
+  PT_ASSERT(!page_resident(name));
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0);      /* the new file, open */
+  PT_ASSERT(has_many(c, 0x10000, 1500, "z"));
+  PT_ASSERT_UINT_EQ(ptp_symcache_resident(c), all);   /* same layout, other names */
+  PT_ASSERT_INT_EQ(ptp_symcache_file_state(c), PTP_SYMCACHE_LOADED);
+  ptp_symcache_release(c);
+  PT_ASSERT_INT_EQ(ptt_count_fds(), fds0 - 1);
+
+  /* replaced while a lookup had read part of it: what that lookup returned
+   * stays readable (retired, counted) until the next evict */
+  PT_ASSERT_UINT_EQ(ptp_symcache_evict(c), all);
+  ptp_symcache_release(c);
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x10000 + 16 * 700 + 7, &f, &n), 1);
+  name = f[0].name;
+  size_t part = ptp_symcache_resident(c);
+  PT_ASSERT(part > 0 && part < all);
+  ptp_symcache_release(c);
+  replace_by_other(dir, path);
+  PT_ASSERT_INT_EQ(ptp_symcache_find(c, 0x10000 + 16 * 1499 + 7, &f, &n), 1);   /* followed */
+  PT_ASSERT_STR_EQ(name, "z_function_with_a_rather_long_symbol_name_00700");
+  PT_ASSERT(ptp_symcache_resident(c) > part);   /* the old blocks, and the new file's */
+  ptp_symcache_release(c);
+  PT_ASSERT(ptp_symcache_evict(c) > part);
+  PT_ASSERT(!page_resident(name));
+  PT_ASSERT_UINT_EQ(ptp_symcache_resident(c), 0);
+  ptp_symcache_release(c);
   PT_ASSERT_INT_EQ(ptt_count_fds(), fds0 - 1);
   ptp_symcache_del(c);
+  free(path);
+  pt_rm_rf(dir);
+  free(dir);
+}
+
+/* A file replaced while this cache holds intervals not saved yet: the new
+ * file is followed and its complete mark taken, what was added stays and
+ * answers, and the save appends it to the new file (a segment more, no
+ * rewrite), where a later process finds both. Without pending additions
+ * the new file's flags are taken as they are. */
+PT_TEST(prof_symcache_follow_keeps_added) {
+  char *dir = pt_tmpdir("symcache-follow");
+  char *path = sc_file(dir);
+  char other[600];
+  snprintf(other, sizeof other, "%s/other", dir);
+  PT_ASSERT_INT_EQ(mkdir(other, 0700), 0);
+  char *opath = sc_file(other);
+  write_many(dir, "a");
+
+  ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_many(c, 0x10000, 1, "a"));
+  PT_ASSERT(!(ptp_symcache_flags(c) & PTP_SYMCACHE_COMPLETE));
+  add_named(c, 0x900000, "ours_added");
+  PT_ASSERT(ptp_symcache_dirty(c));
+  ptp_symcache_release(c);
+  /* another process's rewrite, this one marked complete */
+  ptp_symcache *o = open_ok(other, PTP_SYMCACHE_MISSING);
+  add_many(o, 0x10000, 1500, "z");
+  ptp_symcache_set_flags(o, PTP_SYMCACHE_COMPLETE);
+  PT_ASSERT_INT_EQ(ptp_symcache_save(o), 0);
+  ptp_symcache_del(o);
+  PT_ASSERT_INT_EQ(rename(opath, path), 0);
+
+  /* an unread block: followed */
+  PT_ASSERT(has_named(c, 0x10000 + 16 * 1499 + 7, "z_function_with_a_rather_long_symbol_name_01499"));
+  PT_ASSERT(ptp_symcache_flags(c) & PTP_SYMCACHE_COMPLETE);
+  PT_ASSERT(has_named(c, 0x900000 + 3, "ours_added"));
+  PT_ASSERT(ptp_symcache_dirty(c));
+  PT_ASSERT_INT_EQ(ptp_symcache_save(c), 0);
+  PT_ASSERT_UINT_EQ(ptp_symcache_file_segments(c), 2);   /* appended to the new file */
+  ptp_symcache_del(c);
+
+  c = open_ok(dir, PTP_SYMCACHE_LOADED);
+  PT_ASSERT(has_many(c, 0x10000, 1500, "z"));
+  PT_ASSERT(has_named(c, 0x900000 + 3, "ours_added"));
+  PT_ASSERT(ptp_symcache_flags(c) & PTP_SYMCACHE_COMPLETE);
+  ptp_symcache_release(c);
+  /* nothing pending: the flags of the file there now, as they are */
+  o = open_ok(other, PTP_SYMCACHE_MISSING);
+  add_many(o, 0x10000, 1500, "y");
+  PT_ASSERT_INT_EQ(ptp_symcache_save(o), 0);
+  ptp_symcache_del(o);
+  PT_ASSERT_INT_EQ(rename(opath, path), 0);
+  ptp_symcache_evict(c);   /* followed here, at the evict */
+  PT_ASSERT(!(ptp_symcache_flags(c) & PTP_SYMCACHE_COMPLETE));
+  PT_ASSERT(has_many(c, 0x10000, 1500, "y"));
+  PT_ASSERT(!has_named(c, 0x900000 + 3, "ours_added"));   /* that file never held it */
+  PT_ASSERT(!ptp_symcache_dirty(c));
+  ptp_symcache_del(c);
+  free(opath);
   free(path);
   pt_rm_rf(dir);
   free(dir);
