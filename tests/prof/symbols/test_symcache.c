@@ -451,6 +451,17 @@ static void two_objs_close(two_objs *o) {
   free(o->root);
 }
 
+/* Frees what a two-object test resolved with plain: both address sets
+ * and their expected results, and plain. */
+static void free_two_sets(ptp_symbolizer *plain, pcset *d, char **want_d, pcset *zs,
+                          char **want_z) {
+  ptt_free_results(want_d, d->n);
+  ptt_free_results(want_z, zs->n);
+  ptp_symbolizer_del(plain);
+  free(d->pc);
+  free(zs->pc);
+}
+
 /* An object opened once for a miss is cached whole: a later process
  * answers every address of it (other functions, other compile units, the
  * PLT, padding, code outside any CU or symbol) from the cache without
@@ -532,11 +543,7 @@ PT_TEST_T(prof_symcache_object_whole, 120000) {
   PT_ASSERT(mapping_of(warm, d.pc[0])->has_filenames);
   ptp_symbolizer_del(warm);
 
-  ptt_free_results(want_d, d.n);
-  ptt_free_results(want_z, zs.n);
-  ptp_symbolizer_del(plain);
-  free(d.pc);
-  free(zs.pc);
+  free_two_sets(plain, &d, want_d, &zs, want_z);
   free(one.pc);
   free((void *)files[0]);
   free((void *)files[1]);
@@ -595,11 +602,7 @@ PT_TEST_T(prof_symcache_release_filled, 120000) {
   PT_ASSERT(mapping_of(s, zs.pc[0])->has_functions);
   ptp_symbolizer_del(s);
 
-  ptt_free_results(want_d, d.n);
-  ptt_free_results(want_z, zs.n);
-  ptp_symbolizer_del(plain);
-  free(d.pc);
-  free(zs.pc);
+  free_two_sets(plain, &d, want_d, &zs, want_z);
   two_objs_close(&o);
 }
 
@@ -643,11 +646,7 @@ PT_TEST_T(prof_symcache_trim_bounds_held, 120000) {
   PT_ASSERT(ptp_symbolizer_held(s) > 0);
   ptp_symbolizer_del(s);
 
-  ptt_free_results(want_d, d.n);
-  ptt_free_results(want_z, zs.n);
-  ptp_symbolizer_del(plain);
-  free(d.pc);
-  free(zs.pc);
+  free_two_sets(plain, &d, want_d, &zs, want_z);
   two_objs_close(&o);
 }
 
@@ -717,11 +716,7 @@ PT_TEST_T(prof_symcache_replaced_file_followed, 120000) {
   free(fd_);
   free(fz);
   free(one.pc);
-  ptt_free_results(want_d, d.n);
-  ptt_free_results(want_z, zs.n);
-  ptp_symbolizer_del(plain);
-  free(d.pc);
-  free(zs.pc);
+  free_two_sets(plain, &d, want_d, &zs, want_z);
   two_objs_close(&o);
 }
 

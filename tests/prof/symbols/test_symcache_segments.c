@@ -548,16 +548,27 @@ static void write_many(const char *dir, const char *tag) {
 }
 
 /* Another process's rewrite of path, the file of dir: a save of its own
- * (in dir/other) renamed over it, the same 1500 addresses named "z_...".
- * Again and again if need be: each time a new file. */
-static void replace_by_other(const char *dir, const char *path) {
+ * (in dir/other) renamed over it, the same 1500 addresses named by tag,
+ * with flags (0: none set). Again and again if need be: each time a new
+ * file. */
+static void replace_by_other_as(const char *dir, const char *path, const char *tag,
+                                unsigned flags) {
   char other[600];
   snprintf(other, sizeof other, "%s/other", dir);
   PT_ASSERT(mkdir(other, 0700) == 0 || errno == EEXIST);
-  write_many(other, "z");
+  ptp_symcache *o = open_ok(other, PTP_SYMCACHE_MISSING);
+  add_many(o, 0x10000, 1500, tag);
+  if (flags) ptp_symcache_set_flags(o, flags);
+  PT_ASSERT_INT_EQ(ptp_symcache_save(o), 0);
+  ptp_symcache_del(o);
   char *opath = sc_file(other);
   PT_ASSERT_INT_EQ(rename(opath, path), 0);
   free(opath);
+}
+
+/* The same, named "z_...", no flags. */
+static void replace_by_other(const char *dir, const char *path) {
+  replace_by_other_as(dir, path, "z", 0);
 }
 
 /* Whether c's NOT_WHOLE mark records exactly (points, bytes). */
@@ -682,8 +693,9 @@ PT_TEST(prof_symcache_format5_multiblock) {
 /* The descriptor: open from ptp_symcache_open to ptp_symcache_release; a
  * lookup after the release opens the same file again and reads on; a file
  * replaced after the release (another process's rewrite) is never read
- * with the old index: its segments are forgotten, lookups of blocks not
- * read yet miss, what was answered before stays answered. */
+ * with the old index: the new one is read as at open and answers, and
+ * what the old one returned stays readable; a file cut short in place
+ * and unusable is dropped, nothing left open either way. */
 PT_TEST(prof_symcache_release_and_reopen) {
   char *dir = pt_tmpdir("symcache-release");
   char *path = sc_file(dir);
@@ -863,10 +875,6 @@ PT_TEST(prof_symcache_evict_reads_again) {
 PT_TEST(prof_symcache_follow_keeps_added) {
   char *dir = pt_tmpdir("symcache-follow");
   char *path = sc_file(dir);
-  char other[600];
-  snprintf(other, sizeof other, "%s/other", dir);
-  PT_ASSERT_INT_EQ(mkdir(other, 0700), 0);
-  char *opath = sc_file(other);
   write_many(dir, "a");
 
   ptp_symcache *c = open_ok(dir, PTP_SYMCACHE_LOADED);
@@ -875,13 +883,7 @@ PT_TEST(prof_symcache_follow_keeps_added) {
   add_named(c, 0x900000, "ours_added");
   PT_ASSERT(ptp_symcache_dirty(c));
   ptp_symcache_release(c);
-  /* another process's rewrite, this one marked complete */
-  ptp_symcache *o = open_ok(other, PTP_SYMCACHE_MISSING);
-  add_many(o, 0x10000, 1500, "z");
-  ptp_symcache_set_flags(o, PTP_SYMCACHE_COMPLETE);
-  PT_ASSERT_INT_EQ(ptp_symcache_save(o), 0);
-  ptp_symcache_del(o);
-  PT_ASSERT_INT_EQ(rename(opath, path), 0);
+  replace_by_other_as(dir, path, "z", PTP_SYMCACHE_COMPLETE);
 
   /* an unread block: followed */
   PT_ASSERT(has_named(c, 0x10000 + 16 * 1499 + 7, "z_function_with_a_rather_long_symbol_name_01499"));
@@ -898,18 +900,13 @@ PT_TEST(prof_symcache_follow_keeps_added) {
   PT_ASSERT(ptp_symcache_flags(c) & PTP_SYMCACHE_COMPLETE);
   ptp_symcache_release(c);
   /* nothing pending: the flags of the file there now, as they are */
-  o = open_ok(other, PTP_SYMCACHE_MISSING);
-  add_many(o, 0x10000, 1500, "y");
-  PT_ASSERT_INT_EQ(ptp_symcache_save(o), 0);
-  ptp_symcache_del(o);
-  PT_ASSERT_INT_EQ(rename(opath, path), 0);
+  replace_by_other_as(dir, path, "y", 0);
   ptp_symcache_evict(c);   /* followed here, at the evict */
   PT_ASSERT(!(ptp_symcache_flags(c) & PTP_SYMCACHE_COMPLETE));
   PT_ASSERT(has_many(c, 0x10000, 1500, "y"));
   PT_ASSERT(!has_named(c, 0x900000 + 3, "ours_added"));   /* that file never held it */
   PT_ASSERT(!ptp_symcache_dirty(c));
   ptp_symcache_del(c);
-  free(opath);
   free(path);
   pt_rm_rf(dir);
   free(dir);
