@@ -193,7 +193,12 @@ struct ptp_symcache {
                                    lookup under way looks again */
   sc_retired *old;              /* files read before this one (sc_follow) */
   size_t nold, capold;
-  size_t old_resident;          /* bytes of their blocks read */
+  size_t old_bytes;             /* their mappings' whole size: counted as
+                                   held (ptp_symcache_resident), so the
+                                   symbolizer's bound gives them back at the
+                                   next snapshot and neither memory nor
+                                   address space piles up while another
+                                   process keeps rewriting a file */
 };
 
 /* ---- directory ---- */
@@ -745,7 +750,7 @@ static int sc_follow(ptp_symcache *c) {
   int r = sc_read_lazy(c, &z);
   if (r) return r;
   c->old[c->nold++] = (sc_retired){c->file, c->file_len};
-  c->old_resident += c->resident;
+  c->old_bytes += c->file_len;
   size_t old_len = c->file_len;
   if (sc_fd_ours(c)) close(c->rd.fd);
   segs_free(c->segs, c->nsegs_alloc);
@@ -765,13 +770,12 @@ static int sc_follow(ptp_symcache *c) {
 }
 
 /* Frees the memory of files read before the current one (sc_follow).
- * Strings returned from them die. Returns the bytes of their blocks that
- * had been read. */
+ * Strings returned from them die. Returns the size of their mappings. */
 static size_t sc_free_retired(ptp_symcache *c) {
   for (size_t i = 0; i < c->nold; i++) sc_unmap(c->old[i].file, c->old[i].len);
   c->nold = 0;
-  size_t n = c->old_resident;
-  c->old_resident = 0;
+  size_t n = c->old_bytes;
+  c->old_bytes = 0;
   return n;
 }
 
@@ -907,7 +911,7 @@ int ptp_symcache_verify(ptp_symcache *c) {
 }
 
 size_t ptp_symcache_resident(const ptp_symcache *c) {
-  return c ? (c->nsegs ? c->resident : 0) + c->old_resident : 0;
+  return c ? (c->nsegs ? c->resident : 0) + c->old_bytes : 0;
 }
 
 /* Bytes of segment g's body (intervals, frames, strings: its blocks), which

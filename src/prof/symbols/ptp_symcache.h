@@ -217,10 +217,12 @@ int ptp_symcache_find(ptp_symcache *c, uint64_t rel, const ptp_sym_frame **frame
 int ptp_symcache_add(ptp_symcache *c, uint64_t lo, uint64_t hi, const ptp_sym_frame *frames,
                      uint32_t n);
 
-/* Bytes of the file's blocks read into memory by lookups so far, that
- * ptp_symcache_evict can give back: the current file's (0 once it was
- * dropped or absorbed by a rewrite: those bytes stay until del) and those
- * of files read before it was replaced (see ptp_symcache_release). */
+/* Bytes ptp_symcache_evict can give back: the current file's blocks read
+ * into memory by lookups so far (0 once it was dropped or absorbed by a
+ * rewrite: those bytes stay until del), plus the whole memory of each
+ * file read before it was replaced (see ptp_symcache_release), counted
+ * whole so that a bound on what is held gives it back at the next
+ * opportunity. */
 size_t ptp_symcache_resident(const ptp_symcache *c);
 
 /* Gives back the memory of the file's blocks read so far (their pages are
