@@ -191,14 +191,14 @@ struct ptp_symcache {
                                    file (ptp_symcache_resident) */
   unsigned gen;                 /* the file read changed (sc_follow): a
                                    lookup under way looks again */
-  sc_retired *old;              /* files read before this one (sc_follow) */
-  size_t nold, capold;
-  size_t old_bytes;             /* their mappings' whole size: counted as
-                                   held (ptp_symcache_resident), so the
+  sc_retired *old;              /* files read before this one (sc_follow);
+                                   their mappings count whole as held
+                                   (ptp_symcache_resident), so the
                                    symbolizer's bound gives them back at the
                                    next snapshot and neither memory nor
                                    address space piles up while another
                                    process keeps rewriting a file */
+  size_t nold, capold;
 };
 
 /* ---- directory ---- */
@@ -731,6 +731,8 @@ static void sc_adopt(ptp_symcache *c, const sc_lazy *z) {
   else c->id.valid = false;
 }
 
+static void sc_set_flags(ptp_symcache *c, unsigned flags, ptp_symcache_limits nw);
+
 /* The file read was replaced since (sc_reopen said -ESTALE: after a
  * release, another process's rewrite renamed a new file over it, holding
  * everything the old one held that it did not replace; or it was cut
@@ -742,17 +744,17 @@ static void sc_adopt(ptp_symcache *c, const sc_lazy *z) {
  * or del. Intervals added and not saved stay; the new file's complete mark
  * is taken (with our own flags kept while they are not saved); a save
  * appends to the new file. Bumps c->gen, so that a lookup under way looks
- * through the new segments. 0, or why the new file could not be read
- * (sc_read_lazy's errors; c unchanged: the caller drops the file). */
+ * through the new segments. Called after sc_reopen said -ESTALE: no
+ * descriptor of the old file is open. 0, or why the new file could not
+ * be read (sc_read_lazy's errors; c unchanged: the caller drops the
+ * file). */
 static int sc_follow(ptp_symcache *c) {
   if (sc_reserve((void **)&c->old, &c->capold, c->nold + 1, sizeof *c->old)) return -ENOMEM;
   sc_lazy z;
   int r = sc_read_lazy(c, &z);
   if (r) return r;
   c->old[c->nold++] = (sc_retired){c->file, c->file_len};
-  c->old_bytes += c->file_len;
   size_t old_len = c->file_len;
-  if (sc_fd_ours(c)) close(c->rd.fd);
   segs_free(c->segs, c->nsegs_alloc);
   sc_adopt(c, &z);
   const sc_seg *last = &c->segs[c->nsegs - 1];
@@ -761,21 +763,27 @@ static int sc_follow(ptp_symcache *c) {
     c->nw = last->nw;
   } else if (last->flags & PTP_SYMCACHE_COMPLETE) {
     /* as the symbolizer marks it: complete, the NOT_WHOLE mark gone */
-    c->flags = (c->flags & ~PTP_SYMCACHE_NOT_WHOLE) | PTP_SYMCACHE_COMPLETE;
-    c->nw = (ptp_symcache_limits){0, 0};
+    sc_set_flags(c, (c->flags & ~PTP_SYMCACHE_NOT_WHOLE) | PTP_SYMCACHE_COMPLETE,
+                 (ptp_symcache_limits){0, 0});
   }
   c->bytes = (c->bytes > old_len ? c->bytes - old_len : 0) + c->file_len;
   c->gen++;
   return 0;
 }
 
+/* The size of the mappings of files read before the current one. */
+static size_t sc_retired_bytes(const ptp_symcache *c) {
+  size_t n = 0;
+  for (size_t i = 0; i < c->nold; i++) n += c->old[i].len;
+  return n;
+}
+
 /* Frees the memory of files read before the current one (sc_follow).
  * Strings returned from them die. Returns the size of their mappings. */
 static size_t sc_free_retired(ptp_symcache *c) {
+  size_t n = sc_retired_bytes(c);
   for (size_t i = 0; i < c->nold; i++) sc_unmap(c->old[i].file, c->old[i].len);
   c->nold = 0;
-  size_t n = c->old_bytes;
-  c->old_bytes = 0;
   return n;
 }
 
@@ -911,7 +919,7 @@ int ptp_symcache_verify(ptp_symcache *c) {
 }
 
 size_t ptp_symcache_resident(const ptp_symcache *c) {
-  return c ? (c->nsegs ? c->resident : 0) + c->old_bytes : 0;
+  return c ? (c->nsegs ? c->resident : 0) + sc_retired_bytes(c) : 0;
 }
 
 /* Bytes of segment g's body (intervals, frames, strings: its blocks), which
